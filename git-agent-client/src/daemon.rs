@@ -1,0 +1,224 @@
+//! Reaching the daemon: connect to its socket, start `gitagentd` when
+//! nothing answers, replace a daemon of another build, then run the
+//! command and render its reply.
+
+use crate::render::Renderer;
+use git_agent_shared::{Environment, paths};
+use gitagent_proto::GitAgentClient;
+use gitagent_proto::v1 as pb;
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic::transport::Channel;
+
+const DAEMON_BINARY: &str = "gitagentd";
+/// How long a freshly started daemon may take to accept connections.
+const START_DEADLINE: Duration = Duration::from_secs(15);
+/// How long an old daemon may take to give up the socket address.
+const REPLACE_DEADLINE: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Setup(String),
+    #[error(
+        "cannot find the {DAEMON_BINARY} executable next to {client} or on PATH\nhint: install both binaries together (packaging/install.sh)"
+    )]
+    NotFound { client: String },
+    #[error("cannot start {path}: {source}")]
+    Spawn { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{DAEMON_BINARY} did not accept connections on {socket}{detail}\nhint: see the daemon logs under ~/.local/state/git-agent/logs"
+    )]
+    NotReady { socket: PathBuf, detail: String },
+    #[error("the daemon failed the request: {0}")]
+    Rpc(String),
+    #[error("the daemon stopped before the command finished")]
+    Truncated,
+}
+
+/// Runs the invocation in the daemon and returns the command's exit code.
+pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
+    let env = Environment::new(invocation.env.clone().into_iter().collect());
+    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let stdout_is_terminal = invocation.stdout_is_terminal;
+    let stderr_is_terminal = invocation.stderr_is_terminal;
+    let request = pb::RunRequest { invocation: Some(invocation) };
+    let mut replaced = false;
+    loop {
+        let channel = connect_or_start(&socket).await?;
+        let mut client = GitAgentClient::new(channel);
+        match client.run(request.clone()).await {
+            Ok(reply) => {
+                let mut stream = reply.into_inner();
+                let mut renderer = Renderer::new(stdout_is_terminal, stderr_is_terminal);
+                while let Some(event) =
+                    stream.message().await.map_err(|status| DaemonError::Rpc(status.message().to_string()))?
+                {
+                    if let Some(code) = renderer.render(event) {
+                        return Ok(code);
+                    }
+                }
+                renderer.finish();
+                return Err(DaemonError::Truncated);
+            }
+            Err(status) if status.code() == Code::FailedPrecondition && !replaced => {
+                replaced = true;
+                replace(&mut client, &socket).await?;
+            }
+            Err(status) if status.code() == Code::Unavailable && !replaced => {
+                // The daemon went away between connecting and calling.
+                replaced = true;
+            }
+            Err(status) => return Err(DaemonError::Rpc(status.message().to_string())),
+        }
+    }
+}
+
+async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {
+    if let Ok(channel) = gitagent_proto::connect(socket).await {
+        return Ok(channel);
+    }
+    let mut child = start_daemon(socket)?;
+    let deadline = Instant::now() + START_DEADLINE;
+    loop {
+        match gitagent_proto::connect(socket).await {
+            Ok(channel) => return Ok(channel),
+            Err(error) if Instant::now() >= deadline => {
+                let status = child
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .map(|status| format!(" ({DAEMON_BINARY} {status})"))
+                    .unwrap_or_default();
+                let stderr = std::fs::read_to_string(stderr_path(socket)).unwrap_or_default();
+                let detail = format!(
+                    "{status}: {error}{}",
+                    if stderr.trim().is_empty() { String::new() } else { format!("\n{}", stderr.trim_end()) }
+                );
+                return Err(DaemonError::NotReady { socket: socket.to_path_buf(), detail });
+            }
+            Err(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+/// Asks a daemon of another build to give up the socket, and waits until
+/// it has (or until a daemon of this build answers there).
+async fn replace(client: &mut GitAgentClient<Channel>, socket: &Path) -> Result<(), DaemonError> {
+    let _ = client.shutdown(pb::ShutdownRequest {}).await;
+    let own_build = git_agent_shared::build::build_id();
+    let deadline = Instant::now() + REPLACE_DEADLINE;
+    while Instant::now() < deadline {
+        let Ok(channel) = gitagent_proto::connect(socket).await else { return Ok(()) };
+        let hello = GitAgentClient::new(channel).hello(pb::HelloRequest::default()).await;
+        match hello {
+            Ok(reply) if reply.get_ref().build == own_build => return Ok(()),
+            Err(_) => return Ok(()),
+            Ok(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+    Err(DaemonError::Setup(format!(
+        "the daemon of another build on {} did not stop\nhint: run `gitagentd stop`",
+        socket.display()
+    )))
+}
+
+/// Starts `gitagentd serve --auto` detached in its own session and waits
+/// until it signals that the socket accepts connections (it closes the
+/// pipe we pass it) or exits.
+fn start_daemon(socket: &Path) -> Result<std::process::Child, DaemonError> {
+    let path = locate_daemon()?;
+    let (ready_read, ready_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| DaemonError::Setup(format!("cannot create a pipe: {error}")))?;
+    let stderr = open_stderr_log(socket);
+    let ready_fd = ready_write.as_raw_fd();
+    let mut command = Command::new(&path);
+    command
+        .args(["serve", "--auto", "--ready-fd", &ready_fd.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.map_or_else(Stdio::null, Stdio::from));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::fcntl(ready_fd, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| DaemonError::Spawn { path, source })?;
+    drop(ready_write);
+    wait_closed(ready_read);
+    Ok(child)
+}
+
+/// Blocks until every writer of the pipe has closed it, or the start
+/// deadline passes.
+fn wait_closed(read: OwnedFd) {
+    let mut file = File::from(read);
+    let mut buffer = [0u8; 16];
+    let deadline = Instant::now() + START_DEADLINE;
+    while Instant::now() < deadline {
+        let mut poll = [libc::pollfd { fd: file.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+        let remaining = deadline.saturating_duration_since(Instant::now()).as_millis();
+        // SAFETY: `poll` is a valid array of one pollfd.
+        let ready = unsafe { libc::poll(poll.as_mut_ptr(), 1, i32::try_from(remaining).unwrap_or(i32::MAX)) };
+        if ready <= 0 {
+            if ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        match std::io::Read::read(&mut file, &mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+fn stderr_path(socket: &Path) -> PathBuf {
+    socket.with_file_name("gitagentd.stderr")
+}
+
+fn open_stderr_log(socket: &Path) -> Option<File> {
+    let dir = socket.parent()?;
+    git_agent_shared::private_fs::ensure_private_dir(dir).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(stderr_path(socket)).ok()
+}
+
+/// `gitagentd` next to this executable first, then on PATH.
+fn locate_daemon() -> Result<PathBuf, DaemonError> {
+    let own = std::env::current_exe().ok();
+    if let Some(candidate) = own.as_ref().and_then(|exe| exe.parent()).map(|dir| dir.join(DAEMON_BINARY))
+        && is_executable(&candidate)
+    {
+        return Ok(candidate);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(DAEMON_BINARY);
+            if is_executable(&candidate) {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(DaemonError::NotFound {
+        client: own.map(|exe| exe.display().to_string()).unwrap_or_else(|| "git-agent".into()),
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}

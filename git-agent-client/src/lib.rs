@@ -1,0 +1,52 @@
+//! The thin client. It validates the command line with the shared clap
+//! definition, applies `--cwd`, captures the invocation (working
+//! directory, the environment the spec reads, terminal-ness of the output
+//! streams), sends it to the daemon, and renders the streamed reply. It
+//! decides the process exit code in one place: [`run`].
+
+mod daemon;
+mod invocation;
+mod render;
+
+use clap::Parser;
+use git_agent_shared::cli::{Cli, Command};
+use std::ffi::OsString;
+use std::io::Write;
+
+/// Runs `git-agent` with `argv` (program name first) and returns the exit
+/// code.
+pub fn run(argv: Vec<OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return error.exit_code();
+        }
+    };
+    if let Command::Completions { shell } = &cli.command {
+        let mut stdout = std::io::stdout().lock();
+        git_agent_shared::cli::write_completions(shell, &mut stdout);
+        return i32::from(stdout.flush().is_err());
+    }
+    let invocation = match invocation::capture(&argv, cli.cwd.as_deref()) {
+        Ok(invocation) => invocation,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return 1;
+        }
+    };
+    match runtime.block_on(daemon::run(invocation)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            1
+        }
+    }
+}

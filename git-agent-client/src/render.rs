@@ -1,0 +1,73 @@
+//! Renders the daemon's event stream: stdout bytes exactly as sent,
+//! stderr bytes, and transient progress on an interactive stderr only,
+//! cleared before anything else is written.
+
+use gitagent_proto::v1::{RunEvent, run_event::Event};
+use std::io::{self, Write};
+
+pub struct Renderer {
+    stdout: io::BufWriter<io::StdoutLock<'static>>,
+    stdout_is_terminal: bool,
+    stderr_is_terminal: bool,
+    progress_shown: bool,
+    stdout_broken: bool,
+}
+
+impl Renderer {
+    pub fn new(stdout_is_terminal: bool, stderr_is_terminal: bool) -> Self {
+        Self {
+            stdout: io::BufWriter::new(io::stdout().lock()),
+            stdout_is_terminal,
+            stderr_is_terminal,
+            progress_shown: false,
+            stdout_broken: false,
+        }
+    }
+
+    /// Renders one event; returns the exit code when the command ended.
+    pub fn render(&mut self, event: RunEvent) -> Option<i32> {
+        match event.event? {
+            Event::Stdout(bytes) => {
+                self.clear_progress();
+                if !self.stdout_broken && self.stdout.write_all(&bytes).is_err() {
+                    self.stdout_broken = true;
+                }
+                if self.stdout_is_terminal {
+                    let _ = self.stdout.flush();
+                }
+            }
+            Event::Stderr(bytes) => {
+                self.clear_progress();
+                let _ = self.stdout.flush();
+                let _ = io::stderr().write_all(&bytes);
+            }
+            Event::Progress(progress) => {
+                if self.stderr_is_terminal {
+                    let _ = self.stdout.flush();
+                    let mut stderr = io::stderr();
+                    let _ = write!(stderr, "\r\x1b[2K{}", progress.text);
+                    let _ = stderr.flush();
+                    self.progress_shown = !progress.text.is_empty();
+                }
+            }
+            Event::Trace(_) | Event::Action(_) => {}
+            Event::Exit(exit) => {
+                self.finish();
+                return Some(exit.code);
+            }
+        }
+        None
+    }
+
+    pub fn finish(&mut self) {
+        self.clear_progress();
+        let _ = self.stdout.flush();
+    }
+
+    fn clear_progress(&mut self) {
+        if self.progress_shown {
+            let _ = io::stderr().write_all(b"\r\x1b[2K");
+            self.progress_shown = false;
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The daemon library. `run` dispatches the daemon's own command line;
+//! [`serve`] owns the process lifetime: socket ownership, the RPC server,
+//! idle exit and graceful shutdown. Commands live under [`commands`] and
+//! never see the wire types, which stay in `rpc`.
+
+mod activity;
+pub mod args;
+pub mod commands;
+mod control;
+mod logging;
+mod rpc;
+mod socket;
+
+use anyhow::Context;
+use args::{DaemonArgs, DaemonCommand, ServeArgs};
+use git_agent_shared::Environment;
+use git_agent_shared::environment::vars;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The idle period after which an on-demand daemon exits.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(900);
+
+pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
+    let env = Environment::new(std::env::vars().collect());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match args.command.unwrap_or(DaemonCommand::Serve(ServeArgs::default())) {
+        DaemonCommand::Serve(serve_args) => runtime.block_on(serve(serve_args, env)).map(|()| ExitCode::SUCCESS),
+        DaemonCommand::Status => runtime.block_on(control::status(&env)),
+        DaemonCommand::Stop => runtime.block_on(control::stop(&env)),
+    }
+}
+
+/// Serves until shutdown (SIGTERM, SIGINT, a `Shutdown` call) or, when
+/// auto-started, the idle period.
+pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let _log_guard = logging::init(&env);
+    let acquired = if args.launchd {
+        socket::from_launchd()?
+    } else if let Some(listener) = socket::from_systemd()? {
+        listener
+    } else {
+        match socket::acquire(&env).await? {
+            Some(owned) => owned,
+            None => {
+                // Another daemon answers on the socket already.
+                tracing::info!("another gitagentd is serving; exiting");
+                socket::signal_ready(args.ready_fd);
+                return Ok(());
+            }
+        }
+    };
+    let idle = args.idle_timeout.map(Duration::from_secs).or_else(|| {
+        let on_demand = args.auto || acquired.activated;
+        let configured =
+            env.get(vars::GITAGENTD_IDLE_SECS).and_then(|value| value.parse().ok()).map(Duration::from_secs);
+        on_demand.then(|| configured.unwrap_or(DEFAULT_IDLE))
+    });
+    let build = args.build_id.unwrap_or_else(|| git_agent_shared::build::build_id().to_string());
+    tracing::info!(socket = %acquired.path.display(), build = %build, idle = ?idle, "gitagentd listening");
+    rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd }).await
+}

@@ -1,0 +1,28 @@
+//! Daemon logs: tracing into daily-rotated files under
+//! `${XDG_STATE_HOME:-~/.local/state}/git-agent/logs/`, at most seven kept.
+//! Nothing is ever written to a client's stdout.
+
+use git_agent_shared::{Environment, paths, private_fs};
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
+use tracing_subscriber::EnvFilter;
+
+const MAX_LOG_FILES: usize = 7;
+
+/// Installs the file logger; logging is best effort, so a log folder that
+/// cannot be created leaves the daemon running without logs.
+pub fn init(env: &Environment) -> Option<WorkerGuard> {
+    let dir = paths::log_dir(env).ok()?;
+    private_fs::ensure_private_dir(&dir).ok()?;
+    let appender = RollingFileAppender::builder()
+        .rotation(Rotation::DAILY)
+        .filename_prefix("gitagentd")
+        .filename_suffix("log")
+        .max_log_files(MAX_LOG_FILES)
+        .build(&dir)
+        .ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = EnvFilter::try_from_env("GITAGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(writer).try_init().ok()?;
+    Some(guard)
+}

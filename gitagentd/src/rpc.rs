@@ -1,0 +1,249 @@
+//! The gitagent.v1 server: the only module that knows tonic and the wire
+//! types. It converts requests into domain [`Invocation`]s, streams domain
+//! [`Event`]s back as `RunEvent`s, refuses peers of another uid, and owns
+//! shutdown: on SIGTERM, SIGINT, a `Shutdown` call or the idle period it
+//! gives up the socket address at once and drains the work in flight.
+
+use crate::activity::Activity;
+use crate::commands::{self, Event, Invocation, Output};
+use crate::socket::{self, Acquired};
+use git_agent_shared::Environment;
+use gitagent_proto::PROTOCOL_VERSION;
+use gitagent_proto::v1::git_agent_server::{GitAgent, GitAgentServer};
+use gitagent_proto::v1::{self as pb, run_event};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_stream::wrappers::UnixListenerStream;
+use tokio_stream::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+pub struct ServerOptions {
+    pub build: String,
+    pub idle: Option<Duration>,
+    pub auto_started: bool,
+    pub ready_fd: Option<i32>,
+}
+
+struct Daemon {
+    build: String,
+    started: Instant,
+    socket_path: PathBuf,
+    options_idle: Option<Duration>,
+    auto_started: bool,
+    activity: Arc<Activity>,
+    shutdown: CancellationToken,
+}
+
+pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result<()> {
+    let Acquired { listener, path, lock, .. } = acquired;
+    let lock = Arc::new(Mutex::new(lock));
+    let shutdown = CancellationToken::new();
+    let daemon = Arc::new(Daemon {
+        build: options.build,
+        started: Instant::now(),
+        socket_path: path.clone(),
+        options_idle: options.idle,
+        auto_started: options.auto_started,
+        activity: Arc::new(Activity::default()),
+        shutdown: shutdown.clone(),
+    });
+
+    let own_uid = nix::unistd::geteuid().as_raw();
+    let incoming = UnixListenerStream::new(listener).filter_map(move |connection| match connection {
+        Ok(stream) => match stream.peer_cred() {
+            Ok(credentials) if credentials.uid() == own_uid => Some(Ok(stream)),
+            Ok(credentials) => {
+                tracing::warn!(uid = credentials.uid(), "refused a connection from another user");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "refused a connection without peer credentials");
+                None
+            }
+        },
+        Err(error) => Some(Err(error)),
+    });
+
+    // Release the address as soon as shutdown starts, so a replacement can
+    // listen while this process drains.
+    let release = {
+        let shutdown = shutdown.clone();
+        let lock = Arc::clone(&lock);
+        let path = path.clone();
+        async move {
+            shutdown.cancelled().await;
+            release_address(&path, &lock);
+        }
+    };
+    tokio::spawn(release);
+    tokio::spawn(watch_signals(shutdown.clone()));
+    if let Some(idle) = options.idle {
+        let activity = Arc::clone(&daemon.activity);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            activity.idle_for(idle).await;
+            tracing::info!(?idle, "idle period over; exiting");
+            shutdown.cancel();
+        });
+    }
+
+    socket::signal_ready(options.ready_fd);
+    let activity = Arc::clone(&daemon.activity);
+    let result = tonic::transport::Server::builder()
+        .add_service(GitAgentServer::from_arc(daemon))
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+        .await;
+    // Work that outlives its connection (detached tasks) still holds an
+    // activity guard; wait for it before exiting.
+    activity.idle_for(Duration::ZERO).await;
+    tracing::info!("gitagentd stopped");
+    result.map_err(Into::into)
+}
+
+fn release_address(path: &Path, lock: &Mutex<Option<nix::fcntl::Flock<std::fs::File>>>) {
+    let Ok(mut held) = lock.lock() else { return };
+    if held.is_some() {
+        // Only the lock holder owns the path; an inherited socket belongs
+        // to its service manager.
+        let _ = std::fs::remove_file(path);
+        *held = None;
+    }
+}
+
+async fn watch_signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+        _ = shutdown.cancelled() => return,
+    }
+    shutdown.cancel();
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
+type TaskStream = Pin<Box<dyn Stream<Item = Result<pb::TaskStatus, Status>> + Send>>;
+
+impl Daemon {
+    fn check_build(&self, client_build: &str) -> Result<(), Status> {
+        if client_build == self.build {
+            Ok(())
+        } else {
+            Err(Status::failed_precondition(format!(
+                "daemon build {} differs from client build {client_build}",
+                self.build
+            )))
+        }
+    }
+}
+
+fn invocation_from_wire(wire: Option<pb::Invocation>) -> Result<(Invocation, String), Status> {
+    let wire = wire.ok_or_else(|| Status::invalid_argument("the request carries no invocation"))?;
+    let cwd = PathBuf::from(&wire.cwd);
+    if !cwd.is_absolute() {
+        return Err(Status::invalid_argument(format!("the working directory {:?} is not absolute", wire.cwd)));
+    }
+    let invocation = Invocation {
+        cwd,
+        args: wire.args,
+        env: Environment::new(wire.env.into_iter().collect()),
+        stdout_is_terminal: wire.stdout_is_terminal,
+        stderr_is_terminal: wire.stderr_is_terminal,
+    };
+    Ok((invocation, wire.client_build))
+}
+
+fn event_to_wire(event: Event) -> pb::RunEvent {
+    let event = match event {
+        Event::Stdout(bytes) => run_event::Event::Stdout(bytes),
+        Event::Stderr(bytes) => run_event::Event::Stderr(bytes),
+        Event::Progress(text) => run_event::Event::Progress(pb::Progress { text }),
+        Event::Exit(code) => run_event::Event::Exit(pb::Exit { code }),
+    };
+    pb::RunEvent { event: Some(event) }
+}
+
+#[tonic::async_trait]
+impl GitAgent for Daemon {
+    async fn hello(&self, request: Request<pb::HelloRequest>) -> Result<Response<pb::HelloReply>, Status> {
+        let _ = request;
+        Ok(Response::new(pb::HelloReply {
+            protocol_version: PROTOCOL_VERSION,
+            build: self.build.clone(),
+            version: git_agent_shared::build::VERSION.to_string(),
+            pid: std::process::id(),
+        }))
+    }
+
+    type RunStream = EventStream;
+
+    async fn run(&self, request: Request<pb::RunRequest>) -> Result<Response<Self::RunStream>, Status> {
+        let (invocation, client_build) = invocation_from_wire(request.into_inner().invocation)?;
+        self.check_build(&client_build)?;
+        let guard = self.activity.begin();
+        let cancel = CancellationToken::new();
+        let (output, events) = Output::new();
+        let worker_cancel = cancel.clone();
+        tokio::spawn(async move {
+            commands::run(invocation, output, worker_cancel).await;
+            drop(guard);
+        });
+        // Dropping the reply stream (the client went away) cancels the work.
+        let on_drop = cancel.drop_guard();
+        let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(events).map(move |event| {
+            let _keep = &on_drop;
+            Ok(event_to_wire(event))
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn launch_task(
+        &self,
+        _request: Request<pb::LaunchTaskRequest>,
+    ) -> Result<Response<pb::LaunchTaskReply>, Status> {
+        Err(Status::unimplemented("this daemon runs no detached tasks yet"))
+    }
+
+    async fn wait_task(&self, _request: Request<pb::TaskRef>) -> Result<Response<pb::TaskOutcome>, Status> {
+        Err(Status::unimplemented("this daemon runs no detached tasks yet"))
+    }
+
+    async fn list_tasks(
+        &self,
+        _request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksReply>, Status> {
+        Ok(Response::new(pb::ListTasksReply { tasks: Vec::new() }))
+    }
+
+    type WatchTaskStream = TaskStream;
+
+    async fn watch_task(&self, request: Request<pb::TaskRef>) -> Result<Response<Self::WatchTaskStream>, Status> {
+        Err(Status::not_found(format!("unknown task {:?}", request.into_inner().id)))
+    }
+
+    async fn status(&self, _request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusReply>, Status> {
+        Ok(Response::new(pb::StatusReply {
+            pid: std::process::id(),
+            build: self.build.clone(),
+            version: git_agent_shared::build::VERSION.to_string(),
+            uptime_millis: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            active_commands: u32::try_from(self.activity.active()).unwrap_or(u32::MAX),
+            running_tasks: 0,
+            socket_path: self.socket_path.display().to_string(),
+            auto_started: self.auto_started,
+            idle_timeout_secs: self.options_idle.map_or(0, |idle| idle.as_secs()),
+        }))
+    }
+
+    async fn shutdown(&self, _request: Request<pb::ShutdownRequest>) -> Result<Response<pb::ShutdownReply>, Status> {
+        tracing::info!("shutdown requested");
+        self.shutdown.cancel();
+        Ok(Response::new(pb::ShutdownReply {}))
+    }
+}

@@ -1,0 +1,107 @@
+//! The caller's environment as the client captured it. The daemon resolves
+//! every path, credential and default from this value, never from its own
+//! process environment, so a command behaves as if the caller ran it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Names of the environment variables the product reads, declared once.
+pub mod vars {
+    pub const HOME: &str = "HOME";
+    pub const PATH: &str = "PATH";
+    pub const PWD: &str = "PWD";
+    pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
+    pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+    pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+    pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+    pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+    pub const OPENAI_MODEL: &str = "OPENAI_MODEL";
+    pub const OPENAI_EMBEDDING_API_KEY: &str = "OPENAI_EMBEDDING_API_KEY";
+    pub const OPENAI_EMBEDDING_BASE_URL: &str = "OPENAI_EMBEDDING_BASE_URL";
+    pub const OPENAI_EMBEDDING_MODEL: &str = "OPENAI_EMBEDDING_MODEL";
+    pub const OPENAI_EMBEDDING_DIMENSIONS: &str = "OPENAI_EMBEDDING_DIMENSIONS";
+    pub const OPENAI_EMBEDDING_MAX_INPUT_CHARS: &str = "OPENAI_EMBEDDING_MAX_INPUT_CHARS";
+    pub const OPENAI_EMBEDDING_BATCH_INPUTS: &str = "OPENAI_EMBEDDING_BATCH_INPUTS";
+    pub const OPENAI_EMBEDDING_BATCH_MAX_CHARS: &str = "OPENAI_EMBEDDING_BATCH_MAX_CHARS";
+    pub const OPENAI_EMBEDDING_CONCURRENCY: &str = "OPENAI_EMBEDDING_CONCURRENCY";
+    /// Overrides the idle period, in seconds, after which an auto-started
+    /// daemon exits.
+    pub const GITAGENTD_IDLE_SECS: &str = "GITAGENTD_IDLE_SECS";
+}
+
+/// Exact names the client forwards besides the prefixed families below.
+const FORWARDED_NAMES: &[&str] = &[
+    "HOME",
+    "PATH",
+    "PWD",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "EDITOR",
+    "VISUAL",
+    "SSH_AUTH_SOCK",
+    "GNUPGHOME",
+    "GPG_TTY",
+];
+
+/// Prefixes of variable families the client forwards: XDG base
+/// directories, provider settings, Git's own variables and locales.
+const FORWARDED_PREFIXES: &[&str] = &["XDG_", "OPENAI_", "GIT_", "LC_", "CODEX_", "CONTEXT7_"];
+
+/// Whether the client forwards the variable `name` to the daemon.
+pub fn is_forwarded(name: &str) -> bool {
+    FORWARDED_NAMES.contains(&name) || FORWARDED_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// A snapshot of the caller's environment variables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    vars: BTreeMap<String, String>,
+}
+
+impl Environment {
+    pub fn new(vars: BTreeMap<String, String>) -> Self {
+        Self { vars }
+    }
+
+    /// The forwarded subset of an iterator of variables, such as
+    /// `std::env::vars_os()` in the client.
+    pub fn capture(all: impl IntoIterator<Item = (String, String)>) -> Self {
+        Self::new(all.into_iter().filter(|(name, _)| is_forwarded(name)).collect())
+    }
+
+    /// The value of `name` when it is set and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str).filter(|value| !value.trim().is_empty())
+    }
+
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    pub fn into_vars(self) -> BTreeMap<String, String> {
+        self.vars
+    }
+
+    /// The caller's home directory.
+    pub fn home(&self) -> Result<PathBuf, MissingHome> {
+        self.get(vars::HOME).map(PathBuf::from).ok_or(MissingHome)
+    }
+
+    /// An absolute directory from `name`, ignoring relative values as the
+    /// XDG base directory specification asks.
+    pub fn absolute_dir(&self, name: &str) -> Option<PathBuf> {
+        self.get(name).map(PathBuf::from).filter(|path| path.is_absolute())
+    }
+}
+
+/// HOME was not set for the invocation.
+#[derive(Debug, thiserror::Error)]
+#[error("HOME is not set; git-agent keeps its state under the home directory")]
+pub struct MissingHome;

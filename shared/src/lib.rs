@@ -1,0 +1,14 @@
+//! Domain logic that both binaries share. Nothing here reads the process
+//! environment or talks to the user: callers pass an [`Environment`] captured
+//! from the invocation, and get typed values or errors back.
+
+pub mod build;
+pub mod cli;
+pub mod config_file;
+pub mod environment;
+pub mod giturl;
+pub mod identity;
+pub mod paths;
+pub mod private_fs;
+
+pub use environment::Environment;
