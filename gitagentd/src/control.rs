@@ -53,7 +53,7 @@ pub async fn stop(env: &Environment) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + STOP_WAIT;
     if let Some(pid) = pid {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
-        while nix::sys::signal::kill(pid, None).is_ok() {
+        while process_running(pid) {
             if Instant::now() >= deadline {
                 anyhow::bail!("gitagentd (pid {pid}) is still draining work after {}s", STOP_WAIT.as_secs());
             }
@@ -64,4 +64,19 @@ pub async fn stop(env: &Environment) -> anyhow::Result<ExitCode> {
         println!("gitagentd stopped");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `pid` names a live process; a zombie waiting to be reaped by
+/// its new parent counts as gone.
+fn process_running(pid: nix::unistd::Pid) -> bool {
+    if nix::sys::signal::kill(pid, None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            !stat.rsplit_once(')').is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+        }
+        // No procfs: trust kill(2).
+        Err(_) => true,
+    }
 }

@@ -1,1 +1,274 @@
-//! Helpers for the end-to-end tests.
+//! Shared helpers for the end-to-end tests: an isolated user environment
+//! ([`TestEnv`]) that runs the real `git-agent` and `gitagentd` binaries,
+//! and temporary Git repositories built with the real `git` ([`GitRepo`]).
+//!
+//! The binaries are the ones `cargo test` built next to this test binary
+//! (`target/<profile>/`). Every environment has its own HOME,
+//! XDG_RUNTIME_DIR, XDG_CONFIG_HOME and XDG_STATE_HOME, so each test talks
+//! to its own daemon, which is stopped when the environment is dropped.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The path of a binary built by this workspace, such as `git-agent`.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    // Test binaries live in target/<profile>/deps, bench binaries in
+    // target/<profile>.
+    let mut profile_dir = exe.parent().expect("binaries live in a folder");
+    if profile_dir.file_name().is_some_and(|name| name == "deps") {
+        profile_dir = profile_dir.parent().expect("deps sits in the profile folder");
+    }
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} was not built; run `cargo test` at the workspace root so every binary is built",
+        path.display()
+    );
+    path
+}
+
+/// An isolated user: home, runtime, config and state folders of its own.
+pub struct TestEnv {
+    root: tempfile::TempDir,
+    extra_env: Vec<(String, String)>,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new().prefix("ga").tempdir_in("/tmp").expect("create a temporary folder");
+        for dir in ["home", "run", "config", "state", "work"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("create test folders");
+        }
+        Self { root, extra_env: Vec::new() }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root.path().join("run")
+    }
+
+    pub fn config_home(&self) -> PathBuf {
+        self.root.path().join("config")
+    }
+
+    pub fn state_home(&self) -> PathBuf {
+        self.root.path().join("state")
+    }
+
+    /// A scratch folder for repositories and other test files.
+    pub fn work(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    pub fn socket_path(&self) -> PathBuf {
+        self.runtime_dir().join("git-agent").join("gitagentd.sock")
+    }
+
+    /// Adds a variable to every command this environment runs.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.extra_env.push((name.to_string(), value.to_string()));
+    }
+
+    /// The isolated environment applied to a command, with nothing
+    /// inherited but PATH.
+    pub fn apply(&self, command: &mut Command) {
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_RUNTIME_DIR", self.runtime_dir())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("XDG_STATE_HOME", self.state_home())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.test")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.test")
+            .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+            .env("LANG", "C");
+        for (name, value) in &self.extra_env {
+            command.env(name, value);
+        }
+    }
+
+    /// `git-agent <args>` in `dir`.
+    pub fn git_agent_in(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(binary("git-agent"));
+        self.apply(&mut command);
+        command.current_dir(dir).args(args).env("PWD", dir).stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `git-agent <args>` in `dir` to completion.
+    pub fn run_in(&self, dir: &Path, args: &[&str]) -> Run {
+        Run::from(self.git_agent_in(dir, args).output().expect("run git-agent"))
+    }
+
+    /// `gitagentd <args>` with this environment.
+    pub fn gitagentd(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary("gitagentd"));
+        self.apply(&mut command);
+        command.args(args).stdin(Stdio::null());
+        command
+    }
+
+    /// The pid of the daemon serving this environment, if one answers.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        let output = self.gitagentd(&["status"]).output().ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.lines().find_map(|line| line.strip_prefix("pid: ")).and_then(|pid| pid.trim().parse().ok())
+    }
+
+    /// A temporary Git repository inside this environment.
+    pub fn repo(&self, name: &str) -> GitRepo {
+        GitRepo::init(self, &self.work().join(name))
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // Stop this environment's daemon so no process outlives the test.
+        let _ = self.gitagentd(&["stop"]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+}
+
+/// The outcome of one command.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Asserts a zero exit and returns stdout as text.
+    #[track_caller]
+    pub fn success(&self) -> String {
+        assert_eq!(self.code, Some(0), "expected success; stderr:\n{}", self.stderr);
+        self.stdout_text()
+    }
+
+    /// Asserts a non-zero exit with empty stdout and returns stderr.
+    #[track_caller]
+    pub fn failure(&self) -> &str {
+        assert_ne!(self.code, Some(0), "expected failure; stdout:\n{}", self.stdout_text());
+        assert!(self.code.is_some(), "killed by a signal; stderr:\n{}", self.stderr);
+        assert!(self.stdout.is_empty(), "expected empty stdout, got:\n{}", self.stdout_text());
+        &self.stderr
+    }
+}
+
+/// A Git repository built with the real `git`, with pinned identity and
+/// dates so fixtures are reproducible.
+pub struct GitRepo {
+    path: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl GitRepo {
+    pub fn init(test_env: &TestEnv, path: &Path) -> Self {
+        std::fs::create_dir_all(path).expect("create the repository folder");
+        let mut probe = Command::new("git");
+        test_env.apply(&mut probe);
+        let env = probe
+            .get_envs()
+            .filter_map(|(name, value)| Some((name.to_str()?.to_string(), value?.to_str()?.to_string())))
+            .collect();
+        let repo = Self { path: path.to_path_buf(), env };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Test Author"]);
+        repo.git(&["config", "user.email", "author@example.test"]);
+        repo.git(&["config", "commit.gpgSign", "false"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `git <args>` in the repository and returns stdout; panics on
+    /// failure with git's stderr.
+    #[track_caller]
+    pub fn git(&self, args: &[&str]) -> String {
+        let output = self.git_command(args).output().expect("run git");
+        assert!(output.status.success(), "git {args:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    pub fn git_command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new("git");
+        command.env_clear().envs(self.env.iter().map(|(k, v)| (k, v))).current_dir(&self.path).args(args);
+        command
+    }
+
+    /// Writes `contents` to `relative`, creating parent folders.
+    pub fn write(&self, relative: &str, contents: &str) {
+        let path = self.path.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent folders");
+        }
+        std::fs::write(path, contents).expect("write a file");
+    }
+
+    /// Stages everything and commits with `message`.
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it
+/// held. For waiting on another process, never as a fixed sleep.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lowercase hexadecimal SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}

@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `git-agent` and `gitagentd` binaries in
+//! isolated user environments, compared with the spec's stdout, stderr and
+//! exit-code contracts. One test binary; one module per area.
 
+mod config;
+mod cwd;
+mod daemon;
+mod install;
+mod project_id;

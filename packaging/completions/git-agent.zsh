@@ -1,0 +1,94 @@
+#compdef git-agent
+
+autoload -U is-at-least
+
+_git-agent() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'--cwd=[Run as if git-agent was started in <directory> (before the command only)]:directory:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_git-agent_commands" \
+"*::: :->git-agent" \
+&& ret=0
+    case $state in
+    (git-agent)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:git-agent-command-$line[1]:"
+        case $line[1] in
+            (project_id)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(config)
+_arguments "${_arguments_options[@]}" : \
+'--unset[Remove the setting]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+':key -- The configuration key; only index.remote exists:_default' \
+'::value -- The new value; without it the current value is printed:_default' \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+':shell:(bash zsh fish)' \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_git-agent_commands] )) ||
+_git-agent_commands() {
+    local commands; commands=(
+'project_id:Print the project identifier shared by search metadata and task records' \
+'config:Read or change the global configuration (index.remote)' \
+'completions:Print a shell completion script for bash, zsh or fish' \
+    )
+    _describe -t commands 'git-agent commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__completions_commands] )) ||
+_git-agent__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent completions commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__config_commands] )) ||
+_git-agent__subcmd__config_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent config commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__project_id_commands] )) ||
+_git-agent__subcmd__project_id_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent project_id commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_git-agent" ]; then
+    _git-agent "$@"
+else
+    compdef _git-agent git-agent
+fi
