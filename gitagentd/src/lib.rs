@@ -9,6 +9,7 @@ pub mod commands;
 mod control;
 mod logging;
 mod rpc;
+pub mod services;
 mod socket;
 
 use anyhow::Context;

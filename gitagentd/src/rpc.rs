@@ -6,6 +6,7 @@
 
 use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
+use crate::services::Services;
 use crate::socket::{self, Acquired};
 use git_agent_shared::Environment;
 use gitagent_proto::PROTOCOL_VERSION;
@@ -34,6 +35,7 @@ struct Daemon {
     options_idle: Option<Duration>,
     auto_started: bool,
     activity: Arc<Activity>,
+    services: Arc<Services>,
     shutdown: CancellationToken,
 }
 
@@ -48,6 +50,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         options_idle: options.idle,
         auto_started: options.auto_started,
         activity: Arc::new(Activity::default()),
+        services: Arc::new(Services::default()),
         shutdown: shutdown.clone(),
     });
 
@@ -190,8 +193,9 @@ impl GitAgent for Daemon {
         let cancel = CancellationToken::new();
         let (output, events) = Output::new();
         let worker_cancel = cancel.clone();
+        let services = Arc::clone(&self.services);
         tokio::spawn(async move {
-            commands::run(invocation, output, worker_cancel).await;
+            commands::run(services, invocation, output, worker_cancel).await;
             drop(guard);
         });
         // Dropping the reply stream (the client went away) cancels the work.

@@ -6,9 +6,11 @@
 mod config;
 mod project_id;
 
+use crate::services::Services;
 use git_agent_shared::Environment;
 use git_agent_shared::cli::{self, Command};
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -88,8 +90,8 @@ impl CommandError {
 }
 
 /// Runs the invocation to completion and sends its final `Exit` event.
-pub async fn run(invocation: Invocation, output: Output, cancel: CancellationToken) {
-    let code = match dispatch(&invocation, &output, &cancel).await {
+pub async fn run(services: Arc<Services>, invocation: Invocation, output: Output, cancel: CancellationToken) {
+    let code = match dispatch(&services, &invocation, &output, &cancel).await {
         Ok(()) => 0,
         Err(error) => {
             output.stderr(format!("error: {error}\n"));
@@ -99,7 +101,12 @@ pub async fn run(invocation: Invocation, output: Output, cancel: CancellationTok
     output.exit(code);
 }
 
-async fn dispatch(invocation: &Invocation, output: &Output, _cancel: &CancellationToken) -> Result<(), CommandError> {
+async fn dispatch(
+    _services: &Arc<Services>,
+    invocation: &Invocation,
+    output: &Output,
+    _cancel: &CancellationToken,
+) -> Result<(), CommandError> {
     let command = cli::parse_command(&invocation.args)
         .map_err(|error| CommandError::Usage(error.to_string().trim_end().trim_start_matches("error: ").to_string()))?;
     match command {
