@@ -2,6 +2,12 @@
 //! subsystem (the search index cache and single-flight lock, the detached
 //! task table, ...) adds its handle here. Commands receive it from `rpc`.
 
+use git_agent_shared::identity::IdentityCache;
+
 /// The daemon's shared services; cheap to clone behind an `Arc`.
 #[derive(Debug, Default)]
-pub struct Services {}
+pub struct Services {
+    /// Origin identities of repositories seen before, so `project_id` and
+    /// every project-scoped command skip reopening the repository.
+    pub identities: IdentityCache,
+}

@@ -5,7 +5,10 @@
 
 use crate::giturl;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Where a project lives and what identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +37,16 @@ impl ProjectIdentity {
     /// directory. The repository is found by looking for `.git` in `start`
     /// and each of its lexical parents.
     pub fn resolve(start: &Path) -> Result<Self, IdentityError> {
+        Self::resolve_with(start, None)
+    }
+
+    /// Like [`ProjectIdentity::resolve`], reusing the origin that `cache`
+    /// remembers for the repository while its config file is unchanged.
+    pub fn resolve_cached(start: &Path, cache: &IdentityCache) -> Result<Self, IdentityError> {
+        Self::resolve_with(start, Some(cache))
+    }
+
+    fn resolve_with(start: &Path, cache: Option<&IdentityCache>) -> Result<Self, IdentityError> {
         if !start.is_absolute() {
             return Err(IdentityError::RelativeStart { path: start.to_path_buf() });
         }
@@ -41,7 +54,16 @@ impl ProjectIdentity {
         let Some(root) = find_repository_root(&start) else {
             return Ok(Self { root: start, origin: None });
         };
+        let stamp = cache.and_then(|_| ConfigStamp::of(&root));
+        if let (Some(cache), Some(stamp)) = (cache, &stamp)
+            && let Some(origin) = cache.get(&root, stamp)
+        {
+            return Ok(Self { root, origin });
+        }
         let origin = first_origin_url(&root)?.map(|url| giturl::identity(&url, &root));
+        if let (Some(cache), Some(stamp)) = (cache, stamp) {
+            cache.put(&root, stamp, origin.clone());
+        }
         Ok(Self { root, origin })
     }
 
@@ -52,6 +74,59 @@ impl ProjectIdentity {
             Some(origin) => sha256_hex(origin.as_bytes()),
             None => sha256_hex(giturl::clean_path(&self.root.to_string_lossy()).as_bytes()),
         }
+    }
+}
+
+/// Remembers the origin identity of repositories, keyed by their root and
+/// valid while the repository's `.git/config` keeps its inode, size and
+/// modification time (Git rewrites it through a lock file and a rename,
+/// so every change shows). Linked worktrees and submodules, whose `.git`
+/// is a file, are not cached.
+#[derive(Debug, Default)]
+pub struct IdentityCache {
+    entries: Mutex<HashMap<PathBuf, (ConfigStamp, Option<String>)>>,
+}
+
+/// The most repositories one cache remembers before starting afresh.
+const CACHE_CAPACITY: usize = 1024;
+
+impl IdentityCache {
+    fn get(&self, root: &Path, stamp: &ConfigStamp) -> Option<Option<String>> {
+        let entries = self.entries.lock().ok()?;
+        entries.get(root).filter(|(cached, _)| cached == stamp).map(|(_, origin)| origin.clone())
+    }
+
+    fn put(&self, root: &Path, stamp: ConfigStamp, origin: Option<String>) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= CACHE_CAPACITY {
+                entries.clear();
+            }
+            entries.insert(root.to_path_buf(), (stamp, origin));
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ConfigStamp {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified_ns: i128,
+}
+
+impl ConfigStamp {
+    fn of(root: &Path) -> Option<Self> {
+        let git = root.join(".git");
+        if !std::fs::symlink_metadata(&git).ok()?.is_dir() {
+            return None;
+        }
+        let meta = std::fs::metadata(git.join("config")).ok()?;
+        Some(Self {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            modified_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        })
     }
 }
 
@@ -77,4 +152,31 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         out.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = Command::new("git").env("GIT_CONFIG_NOSYSTEM", "1").current_dir(dir).args(args).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn cache_follows_origin_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        let cache = IdentityCache::default();
+        let plain = ProjectIdentity::resolve_cached(dir.path(), &cache).unwrap();
+        assert_eq!(plain.origin, None);
+        git(dir.path(), &["remote", "add", "origin", "git@example.test:a/b.git"]);
+        let with_origin = ProjectIdentity::resolve_cached(dir.path(), &cache).unwrap();
+        assert_eq!(with_origin.origin.as_deref(), Some("example.test/a/b"));
+        git(dir.path(), &["remote", "set-url", "origin", "https://example.test/c/d"]);
+        let changed = ProjectIdentity::resolve_cached(dir.path(), &cache).unwrap();
+        assert_eq!(changed.origin.as_deref(), Some("example.test/c/d"));
+        assert_eq!(changed, ProjectIdentity::resolve(dir.path()).unwrap());
+    }
 }

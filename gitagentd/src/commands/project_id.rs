@@ -2,14 +2,14 @@
 //! newline on stdout.
 
 use super::{CommandError, Invocation, Output};
+use crate::services::Services;
 use git_agent_shared::identity::ProjectIdentity;
+use std::sync::Arc;
 
-pub async fn run(invocation: &Invocation, output: &Output) -> Result<(), CommandError> {
-    let cwd = invocation.cwd.clone();
-    let identity = tokio::task::spawn_blocking(move || ProjectIdentity::resolve(&cwd))
-        .await
-        .map_err(CommandError::failed)?
-        .map_err(CommandError::failed)?;
+pub async fn run(services: &Arc<Services>, invocation: &Invocation, output: &Output) -> Result<(), CommandError> {
+    // A few stat calls when the repository is known; opening it otherwise.
+    let identity =
+        ProjectIdentity::resolve_cached(&invocation.cwd, &services.identities).map_err(CommandError::failed)?;
     output.stdout(format!("{}\n", identity.id()));
     Ok(())
 }
