@@ -27,7 +27,44 @@ pub fn binary(name: &str) -> PathBuf {
         "{} was not built; run `cargo test` at the workspace root so every binary is built",
         path.display()
     );
+    assert_fresh(&path);
     path
+}
+
+/// Panics when a source file of the binaries is newer than `binary`: a
+/// `cargo test -p git-agent-tests` alone does not rebuild them, and a stale
+/// binary would make the tests check old code.
+fn assert_fresh(binary: &Path) {
+    static NEWEST_SOURCE: std::sync::OnceLock<Option<std::time::SystemTime>> = std::sync::OnceLock::new();
+    let newest = NEWEST_SOURCE.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+        ["proto", "shared/src", "gitagentd/src", "git-agent-client/src"]
+            .iter()
+            .filter_map(|dir| newest_modification(&root.join(dir)))
+            .max()
+    });
+    let built = std::fs::metadata(binary).and_then(|meta| meta.modified()).ok();
+    if let (Some(newest), Some(built)) = (newest, built) {
+        assert!(
+            *newest <= built,
+            "{} is older than its sources; run `cargo test` at the workspace root (or `cargo build --bins` first)",
+            binary.display()
+        );
+    }
+}
+
+fn newest_modification(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let candidate = if path.is_dir() {
+            newest_modification(&path)
+        } else {
+            entry.metadata().and_then(|meta| meta.modified()).ok()
+        };
+        newest = newest.max(candidate);
+    }
+    newest
 }
 
 /// An isolated user: home, runtime, config and state folders of its own.

@@ -175,3 +175,63 @@ fn version_flags() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("git-agent "));
 }
+
+#[test]
+fn a_socket_passed_by_systemd_is_served() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let socket = env.socket_path();
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
+    // systemd passes the socket as descriptor 3 and names the pid it is for.
+    let mut command = std::process::Command::new("sh");
+    env.apply(&mut command);
+    command
+        .args(["-c", "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" serve", binary("gitagentd").to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: dup2 and fcntl are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            // dup2 onto itself keeps close-on-exec, so clear it either way.
+            if (fd != 3 && libc::dup2(fd, 3) < 0) || libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut daemon = command.spawn().unwrap();
+    drop(listener);
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert_eq!(env.daemon_pid(), Some(daemon.id()), "the activated daemon served the call");
+    kill(daemon.id(), libc::SIGTERM);
+    assert!(wait_child(&mut daemon).success());
+    assert!(socket.exists(), "the socket belongs to the service manager and stays");
+}
+
+#[test]
+fn connections_from_another_user_are_refused() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("only root can connect as another user; this check runs in CI, which runs as root");
+        return;
+    }
+    let env = TestEnv::new();
+    env.run_in(&env.work(), &["project_id"]).success();
+    // Open the folders and the socket to everyone, so only the daemon's
+    // peer-credential check stands between another user and the daemon.
+    let socket = env.socket_path();
+    for path in [env.root().to_path_buf(), env.runtime_dir(), socket.parent().unwrap().to_path_buf()] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut status = env.gitagentd(&["status"]);
+    status.uid(65534).gid(65534);
+    let output = status.output().unwrap();
+    assert_ne!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("pid:"));
+    // The owner is still served.
+    assert!(env.daemon_pid().is_some());
+}
