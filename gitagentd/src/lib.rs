@@ -9,6 +9,7 @@ pub mod commands;
 mod control;
 mod logging;
 pub mod message;
+pub mod release;
 mod rpc;
 pub mod services;
 mod socket;
