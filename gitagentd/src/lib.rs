@@ -7,6 +7,7 @@ mod activity;
 pub mod args;
 pub mod commands;
 mod control;
+pub mod git;
 mod logging;
 pub mod message;
 pub mod release;
