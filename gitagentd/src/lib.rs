@@ -8,6 +8,8 @@ pub mod args;
 pub mod commands;
 mod control;
 pub mod git;
+#[cfg(test)]
+mod golden;
 mod logging;
 pub mod message;
 pub mod release;

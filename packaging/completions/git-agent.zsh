@@ -48,6 +48,50 @@ _arguments "${_arguments_options[@]}" : \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
+(pr-message)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then gpt-5.6-luna)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)]:duration:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Low reasoning effort]' \
+'--medium[Medium reasoning effort]' \
+'--high[High reasoning effort]' \
+'--xhigh[Extra-high reasoning effort]' \
+'--debug[Write the loop'\''s trace and phase timings to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(release-note)
+_arguments "${_arguments_options[@]}" : \
+'--out=[Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout]:file:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then gpt-5.6-luna)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)]:duration:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Low reasoning effort]' \
+'--medium[Medium reasoning effort]' \
+'--high[High reasoning effort]' \
+'--xhigh[Extra-high reasoning effort]' \
+'--debug[Write the loop'\''s trace and phase timings to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::range -- <base> <release>, or one of patch, minor, major (from the latest version tag to HEAD):_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -67,6 +111,8 @@ _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
 'config:Read or change the global configuration (index.remote)' \
+'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
+'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
@@ -81,10 +127,20 @@ _git-agent__subcmd__config_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent config commands' commands "$@"
 }
+(( $+functions[_git-agent__subcmd__pr-message_commands] )) ||
+_git-agent__subcmd__pr-message_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent pr-message commands' commands "$@"
+}
 (( $+functions[_git-agent__subcmd__project_id_commands] )) ||
 _git-agent__subcmd__project_id_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent project_id commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__release-note_commands] )) ||
+_git-agent__subcmd__release-note_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent release-note commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_git-agent" ]; then

@@ -16,7 +16,7 @@ pub enum RangeRequest {
 /// The positional arguments were not a range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{0}\nusage: git-agent release-note [--out <file>] <base> <release>\n       git-agent release-note [--out <file>] patch|minor|major"
+    "{0}\nusage: git-agent release-note [--out <file>] [flags] <base> <release>\n       git-agent release-note [--out <file>] [flags] patch|minor|major"
 )]
 pub struct RangeUsageError(String);
 

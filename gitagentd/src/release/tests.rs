@@ -2,31 +2,14 @@
 //! with tags of both kinds, submodules whose gitlink moved (history
 //! available and missing), documentation-only ranges, the prompt budget,
 //! and golden files of the rendered context and of the final Markdown for
-//! a scripted model answer. `UPDATE_GOLDEN=1 cargo test -p gitagentd`
-//! rewrites the golden files.
+//! a scripted model answer (see [`crate::golden`]).
 
 use super::*;
 use crate::git::history::fixture::Fixture;
 use crate::git::history::{EvidenceLimits, Interrupt};
-use std::path::PathBuf;
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/release/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} is missing; run with UPDATE_GOLDEN=1 to create it", path.display()));
-    if expected != actual {
-        let first_difference = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
-        panic!(
-            "{} differs (first differing line {:?}); run with UPDATE_GOLDEN=1 to accept\n--- actual ---\n{actual}",
-            path.display(),
-            first_difference.map(|line| line + 1)
-        );
-    }
+    crate::golden::assert_golden(&format!("release/golden/{name}"), actual);
 }
 
 /// `acme/app` with the submodule `vendor/lib` (`../lib.git`), tagged

@@ -6,4 +6,6 @@ mod config;
 mod cwd;
 mod daemon;
 mod install;
+mod pr_message;
 mod project_id;
+mod release_note;
