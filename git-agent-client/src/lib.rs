@@ -4,6 +4,7 @@
 //! streams), sends it to the daemon, and renders the streamed reply. It
 //! decides the process exit code in one place: [`run`].
 
+mod actions;
 mod daemon;
 mod invocation;
 mod render;
