@@ -167,6 +167,13 @@ fn event_to_wire(event: Event) -> pb::RunEvent {
         Event::Stdout(bytes) => run_event::Event::Stdout(bytes),
         Event::Stderr(bytes) => run_event::Event::Stderr(bytes),
         Event::Progress(text) => run_event::Event::Progress(pb::Progress { text }),
+        Event::GitCommit { repository_root, message, amend } => run_event::Event::Action(pb::ClientAction {
+            action: Some(pb::client_action::Action::GitCommit(pb::GitCommit {
+                repository_root: repository_root.display().to_string(),
+                message,
+                amend,
+            })),
+        }),
         Event::Exit(code) => run_event::Event::Exit(pb::Exit { code }),
     };
     pb::RunEvent { event: Some(event) }

@@ -32,6 +32,9 @@ pub enum Event {
     Stdout(Vec<u8>),
     Stderr(Vec<u8>),
     Progress(String),
+    /// Asks the client to run `git commit [--amend] --file -` in the
+    /// caller's context with this message.
+    GitCommit { repository_root: PathBuf, message: String, amend: bool },
     Exit(i32),
 }
 
@@ -58,6 +61,12 @@ impl Output {
 
     pub fn progress(&self, text: impl Into<String>) {
         let _ = self.tx.send(Event::Progress(text.into()));
+    }
+
+    /// Hands the commit itself to the client, so the user's hooks, signing
+    /// and terminal apply.
+    pub fn git_commit(&self, repository_root: PathBuf, message: String, amend: bool) {
+        let _ = self.tx.send(Event::GitCommit { repository_root, message, amend });
     }
 
     fn exit(&self, code: i32) {
