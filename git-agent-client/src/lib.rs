@@ -23,10 +23,19 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             return error.exit_code();
         }
     };
-    if let Command::Completions { shell } = &cli.command {
-        let mut stdout = std::io::stdout().lock();
-        git_agent_shared::cli::write_completions(shell, &mut stdout);
-        return i32::from(stdout.flush().is_err());
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut stdout = std::io::stdout().lock();
+            git_agent_shared::cli::write_completions(shell, &mut stdout);
+            return i32::from(stdout.flush().is_err());
+        }
+        Command::Review(args) | Command::Simplify(args) if args.help_agent => {
+            let command = if matches!(cli.command, Command::Review(_)) { "review" } else { "simplify" };
+            let mut stdout = std::io::stdout().lock();
+            let written = stdout.write_all(git_agent_shared::cli::agent_help(command).as_bytes());
+            return i32::from(written.and_then(|()| stdout.flush()).is_err());
+        }
+        _ => {}
     }
     let invocation = match invocation::capture(&argv, cli.cwd.as_deref()) {
         Ok(invocation) => invocation,
