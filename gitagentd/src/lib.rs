@@ -7,6 +7,7 @@ mod activity;
 pub mod args;
 pub mod commands;
 mod control;
+pub mod inspect;
 mod logging;
 mod rpc;
 pub mod services;

@@ -1,0 +1,14 @@
+//! Detached inspections (`review`, `simplify`) without the language model:
+//! scope preparation through gix, the inspection budget, the diff-mode and
+//! documentation tools as typed functions, report schemas and validation,
+//! host checks, and the engine seam that runs the inspection itself.
+//! Nothing here knows the wire protocol or the task table.
+
+pub mod contextpack;
+pub mod git;
+pub mod patch;
+pub mod prepare;
+pub mod scope;
+
+#[cfg(test)]
+pub(crate) mod tests;
