@@ -4,10 +4,13 @@
 //! host checks, and the engine seam that runs the inspection itself.
 //! Nothing here knows the wire protocol or the task table.
 
+pub mod budget;
+pub mod checks;
 pub mod contextpack;
 pub mod git;
 pub mod patch;
 pub mod prepare;
+pub mod report;
 pub mod scope;
 
 #[cfg(test)]
