@@ -10,6 +10,7 @@ mod render;
 
 use clap::Parser;
 use git_agent_shared::cli::{Cli, Command};
+use git_agent_shared::task_record::TaskCommand;
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -51,7 +52,20 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(daemon::run(invocation)) {
+    let work = async {
+        match &cli.command {
+            Command::Review(args) | Command::Simplify(args) => {
+                let command =
+                    if matches!(cli.command, Command::Review(_)) { TaskCommand::Review } else { TaskCommand::Simplify };
+                match &args.wait {
+                    Some(id) => daemon::wait(invocation, id.clone(), command).await,
+                    None => daemon::launch(invocation).await,
+                }
+            }
+            _ => daemon::run(invocation).await,
+        }
+    };
+    match runtime.block_on(work) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error}");

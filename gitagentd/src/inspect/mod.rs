@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod checks;
 pub mod contextpack;
+pub mod engine;
 pub mod git;
 pub mod patch;
 pub mod prepare;
