@@ -13,6 +13,7 @@ pub mod patch;
 pub mod prepare;
 pub mod report;
 pub mod scope;
+pub mod tools;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -37,7 +37,9 @@ fn main() {
     let mut ids = std::collections::BTreeSet::new();
     let waiters: Vec<_> = children
         .into_iter()
-        .map(|(spawned, child)| std::thread::spawn(move || (child.wait_with_output().expect("launch"), spawned.elapsed())))
+        .map(|(spawned, child)| {
+            std::thread::spawn(move || (child.wait_with_output().expect("launch"), spawned.elapsed()))
+        })
         .collect();
     for waiter in waiters {
         let (output, latency) = waiter.join().expect("launch thread");
