@@ -505,12 +505,8 @@ impl DocCommands {
                         .map(|(k, v)| (k.to_string(), v.to_string())),
                 );
                 let (text, truncated) = run_doc_command(program, &argv, Some(&self.root), &env, cancel).await?;
-                let target = argv
-                    .iter()
-                    .skip_while(|arg| arg.starts_with('-') || *arg == "doc")
-                    .next()
-                    .cloned()
-                    .unwrap_or_default();
+                let target =
+                    argv.iter().find(|arg| !arg.starts_with('-') && *arg != "doc").cloned().unwrap_or_default();
                 Ok(envelope(
                     tool,
                     json!({"target": target, "locator": format!("go {}", argv.join(" ")), "text": text}),
