@@ -7,12 +7,14 @@ mod activity;
 pub mod args;
 pub mod commands;
 mod control;
+pub mod inspect;
 mod logging;
 pub mod message;
 pub mod release;
 mod rpc;
 pub mod services;
 mod socket;
+pub mod tasks;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};
@@ -66,5 +68,6 @@ pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
     });
     let build = args.build_id.unwrap_or_else(|| git_agent_shared::build::build_id().to_string());
     tracing::info!(socket = %acquired.path.display(), build = %build, idle = ?idle, "gitagentd listening");
-    rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd }).await
+    rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd, env })
+        .await
 }

@@ -2,7 +2,9 @@
 //! subsystem (the search index cache and single-flight lock, the detached
 //! task table, ...) adds its handle here. Commands receive it from `rpc`.
 
+use crate::tasks::TaskService;
 use git_agent_shared::identity::IdentityCache;
+use std::sync::Arc;
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.
 #[derive(Debug, Default)]
@@ -10,4 +12,6 @@ pub struct Services {
     /// Origin identities of repositories seen before, so `project_id` and
     /// every project-scoped command skip reopening the repository.
     pub identities: IdentityCache,
+    /// The detached review/simplify task table.
+    pub tasks: Arc<TaskService>,
 }
