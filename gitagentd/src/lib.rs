@@ -8,6 +8,7 @@ pub mod args;
 pub mod commands;
 mod control;
 mod logging;
+pub mod provider;
 mod rpc;
 pub mod services;
 mod socket;

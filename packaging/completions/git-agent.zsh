@@ -48,6 +48,27 @@ _arguments "${_arguments_options[@]}" : \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
+(commit-msg)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then gpt-5.6-luna)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)]:duration:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Low reasoning effort]' \
+'--medium[Medium reasoning effort]' \
+'--high[High reasoning effort]' \
+'--xhigh[Extra-high reasoning effort]' \
+'--debug[Write the loop'\''s trace and phase timings to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -67,9 +88,15 @@ _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
 'config:Read or change the global configuration (index.remote)' \
+'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__commit-msg_commands] )) ||
+_git-agent__subcmd__commit-msg_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent commit-msg commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__completions_commands] )) ||
 _git-agent__subcmd__completions_commands() {
