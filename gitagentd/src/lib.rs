@@ -5,8 +5,10 @@
 
 mod activity;
 pub mod args;
+pub mod bounded;
 pub mod commands;
 mod control;
+pub mod git;
 mod logging;
 pub mod provider;
 mod rpc;
