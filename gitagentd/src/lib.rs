@@ -14,6 +14,7 @@ pub mod provider;
 mod rpc;
 pub mod services;
 mod socket;
+pub mod trace;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};
