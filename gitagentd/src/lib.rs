@@ -9,11 +9,14 @@ pub mod bounded;
 pub mod commands;
 mod control;
 pub mod git;
+pub mod guidance;
 mod logging;
 pub mod provider;
 mod rpc;
 pub mod services;
+pub mod skills;
 mod socket;
+pub mod tools;
 pub mod trace;
 
 use anyhow::Context;

@@ -69,7 +69,8 @@ pub fn render_event(time: &str, event: &Event, color: bool) -> String {
             }
         }
     }
-    let mut out = format!("{} {} {}", paint(time, DIM, color), paint("INF", GREEN, color), paint(&event.kind, BOLD, color));
+    let mut out =
+        format!("{} {} {}", paint(time, DIM, color), paint("INF", GREEN, color), paint(&event.kind, BOLD, color));
     let width: usize = inline.iter().map(|(key, value)| key.len() + value.len() + 2).sum();
     if blocks.is_empty() && inline.len() <= INLINE_FIELDS && width <= INLINE_WIDTH {
         for (key, value) in &inline {
@@ -163,7 +164,10 @@ mod tests {
     #[test]
     fn short_fields_stay_inline_without_color() {
         let event = Event::new("llm.usage").with("step", 1u32).with("input_tokens", 20u64).with("note", "two words");
-        assert_eq!(render_event("15:04:05", &event, false), "15:04:05 INF llm.usage step=1 input_tokens=20 note=\"two words\"\n");
+        assert_eq!(
+            render_event("15:04:05", &event, false),
+            "15:04:05 INF llm.usage step=1 input_tokens=20 note=\"two words\"\n"
+        );
     }
 
     #[test]
