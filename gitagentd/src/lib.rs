@@ -4,6 +4,7 @@
 //! never see the wire types, which stay in `rpc`.
 
 mod activity;
+pub mod agent;
 pub mod args;
 pub mod bounded;
 pub mod commands;
@@ -11,6 +12,7 @@ mod control;
 pub mod git;
 pub mod guidance;
 mod logging;
+pub mod prompt;
 pub mod provider;
 mod rpc;
 pub mod services;

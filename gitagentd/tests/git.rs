@@ -111,3 +111,29 @@ fn nothing_staged_is_an_empty_context() {
     let repo = Repository::discover(fixture.path()).unwrap();
     assert!(StagedContext::prepare(&repo, StagedLimits::default()).unwrap().is_empty());
 }
+
+#[test]
+fn patches_read_like_git_diff_cached() {
+    let env = TestEnv::new();
+    let fixture = env.repo("patches");
+    fixture.write("a.txt", &(1..=20).map(|n| format!("line {n}\n")).collect::<String>());
+    fixture.commit_all("init");
+    fixture.write(
+        "a.txt",
+        &(1..=20).map(|n| if n == 10 { "ten\n".into() } else { format!("line {n}\n") }).collect::<String>(),
+    );
+    fixture.write("new.txt", "one line\n");
+    fixture.git(&["add", "-A"]);
+    let repo = Repository::discover(fixture.path()).unwrap();
+    let ours = repo.staged_diff(&[], 1 << 20, 10_000).unwrap().text;
+    let theirs = fixture.git(&["diff", "--cached", "--no-renames", "--no-color"]);
+    // Git appends a function-context guess to hunk headers; we do not.
+    let theirs: String = theirs
+        .lines()
+        .map(|line| match line.strip_prefix("@@ ").and_then(|rest| rest.split_once(" @@")) {
+            Some((ranges, _)) => format!("@@ {ranges} @@\n"),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    assert_eq!(ours, theirs);
+}

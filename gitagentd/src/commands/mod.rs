@@ -5,6 +5,7 @@
 
 mod commit_msg;
 mod config;
+pub mod generation;
 mod project_id;
 
 use crate::services::Services;

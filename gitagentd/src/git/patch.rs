@@ -61,13 +61,35 @@ impl Repository {
                 let bytes = UnifiedDiff::new(&diff, &input, printer, ContextSize::symmetrical(3))
                     .consume()
                     .map_err(|error| self.read_error(format!("the diff of {path}"), error))?;
-                hunks = String::from_utf8_lossy(&bytes).into_owned();
+                hunks = String::from_utf8_lossy(&bytes).lines().map(git_hunk_line).collect();
             }
         }
         if render {
             patch.text = render_patch(path, old, new, binary, &hunks);
         }
         Ok(patch)
+    }
+}
+
+/// A line of rendered hunks, with hunk headers in Git's form: a range of
+/// one line omits its length, an empty range starts at the line before.
+fn git_hunk_line(line: &str) -> String {
+    let header = line.strip_prefix("@@ -").and_then(|rest| rest.strip_suffix(" @@"));
+    let Some((before, after)) = header.and_then(|header| header.split_once(" +")) else {
+        return format!("{line}\n");
+    };
+    let range = |range: &str| -> Option<String> {
+        let (start, length) = range.split_once(',')?;
+        let (start, length): (u64, u64) = (start.parse().ok()?, length.parse().ok()?);
+        Some(match length {
+            0 => format!("{},0", start.saturating_sub(1)),
+            1 => start.to_string(),
+            _ => format!("{start},{length}"),
+        })
+    };
+    match (range(before), range(after)) {
+        (Some(before), Some(after)) => format!("@@ -{before} +{after} @@\n"),
+        _ => format!("{line}\n"),
     }
 }
 
@@ -97,4 +119,16 @@ fn render_patch(path: &str, old: Option<&Entry>, new: Option<&Entry>, binary: bo
         text.push_str(hunks);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hunk_headers_follow_git() {
+        assert_eq!(git_hunk_line("@@ -1,0 +1,1 @@"), "@@ -0,0 +1 @@\n");
+        assert_eq!(git_hunk_line("@@ -3,4 +3,5 @@"), "@@ -3,4 +3,5 @@\n");
+        assert_eq!(git_hunk_line("+@@ -1,0 +1,1 @@"), "+@@ -1,0 +1,1 @@\n", "content lines stay as they are");
+    }
 }
