@@ -80,6 +80,7 @@ staged_inventory_tool!(StagedStat, "git_staged_stat", "Added and deleted lines o
 });
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CapArgs {
     max_bytes: Option<u64>,
     max_lines: Option<u64>,
@@ -108,6 +109,7 @@ impl Tool for StagedDiff {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PathsArgs {
     paths: Vec<String>,
     max_bytes: Option<u64>,
@@ -142,6 +144,7 @@ impl Tool for StagedDiffForPaths {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CommitsArgs {
     limit: Option<u64>,
     max_bytes: Option<u64>,

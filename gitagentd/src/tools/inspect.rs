@@ -16,6 +16,7 @@ const OUTLINE_ENTRIES: usize = 200;
 const OUTLINE_BYTES: usize = 64 << 10;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Args {
     path: String,
     source: Option<String>,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 const DOCUMENT_LIMIT: usize = 16 << 20;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Args {
     path: String,
     source: Option<String>,

@@ -69,6 +69,7 @@ impl Tool for RepoSummary {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ListArgs {
     path: Option<String>,
     max_entries: Option<u64>,
@@ -113,6 +114,7 @@ impl Tool for ListFiles {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ReadArgs {
     path: String,
     source: Option<String>,
@@ -210,6 +212,7 @@ fn read_file(files: &RepoFiles, args: ReadArgs) -> Result<ToolOutput, ToolError>
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct GrepArgs {
     pattern: String,
     path: Option<String>,
@@ -306,6 +309,7 @@ fn glob_matches(glob: &globset::GlobMatcher, path: &str) -> bool {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FindArgs {
     path: Option<String>,
     name: Option<String>,

@@ -14,6 +14,7 @@ pub fn tools(manager: Option<&SkillsManager>) -> Vec<Arc<dyn Tool>> {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Args {
     locator: String,
     range: String,

@@ -267,3 +267,49 @@ fn the_assembled_request_matches_its_golden_file() {
     let normalized = body.replace(root.to_str().unwrap(), "<repo>").replace(repo.path().to_str().unwrap(), "<repo>");
     assert_golden("commit-msg-request.json", &format!("{normalized}\n"));
 }
+
+#[test]
+fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    let bin = env.work().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("skills-mgr");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nif [ \"$1\" = list ]; then printf '## Skills\\n\\n- rust-style: how we write Rust\\n'; \
+         else printf 'skill %s range [%s]\\n' \"$2\" \"$3\"; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    env.set_env("PATH", &path);
+    env.set_env("OPENAI_API_KEY", "k");
+    env.set_env("OPENAI_BASE_URL", &fake.url());
+    let repo = env.repo("skills");
+    repo.write("a.txt", "a\n");
+    repo.git(&["add", "a.txt"]);
+    fake.push(Reply::Events(events::tool_calls(
+        &[("s1", "skills_read", r#"{"locator":"rust-style","range":"1:5"}"#)],
+        json!({}),
+    )));
+    fake.push(Reply::Events(events::text_reply("feat: add a", json!({}))));
+    assert_eq!(env.run_in(repo.path(), &["commit-msg"]).success(), "feat: add a\n");
+    let first = &fake.requests()[0];
+    assert!(input_texts(first).iter().any(|text| text == "## Skills\n\n- rust-style: how we write Rust"));
+    let tools: Vec<&str> =
+        first.body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"skills_read"));
+    let output = input_texts(&fake.requests()[1]).into_iter().find(|text| text.contains("skills_read")).unwrap();
+    let envelope: Value = serde_json::from_str(&output).unwrap();
+    assert_eq!(envelope["data"]["stdout"], json!("skill rust-style range [1:5]"));
+}
+
+#[test]
+fn without_skills_mgr_neither_the_layer_nor_the_tool_exists() {
+    let (env, fake, repo) = setup();
+    fake.push(Reply::Events(events::text_reply("fix: x", json!({}))));
+    env.run_in(repo.path(), &["commit-msg"]).success();
+    let body = fake.requests()[0].body.to_string();
+    assert!(!body.contains("skills_read") && !body.contains("## Skills"));
+}
