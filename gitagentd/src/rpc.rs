@@ -54,6 +54,13 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         shutdown: shutdown.clone(),
     });
 
+    // Build the provider HTTP client (it loads the system's root
+    // certificates) before the first generation command needs it.
+    let warm = Arc::clone(&daemon.services);
+    tokio::task::spawn_blocking(move || {
+        let _ = warm.http_clients.get(false);
+    });
+
     let own_uid = nix::unistd::geteuid().as_raw();
     let incoming = UnixListenerStream::new(listener).filter_map(move |connection| match connection {
         Ok(stream) => match stream.peer_cred() {

@@ -4,4 +4,9 @@
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.
 #[derive(Debug, Default)]
-pub struct Services {}
+pub struct Services {
+    /// HTTP clients for provider requests, built once (loading the
+    /// system's root certificates is the slow part) and shared, with their
+    /// connection pools, by every command.
+    pub http_clients: crate::provider::HttpClients,
+}

@@ -239,16 +239,46 @@ impl std::fmt::Debug for Provider {
     }
 }
 
-impl Provider {
-    pub fn new(config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
-        let mut builder =
-            reqwest::Client::builder().timeout(config.timeout).connect_timeout(std::time::Duration::from_secs(5));
-        if config.http2_prior_knowledge {
-            builder = builder.http2_prior_knowledge();
+/// HTTP clients shared by every provider of the daemon, one per
+/// transport flavour, built on first use.
+#[derive(Debug, Default)]
+pub struct HttpClients {
+    clients: Mutex<Vec<(bool, reqwest::Client)>>,
+}
+
+impl HttpClients {
+    /// The client for plain (`false`) or HTTP/2-prior-knowledge (`true`)
+    /// transport.
+    pub fn get(&self, http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
+        let mut clients =
+            self.clients.lock().map_err(|_| ProviderError::Client("the client pool is poisoned".into()))?;
+        if let Some((_, client)) = clients.iter().find(|(h2, _)| *h2 == http2_prior_knowledge) {
+            return Ok(client.clone());
         }
-        let http = builder.build().map_err(|error| ProviderError::Client(error.to_string()))?;
+        let client = build_client(http2_prior_knowledge)?;
+        clients.push((http2_prior_knowledge, client.clone()));
+        Ok(client)
+    }
+}
+
+fn build_client(http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
+    let mut builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(5));
+    if http2_prior_knowledge {
+        builder = builder.http2_prior_knowledge();
+    }
+    builder.build().map_err(|error| ProviderError::Client(error.to_string()))
+}
+
+impl Provider {
+    /// A provider with a client of its own.
+    pub fn new(config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
+        Ok(Self::with_client(build_client(config.http2_prior_knowledge)?, config, options))
+    }
+
+    /// A provider on a shared client (see [`HttpClients`]).
+    pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
         let endpoint = endpoint_kind(&config);
-        Ok(Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) })
+        Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) }
     }
 
     pub fn model(&self) -> &str {
@@ -308,7 +338,8 @@ impl Provider {
         notice: &(dyn Fn(StreamNotice) + Send + Sync),
     ) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/responses", self.config.base_url);
-        let mut request = self.http.post(&url).header("accept", "text/event-stream").json(body);
+        let mut request =
+            self.http.post(&url).timeout(self.config.timeout).header("accept", "text/event-stream").json(body);
         request = self.authenticate(request);
         let response = request.send().await.map_err(|error| self.transport_error(error))?;
         self.remember_turn_state(response.headers());

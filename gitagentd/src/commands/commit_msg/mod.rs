@@ -21,6 +21,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(
+    services: &crate::services::Services,
     invocation: &Invocation,
     output: &Output,
     cancel: &CancellationToken,
@@ -54,7 +55,8 @@ pub async fn run(
     run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(
         format!("git-agent commit-msg {}", repo.root().display()).as_bytes(),
     ));
-    let provider = Provider::new(config, run_options).map_err(CommandError::failed)?;
+    let http = services.http_clients.get(config.http2_prior_knowledge).map_err(CommandError::failed)?;
+    let provider = Provider::with_client(http, config, run_options);
     let assembled = Instant::now();
 
     let (token, deadline) = generation::with_deadline(cancel, settings.timeout);
