@@ -4,17 +4,26 @@
 //! never see the wire types, which stay in `rpc`.
 
 mod activity;
+pub mod agent;
 pub mod args;
+pub mod bounded;
 pub mod commands;
 mod control;
+pub mod git;
+pub mod guidance;
 pub mod inspect;
 mod logging;
 pub mod message;
+pub mod prompt;
+pub mod provider;
 pub mod release;
 mod rpc;
 pub mod services;
+pub mod skills;
 mod socket;
 pub mod tasks;
+pub mod tools;
+pub mod trace;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};

@@ -57,9 +57,17 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         activity: Arc::new(Activity::default()),
         services: Arc::new(Services {
             identities: Default::default(),
+            http_clients: Default::default(),
             tasks: Arc::new(TaskService::new(Arc::new(UnavailableEngine), options.env)),
         }),
         shutdown: shutdown.clone(),
+    });
+
+    // Build the provider HTTP client (it loads the system's root
+    // certificates) before the first generation command needs it.
+    let warm = Arc::clone(&daemon.services);
+    tokio::task::spawn_blocking(move || {
+        let _ = warm.http_clients.get(false);
     });
 
     let own_uid = nix::unistd::geteuid().as_raw();

@@ -14,4 +14,8 @@ pub struct Services {
     pub identities: IdentityCache,
     /// The detached review/simplify task table.
     pub tasks: Arc<TaskService>,
+    /// HTTP clients for provider requests, built once (loading the
+    /// system's root certificates is the slow part) and shared, with their
+    /// connection pools, by every command.
+    pub http_clients: crate::provider::HttpClients,
 }

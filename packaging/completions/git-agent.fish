@@ -31,6 +31,7 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "project_id" -d 
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l version -d 'Print version'
@@ -43,22 +44,25 @@ balanced\t''
 thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Override the model' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base-url -d 'Override the provider base URL' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l timeout -d 'Deadline for the provider client and the whole agent loop, such as 90s or 5m (none by default)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l guidance-family -d 'Project guidance family to read (AGENTS-family, CLAUDE-family or none)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l append-prompt -d 'Append a lower-priority operator hint to the task prompt' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l codebase -d 'Inspect the full codebase'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l staged -d 'Inspect staged changes only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l help-agent -d 'Show help limited to agent-facing flags'
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l fast -d 'Send service_tier=priority'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l low -d 'Send reasoning.effort=low'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l medium -d 'Send reasoning.effort=medium'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l xhigh -d 'Send reasoning.effort=xhigh'
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 'Enable diagnostics on stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l wait -d 'Wait for a detached task and print its report' -r
@@ -67,23 +71,44 @@ balanced\t''
 thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Override the model' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base-url -d 'Override the provider base URL' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l timeout -d 'Deadline for the provider client and the whole agent loop, such as 90s or 5m (none by default)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l guidance-family -d 'Project guidance family to read (AGENTS-family, CLAUDE-family or none)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l append-prompt -d 'Append a lower-priority operator hint to the task prompt' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l codebase -d 'Inspect the full codebase'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l staged -d 'Inspect staged changes only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l help-agent -d 'Show help limited to agent-facing flags'
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l fast -d 'Send service_tier=priority'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l low -d 'Send reasoning.effort=low'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l medium -d 'Send reasoning.effort=medium'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l xhigh -d 'Send reasoning.effort=xhigh'
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l debug -d 'Enable diagnostics on stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s V -l version -d 'Print version'

@@ -54,22 +54,22 @@ _arguments "${_arguments_options[@]}" : \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
 '--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
-'--model=[Override the model]:model:_default' \
-'--base-url=[Override the provider base URL]:url:_default' \
-'--timeout=[Deadline for the provider client and the whole agent loop, such as 90s or 5m (none by default)]:duration:_default' \
-'--guidance-family=[Project guidance family to read (AGENTS-family, CLAUDE-family or none)]:family:_default' \
-'--append-prompt=[Append a lower-priority operator hint to the task prompt]:text:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
 '--codebase[Inspect the full codebase]' \
 '--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
 '--staged[Inspect staged changes only]' \
 '--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
 '--help-agent[Show help limited to agent-facing flags]' \
-'--fast[Send service_tier=priority]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
 '--low[Send reasoning.effort=low]' \
 '--medium[Send reasoning.effort=medium]' \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
-'--debug[Enable diagnostics on stderr]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -83,27 +83,48 @@ _arguments "${_arguments_options[@]}" : \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
 '--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
-'--model=[Override the model]:model:_default' \
-'--base-url=[Override the provider base URL]:url:_default' \
-'--timeout=[Deadline for the provider client and the whole agent loop, such as 90s or 5m (none by default)]:duration:_default' \
-'--guidance-family=[Project guidance family to read (AGENTS-family, CLAUDE-family or none)]:family:_default' \
-'--append-prompt=[Append a lower-priority operator hint to the task prompt]:text:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
 '--codebase[Inspect the full codebase]' \
 '--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
 '--staged[Inspect staged changes only]' \
 '--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
 '--help-agent[Show help limited to agent-facing flags]' \
-'--fast[Send service_tier=priority]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
 '--low[Send reasoning.effort=low]' \
 '--medium[Send reasoning.effort=medium]' \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
-'--debug[Enable diagnostics on stderr]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::prompt -- Focus hint for the inspection (lower priority than the task instructions):_default' \
+&& ret=0
+;;
+(commit-msg)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
 && ret=0
 ;;
 (completions)
@@ -127,9 +148,15 @@ _git-agent_commands() {
 'config:Read or change the global configuration (index.remote)' \
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
+'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__commit-msg_commands] )) ||
+_git-agent__subcmd__commit-msg_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent commit-msg commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__completions_commands] )) ||
 _git-agent__subcmd__completions_commands() {

@@ -36,6 +36,10 @@ pub enum Command {
     #[command(override_usage = INSPECT_USAGE_SIMPLIFY)]
     Simplify(InspectArgs),
 
+    /// Write a commit message for the staged changes; stdout is the message only.
+    #[command(name = "commit-msg")]
+    CommitMsg(CommitMsgArgs),
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -176,15 +180,38 @@ impl ReasoningEffort {
     }
 }
 
-/// The generation flags that the model-backed commands share.
+/// `git-agent commit-msg [flags]`.
+#[derive(Debug, Args)]
+pub struct CommitMsgArgs {
+    #[command(flatten)]
+    pub generation: MessageArgs,
+}
+
+/// The flags of the message-generation commands: the shared generation
+/// flags plus the agent loop's step ceiling and the diagnostics address.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MessageArgs {
+    #[command(flatten)]
+    pub shared: GenerationArgs,
+
+    /// Maximum model steps of the agent loop (default 30).
+    #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+
+    /// Serve a diagnostics index at <addr> (host:port) while the command runs.
+    #[arg(long, value_name = "addr", value_parser = NonEmptyStringValueParser::new())]
+    pub pprof: Option<String>,
+}
+
+/// The provider and prompt flags every model-backed command shares.
 #[derive(Debug, Clone, Default, Args)]
 #[command(group(ArgGroup::new("effort").args(["low", "medium", "high", "xhigh"]).multiple(false)))]
 pub struct GenerationArgs {
-    /// Override the model.
+    /// Model identifier (default: OPENAI_MODEL, then the command's default).
     #[arg(long, value_name = "model", value_parser = NonEmptyStringValueParser::new())]
     pub model: Option<String>,
 
-    /// Send service_tier=priority.
+    /// Ask for the priority service tier (service_tier=priority).
     #[arg(long)]
     pub fast: bool,
 
@@ -204,23 +231,23 @@ pub struct GenerationArgs {
     #[arg(long)]
     pub xhigh: bool,
 
-    /// Override the provider base URL.
+    /// Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default).
     #[arg(long, value_name = "url", value_parser = NonEmptyStringValueParser::new())]
     pub base_url: Option<String>,
 
-    /// Deadline for the provider client and the whole agent loop, such as 90s or 5m (none by default).
+    /// Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s.
     #[arg(long, value_name = "duration", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
-    /// Project guidance family to read (AGENTS-family, CLAUDE-family or none).
-    #[arg(long, value_name = "family", value_parser = NonEmptyStringValueParser::new())]
+    /// Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none.
+    #[arg(long, value_name = "family", value_parser = ["auto", "agents", "claude", "none"])]
     pub guidance_family: Option<String>,
 
-    /// Append a lower-priority operator hint to the task prompt.
+    /// A lower-priority hint appended to the task prompt as escaped data.
     #[arg(long, value_name = "text")]
     pub append_prompt: Option<String>,
 
-    /// Enable diagnostics on stderr.
+    /// Write diagnostics (trace, phase timings) to stderr.
     #[arg(long)]
     pub debug: bool,
 }
@@ -239,36 +266,32 @@ impl GenerationArgs {
     }
 }
 
-/// Parses a Go-style duration: one or more `<number><unit>` parts with the
-/// units ns, us, ms, s, m and h, such as `90s`, `1m30s` or `1.5h`.
+/// Parses a duration written like Go's `time.ParseDuration`: a sequence of
+/// decimal numbers with units (`ns`, `us`, `ms`, `s`, `m`, `h`), such as
+/// `90s`, `1m30s` or `1.5h`. It must be positive.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration {text:?}; use a number and a unit such as 90s, 5m or 1h30m");
+    const UNITS: [(&str, f64); 7] =
+        [("ns", 1e-9), ("us", 1e-6), ("\u{b5}s", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+    let invalid = || format!("invalid duration {text:?}; write it like 90s, 2m or 1m30s");
     let mut rest = text.trim();
     if rest.is_empty() {
         return Err(invalid());
     }
-    let mut total = 0f64;
+    let mut seconds = 0f64;
     while !rest.is_empty() {
         let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(invalid)?;
         let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
         rest = &rest[number_len..];
         let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "\u{b5}s" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(invalid()),
-        };
+        let factor =
+            UNITS.iter().find(|(unit, _)| *unit == &rest[..unit_len]).map(|(_, factor)| *factor).ok_or_else(invalid)?;
+        seconds += number * factor;
         rest = &rest[unit_len..];
-        total += number * seconds;
     }
-    if !total.is_finite() || total <= 0.0 || total > 1e9 {
+    if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("the duration {text:?} must be positive"));
     }
-    Ok(Duration::from_secs_f64(total))
+    Duration::try_from_secs_f64(seconds).map_err(|_| invalid())
 }
 
 impl InspectArgs {
@@ -366,6 +389,14 @@ mod tests {
         }
     }
 
+    fn generation(args: &[&str]) -> Result<MessageArgs, clap::Error> {
+        let argv = ["git-agent", "commit-msg"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::CommitMsg(args) => Ok(args.generation),
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
     #[test]
     fn inspection_modes_are_mutually_exclusive() {
         assert!(inspect(&["review", "--staged", "--codebase"]).is_err());
@@ -459,5 +490,54 @@ mod tests {
         }
         assert!(agent_help("simplify").contains("fast=low, balanced=low, thorough=medium"));
         assert!(agent_help("review").contains("fast=low, balanced=medium, thorough=high"));
+    }
+
+    #[test]
+    fn generation_flags_parse() {
+        let args = generation(&[
+            "--model",
+            "m",
+            "--fast",
+            "--high",
+            "--timeout",
+            "1m30s",
+            "--max-steps",
+            "4",
+            "--guidance-family",
+            "claude",
+            "--append-prompt",
+            "be brief",
+            "--debug",
+        ])
+        .unwrap();
+        assert_eq!(args.max_steps, Some(4));
+        let args = args.shared;
+        assert_eq!(args.model.as_deref(), Some("m"));
+        assert!(args.fast && args.debug);
+        assert_eq!(args.reasoning_effort(), Some(ReasoningEffort::High));
+        assert_eq!(args.timeout, Some(Duration::from_secs(90)));
+        assert_eq!(args.guidance_family.as_deref(), Some("claude"));
+        assert_eq!(args.append_prompt.as_deref(), Some("be brief"));
+        assert_eq!(generation(&[]).unwrap().shared.reasoning_effort(), None);
+    }
+
+    #[test]
+    fn generation_flags_are_validated_before_any_work() {
+        assert!(generation(&["--low", "--high"]).is_err(), "effort flags are exclusive");
+        assert!(generation(&["--max-steps", "0"]).is_err());
+        assert!(generation(&["--timeout", "soon"]).is_err());
+        assert!(generation(&["--timeout", "0s"]).is_err());
+        assert!(generation(&["--guidance-family", "cursor"]).is_err());
+        assert!(generation(&["positional"]).is_err());
+    }
+
+    #[test]
+    fn durations_follow_go_syntax() {
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("90").is_err(), "a unit is required");
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("").is_err());
     }
 }

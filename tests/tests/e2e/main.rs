@@ -2,6 +2,7 @@
 //! isolated user environments, compared with the spec's stdout, stderr and
 //! exit-code contracts. One test binary; one module per area.
 
+mod commit_msg;
 mod config;
 mod cwd;
 mod daemon;
