@@ -128,6 +128,9 @@ impl ProviderEngine {
                 humantime(request.timeout.unwrap_or_default())
             ),
             AgentError::Cancelled => format!("the {command} inspection was cancelled"),
+            AgentError::ContextTooLarge { estimated, limit } => format!(
+                "the first {command} request is estimated at {estimated} tokens, at or over the {limit}-token context budget\nhint: inspect a smaller scope, such as --staged with fewer changes"
+            ),
             other => other.to_string(),
         })?;
         status.phase("validated");
