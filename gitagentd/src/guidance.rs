@@ -77,6 +77,25 @@ impl GuidanceReader for WorktreeReader {
     }
 }
 
+/// Reads guidance files from the index, for staged inspections: unstaged
+/// edits to a guidance file must not shape the review of the index.
+pub struct IndexReader<'a> {
+    repo: &'a crate::git::Repository,
+}
+
+impl<'a> IndexReader<'a> {
+    pub fn new(repo: &'a crate::git::Repository) -> Self {
+        Self { repo }
+    }
+}
+
+impl GuidanceReader for IndexReader<'_> {
+    fn read(&self, relative: &str) -> Option<String> {
+        let bytes = self.repo.tracked_content(crate::git::FileSource::Index, relative).ok()??;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
 /// One guidance file in effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {

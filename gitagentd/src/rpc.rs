@@ -6,7 +6,7 @@
 
 use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
-use crate::inspect::engine::UnavailableEngine;
+use crate::inspect::provider_engine::ProviderEngine;
 use crate::services::Services;
 use crate::socket::{self, Acquired};
 use crate::tasks::{TaskError, TaskService, TaskStatus};
@@ -48,6 +48,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     let Acquired { listener, path, lock, .. } = acquired;
     let lock = Arc::new(Mutex::new(lock));
     let shutdown = CancellationToken::new();
+    let http_clients = Arc::new(crate::provider::HttpClients::default());
     let daemon = Arc::new(Daemon {
         build: options.build,
         started: Instant::now(),
@@ -57,8 +58,8 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         activity: Arc::new(Activity::default()),
         services: Arc::new(Services {
             identities: Default::default(),
-            http_clients: Default::default(),
-            tasks: Arc::new(TaskService::new(Arc::new(UnavailableEngine), options.env)),
+            tasks: Arc::new(TaskService::new(Arc::new(ProviderEngine::new(Arc::clone(&http_clients))), options.env)),
+            http_clients,
         }),
         shutdown: shutdown.clone(),
     });

@@ -16,6 +16,6 @@ pub struct Services {
     pub tasks: Arc<TaskService>,
     /// HTTP clients for provider requests, built once (loading the
     /// system's root certificates is the slow part) and shared, with their
-    /// connection pools, by every command.
-    pub http_clients: crate::provider::HttpClients,
+    /// connection pools, by every command and the inspection engine.
+    pub http_clients: Arc<crate::provider::HttpClients>,
 }

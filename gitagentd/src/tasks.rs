@@ -203,6 +203,7 @@ impl TaskService {
         let request = InspectionRequest {
             task_id: id.to_string(),
             command,
+            cwd: cwd.to_path_buf(),
             prepared: Arc::clone(&prepared),
             model: budget::model(command, args.generation.model.as_deref(), env.get(vars::OPENAI_MODEL)),
             reasoning_effort: budget::reasoning_effort(command, depth, args.generation.reasoning_effort()),

@@ -32,6 +32,9 @@ pub enum Reply {
     EventsThenAbort(Vec<Value>),
     /// These events, then the stream stays open until the client leaves.
     EventsThenHang(Vec<Value>),
+    /// Held until the test calls [`FakeOpenAi::release`], then a complete
+    /// event stream; lets a test act between a request and its answer.
+    Held(Vec<Value>),
 }
 
 /// One request as the server received it.
@@ -61,6 +64,8 @@ struct Shared {
 struct Inner {
     shared: Mutex<Shared>,
     changed: Condvar,
+    /// Releases one held reply (a stored permit when none waits yet).
+    release: tokio::sync::Notify,
 }
 
 impl Inner {
@@ -171,6 +176,11 @@ impl FakeOpenAi {
         self.inner.wait(timeout, |shared| shared.requests.len() >= count)
     }
 
+    /// Lets the one held reply ([`Reply::Held`]) answer.
+    pub fn release(&self) {
+        self.inner.release.notify_one();
+    }
+
     /// Waits until at least `count` streams were abandoned by their client.
     pub fn wait_for_abandoned(&self, count: usize, timeout: Duration) -> bool {
         self.inner.wait(timeout, |shared| shared.abandoned >= count)
@@ -197,6 +207,10 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             .unwrap_or_default(),
         Reply::Raw(text) => event_stream(Body::from(text)),
         Reply::Events(events) => event_stream(Body::from(sse(&events, true))),
+        Reply::Held(events) => {
+            inner.release.notified().await;
+            event_stream(Body::from(sse(&events, true)))
+        }
         Reply::EventsThenAbort(events) => {
             // The padding (an SSE comment) overflows the server's write
             // buffer, so the head and the events reach the client before

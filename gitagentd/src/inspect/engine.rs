@@ -3,9 +3,10 @@
 //! scope, budget, model, reasoning effort, operator hint, deadline) and
 //! returns the provider report text, already validated with
 //! [`super::report::validate_repository`], or a failure with bounded
-//! diagnostics. The dry-run engine is complete; the provider-backed engine
-//! (the bounded agent loop) plugs in here; until it does,
-//! [`UnavailableEngine`] fails the task with a stored error.
+//! diagnostics. The dry-run engine serves `--dry-run`; the provider-backed
+//! engine ([`super::provider_engine::ProviderEngine`], the bounded agent
+//! loop) serves every other launch; [`UnavailableEngine`] remains for
+//! tests and builds without a provider.
 
 use super::budget::BudgetPlan;
 use super::git::GitEnv;
@@ -23,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub struct InspectionRequest {
     pub task_id: String,
     pub command: TaskCommand,
+    /// The caller's working directory (after `--cwd`).
+    pub cwd: std::path::PathBuf,
     pub prepared: Arc<PreparedScope>,
     pub budget: BudgetPlan,
     pub model: String,

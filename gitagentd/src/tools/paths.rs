@@ -19,6 +19,9 @@ pub struct RepoFiles {
     repo: Repository,
     root: PathBuf,
     default_source: FileSource,
+    /// Staged review reads the index only: explicit worktree requests
+    /// would leak unstaged edits into the inspection.
+    refuse_worktree: bool,
 }
 
 impl RepoFiles {
@@ -26,7 +29,13 @@ impl RepoFiles {
     /// (the worktree for normal commands, the index for staged review).
     pub fn new(repo: Repository, default_source: FileSource) -> Self {
         let root = repo.root().to_path_buf();
-        Self { repo, root, default_source }
+        Self { repo, root, default_source, refuse_worktree: false }
+    }
+
+    /// Tools for a staged inspection: the index by default, and explicit
+    /// worktree requests refused.
+    pub fn staged(repo: Repository) -> Self {
+        Self { refuse_worktree: true, ..Self::new(repo, FileSource::Index) }
     }
 
     pub fn repo(&self) -> &Repository {
@@ -41,6 +50,9 @@ impl RepoFiles {
     pub fn source(&self, requested: Option<&str>) -> Result<FileSource, ToolError> {
         match requested.map(str::trim).filter(|s| !s.is_empty()) {
             None => Ok(self.default_source),
+            Some("worktree") if self.refuse_worktree => Err(ToolError::Recoverable(
+                "source \"worktree\" is refused: a staged inspection reads the index (or head)".into(),
+            )),
             Some("worktree") => Ok(FileSource::Worktree),
             Some("index") => Ok(FileSource::Index),
             Some("head") => Ok(FileSource::Head),

@@ -136,7 +136,7 @@ fn is_secret_key(key: &str) -> bool {
 }
 
 /// Replaces bearer credentials and API-key-shaped words with `[redacted]`.
-fn redact_secrets(text: &str) -> String {
+pub fn redact_secrets(text: &str) -> String {
     if !(text.contains("Bearer ") || text.contains("sk-")) {
         return text.to_string();
     }

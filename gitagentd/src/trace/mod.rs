@@ -5,7 +5,7 @@
 
 mod console;
 
-pub use console::{Console, render_event};
+pub use console::{Console, redact_secrets, render_event};
 
 /// A field value of a trace event.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@ mod commit_msg;
 mod config;
 mod cwd;
 mod daemon;
+mod inspection;
 mod install;
 mod project_id;
 mod review;

@@ -106,10 +106,10 @@ fn a_killed_daemon_leaves_a_dead_producer() {
 fn wait_failures_keep_stdout_empty() {
     let env = TestEnv::new();
     let repo = dirty_repo(&env);
-    // Without the provider-backed engine a real inspection fails as a task.
+    // Without provider credentials a real inspection fails as a task.
     let id = launched(&env.run_in(repo.path(), &["review", "--fast", "--depth", "fast"]), "review");
     let stderr = env.run_in(repo.path(), &["review", "--wait", &id]).failure().to_string();
-    assert!(stderr.contains("failed: the provider-backed inspection is not available in this build"), "{stderr}");
+    assert!(stderr.contains("failed: no provider credentials"), "{stderr}");
     let stderr = env.run_in(repo.path(), &["simplify", "--wait", &id]).failure().to_string();
     assert!(stderr.contains(&format!("background task {id} belongs to review, not simplify")), "{stderr}");
     let stderr = env.run_in(repo.path(), &["review", "--wait", "DEFGHIJKLMNOPQRSTUVWXYZABC"]).failure().to_string();
@@ -129,7 +129,7 @@ fn wait_failures_keep_stdout_empty() {
     let stderr = env.run_in(repo.path(), &["review", "--wait", corrupt]).failure().to_string();
     assert!(stderr.contains("is corrupt"), "{stderr}");
     let stderr = env.run_in(repo.path(), &["review", "--wait", &id]).failure().to_string();
-    assert!(stderr.contains("not available in this build"), "{stderr}");
+    assert!(stderr.contains("no provider credentials"), "{stderr}");
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn launch_failures_and_usage_errors() {
     }
     // Codebase mode needs no change.
     let id = launched(&env.run_in(repo.path(), &["review", "--codebase"]), "review");
-    assert!(env.run_in(repo.path(), &["review", "--wait", &id]).failure().contains("not available"));
+    assert!(env.run_in(repo.path(), &["review", "--wait", &id]).failure().contains("no provider credentials"));
 }
 
 #[test]
