@@ -72,8 +72,10 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
                 replaced = true;
                 replace(&mut client, &socket).await?;
             }
-            Err(status) if status.code() == Code::Unavailable && !replaced => {
-                // The daemon went away between connecting and calling.
+            Err(status) if daemon_went_away(&status) && !replaced => {
+                // The daemon went away between connecting and calling (a
+                // killed daemon's listener accepts until its last thread
+                // exits); nothing ran, so connect again.
                 replaced = true;
             }
             Err(status) => return Err(DaemonError::Rpc(status.message().to_string())),
@@ -104,7 +106,7 @@ pub async fn launch(invocation: pb::Invocation) -> Result<i32, DaemonError> {
                 replaced = true;
                 replace(&mut client, &socket).await?;
             }
-            Err(status) if status.code() == Code::Unavailable && !replaced => replaced = true,
+            Err(status) if daemon_went_away(&status) && !replaced => replaced = true,
             Err(status) if status.code() == Code::InvalidArgument => return Ok(fail(status.message(), 2)),
             Err(status) => return Ok(fail(status.message(), 1)),
         }
@@ -169,6 +171,13 @@ async fn wait_locally(env: &Environment, id: &str, command: TaskCommand) -> Resu
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Whether a call failed because the connection to the daemon broke,
+/// rather than because the daemon answered with an error.
+fn daemon_went_away(status: &tonic::Status) -> bool {
+    let transport = std::error::Error::source(status).is_some_and(|source| source.is::<tonic::transport::Error>());
+    status.code() == Code::Unavailable || transport
 }
 
 async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {

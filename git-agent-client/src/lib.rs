@@ -27,9 +27,11 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     };
     match &cli.command {
         Command::Completions { shell } => {
-            let mut stdout = std::io::stdout().lock();
-            git_agent_shared::cli::write_completions(shell, &mut stdout);
-            return i32::from(stdout.flush().is_err());
+            let mut script = Vec::new();
+            git_agent_shared::cli::write_completions(shell, &mut script);
+            // A closed stdout (`git-agent completions fish | head`) is not an error.
+            let _ = std::io::stdout().write_all(&script);
+            return 0;
         }
         Command::Review(args) | Command::Simplify(args) if args.help_agent => {
             let command = if matches!(cli.command, Command::Review(_)) { "review" } else { "simplify" };
