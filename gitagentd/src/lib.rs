@@ -9,6 +9,7 @@ pub mod commands;
 mod control;
 mod logging;
 mod rpc;
+pub mod search;
 pub mod services;
 mod socket;
 

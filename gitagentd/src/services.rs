@@ -4,4 +4,7 @@
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.
 #[derive(Debug, Default)]
-pub struct Services {}
+pub struct Services {
+    /// The search index single flight, mapped index cache and query history.
+    pub search: crate::search::SearchService,
+}

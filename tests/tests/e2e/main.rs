@@ -7,3 +7,4 @@ mod cwd;
 mod daemon;
 mod install;
 mod project_id;
+mod search;
