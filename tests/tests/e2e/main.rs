@@ -8,3 +8,4 @@ mod daemon;
 mod install;
 mod project_id;
 mod search;
+mod search_index;

@@ -2,9 +2,13 @@
 //! fake embeddings endpoint on loopback.
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
-use git_agent_tests::{GitRepo, Run, TestEnv};
+use git_agent_tests::{GitRepo, Run, TestEnv, wait_until};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(30);
 
 /// An environment wired to a fresh fake server, with small vectors.
 fn setup() -> (TestEnv, FakeEmbeddings) {
@@ -314,4 +318,198 @@ fn ls_and_ls_files_list_indexes_and_files() {
     let from_app = env.run_in(&repo.path().join("app"), &["search", "--ls-files", "--format", "json"]).success();
     let from_app: Value = serde_json::from_str(&from_app).unwrap();
     assert_eq!(from_app["files"], serde_json::json!(["app/search.go", "app/search_test.go"]));
+}
+
+#[test]
+fn discovery_reports_each_safety_skip_and_honours_ignore_files() {
+    let (env, fake) = setup();
+    fake.set_mode(Mode::Constant);
+    let repo = env.repo("discovery");
+    repo.write("keep.txt", "release notes\n");
+    repo.write("src/main.go", "package main\n\nfunc main() {}\n");
+    repo.write(".env", "SECRET=1\n");
+    repo.write(".github/workflows/ci.yml", "on: push\n");
+    repo.write("Cargo.lock", "lock\n");
+    repo.write("LICENSE", "license\n");
+    repo.write("deep/pnpm-lock.yaml", "lock\n");
+    repo.write("icon.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>\n");
+    repo.write("manual.pdf", "%PDF-1.7\nrelease notes\n");
+    std::fs::write(repo.path().join("binary.dat"), b"release\x00notes\n").unwrap();
+    std::fs::write(repo.path().join("big.txt"), vec![b'a'; (1 << 20) + 1]).unwrap();
+    std::os::unix::fs::symlink(repo.path().join("keep.txt"), repo.path().join("link.txt")).unwrap();
+    // .gitignore with Git's precedence, .gitagentignore with a per-folder
+    // base; ignored folders (build/, pkg/gen/) count as skipped folders.
+    repo.write(".gitignore", "*.log\nbuild/\n");
+    repo.write("app.log", "log\n");
+    repo.write("build/out.txt", "out\n");
+    repo.write("pkg/.gitagentignore", "/gen\n*.tmp\n");
+    repo.write("pkg/gen/types.go", "package gen\n");
+    repo.write("pkg/sub/gen/kept.go", "package gen\n");
+    repo.write("pkg/x.tmp", "tmp\n");
+    repo.write("other/x.tmp", "tmp\n");
+    repo.write("other/.gitignore", "!keep.log\n");
+    repo.write("other/keep.log", "kept\n");
+
+    let run = env.run_in(repo.path(), &["search", "--debug", "--index"]);
+    let stdout = run.success();
+    assert!(stdout.starts_with("{\"query\":\"\""), "{stdout}");
+    let mut skips: Vec<String> = run
+        .stderr
+        .lines()
+        .filter(|line| line.contains(" INF search_skip "))
+        .map(|line| line.split_once(" INF search_skip ").unwrap().1.to_string())
+        .collect();
+    skips.sort();
+    assert_eq!(
+        skips,
+        [
+            "path=.env reason=dot_file",
+            "path=.git reason=dot_dir",
+            "path=.github reason=dot_dir",
+            "path=big.txt reason=oversized",
+            "path=binary.dat reason=binary",
+            "path=icon.svg reason=non_text",
+            "path=link.txt reason=symlink",
+            "path=manual.pdf reason=non_text",
+        ],
+        "{}",
+        run.stderr
+    );
+    let output: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        output["retrieval"]["skipped"],
+        serde_json::json!({"dirs": 4, "binary": 1, "non_text": 2, "oversized": 1, "symlink": 1, "unreadable": 0})
+    );
+    let listed: Value =
+        serde_json::from_str(&env.run_in(repo.path(), &["search", "--ls-files", "--format", "json"]).success())
+            .unwrap();
+    assert_eq!(
+        listed["files"],
+        serde_json::json!(["keep.txt", "other/keep.log", "other/x.tmp", "pkg/sub/gen/kept.go", "src/main.go"])
+    );
+    // --code narrows the candidates to source files.
+    let code = env.run_in(repo.path(), &["search", "--code", "--format", "brief", "main"]).success();
+    assert_eq!(
+        code,
+        "# mode=filesystem index=fresh\n1.00 pkg/sub/gen/kept.go:1 package gen\n1.00 src/main.go:3 main\n"
+    );
+}
+
+#[test]
+fn no_tests_filters_results_and_listings_but_not_the_index() {
+    let (env, fake) = setup();
+    fake.set_mode(Mode::Constant);
+    let repo = env.repo("tests");
+    let tests = [
+        "main_test.go",
+        "button.test.ts",
+        "button.spec.ts",
+        "test.js",
+        "spec.ts",
+        "tests/helper.go",
+        "test/helper.py",
+        "__tests__/view.ts",
+        "spec/model.rb",
+        "WidgetTest.java",
+        "TestWidget.java",
+        "widget-unittest.cc",
+        "integration_tests/flow.py",
+    ];
+    let kept = ["contest.rs", "latest.py", "main.go", "testdata/sample.json", "testimonial.ts", "testing/widget.go"];
+    for path in tests.iter().chain(kept.iter()) {
+        repo.write(path, "alpha\n");
+    }
+    let output: Value =
+        serde_json::from_str(&env.run_in(repo.path(), &["search", "--no-tests", "--limit", "100", "alpha"]).success())
+            .unwrap();
+    assert_eq!(output["retrieval"]["filters"], serde_json::json!({"code": false, "no_tests": true}));
+    let mut got: Vec<String> = ranges(&output).iter().map(|range| range.trim_end_matches(":1-1").to_string()).collect();
+    got.sort();
+    assert_eq!(got, kept);
+    let listed: Value = serde_json::from_str(
+        &env.run_in(repo.path(), &["search", "--ls-files", "--no-tests", "--format", "json"]).success(),
+    )
+    .unwrap();
+    assert_eq!(listed["files"], serde_json::json!(kept));
+    // The index itself keeps the test files.
+    let all: Value =
+        serde_json::from_str(&env.run_in(repo.path(), &["search", "--ls-files", "--format", "json"]).success())
+            .unwrap();
+    assert_eq!(all["files"].as_array().unwrap().len(), tests.len() + kept.len());
+}
+
+#[test]
+fn debug_events_describe_indexing() {
+    let (env, _fake) = setup();
+    let repo = sample_repo(&env);
+    let run = env.run_in(repo.path(), &["search", "--debug", "flags"]);
+    let stdout = run.success();
+    assert!(stdout.starts_with('{'));
+    for event in [
+        " INF search_timing step=discover duration=",
+        " INF search_timing step=embed_index duration=",
+        " INF search_timing step=persist duration=",
+        " INF search_timing step=score duration=",
+        " INF search_embed_plan",
+        "missing_chunks=5 reused_chunks=0 batches=1 batch_inputs=32 batch_max_chars=700000",
+        " INF search_embed_progress progress=\"5/5 (100.0%)\" elapsed=",
+        " INF search_index",
+    ] {
+        assert!(run.stderr.contains(event), "missing {event:?} in:\n{}", run.stderr);
+    }
+    // A warm search has nothing to embed and reports no plan.
+    let warm = env.run_in(repo.path(), &["search", "--debug", "flags"]);
+    warm.success();
+    assert!(!warm.stderr.contains("search_embed_plan"), "{}", warm.stderr);
+}
+
+#[test]
+fn agent_progress_is_served_only_while_work_is_needed() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (env, fake) = setup();
+    let repo = sample_repo(&env);
+    env.run_in(repo.path(), &["project_id"]).success();
+    fake.close_gate();
+    let mut child = env
+        .git_agent_in(repo.path(), &["search", "--agent", "--min-score", "0.01", "flags"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let endpoint: Value = serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
+    assert_eq!(endpoint["network"], "unix");
+    assert_eq!(endpoint["url"], "http://localhost/progress");
+    let address = PathBuf::from(endpoint["address"].as_str().unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(address.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(wait_until(DEADLINE, || fake.held() >= 1));
+    let mut stream = std::os::unix::net::UnixStream::connect(&address).unwrap();
+    stream.write_all(b"GET /progress HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.to_ascii_lowercase().contains("content-type: application/json"), "{response}");
+    let body: Value = serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap().trim()).unwrap();
+    assert_eq!(body["status"], "indexing", "{body}");
+    assert_eq!(body["total"], 5);
+    assert_eq!(body["done"], 0);
+    assert_eq!(body["reused"], 0);
+    for key in ["percent", "elapsed_ms", "updated_at"] {
+        assert!(body.get(key).is_some(), "{key} in {body}");
+    }
+    fake.open_gate();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert!(stdout.starts_with("# mode=filesystem index=built\n"), "{stdout}");
+    assert!(!address.exists(), "the endpoint is removed when the command ends");
+
+    // A cache hit needs no work: no endpoint, nothing on stderr.
+    let warm = env.run_in(repo.path(), &["search", "--agent", "flags"]);
+    warm.success();
+    assert_eq!(warm.stderr, "");
 }
