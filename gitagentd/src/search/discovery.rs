@@ -28,10 +28,10 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// (later wins).
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".gitagentignore"];
 
-/// Built-in low-signal patterns: lock files, checksums, license texts.
-const DEFAULT_IGNORES: &[&str] = &[
-    "*.lock",
-    "*.lockfile",
+/// Built-in low-signal patterns (lock files, checksums, license texts),
+/// matched like root-level `.gitignore` lines against every path's last
+/// component: these exact names...
+const DEFAULT_IGNORED_NAMES: &[&str] = &[
     "bun.lock",
     "bun.lockb",
     "Cartfile.resolved",
@@ -62,12 +62,19 @@ const DEFAULT_IGNORES: &[&str] = &[
     "stack.yaml.lock",
     "uv.lock",
     "yarn.lock",
-    "*.bazel",
-    "*.sha256",
     "LICENSE",
     "COPYING",
     "NOTICE",
 ];
+
+/// ...and the patterns `*.lock`, `*.lockfile`, `*.bazel`, `*.sha256`.
+const DEFAULT_IGNORED_SUFFIXES: &[&str] = &[".lock", ".lockfile", ".bazel", ".sha256"];
+
+/// Whether the built-in list ignores `path`.
+fn default_ignored(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    DEFAULT_IGNORED_NAMES.contains(&name) || DEFAULT_IGNORED_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
 
 /// Why discovery passed over a path. The names are the `reason` values of
 /// `--debug` `search_skip` events.
@@ -220,18 +227,12 @@ impl Level {
 /// directory and shared between a walk and later path checks.
 pub struct IgnoreRules {
     root: PathBuf,
-    defaults: Gitignore,
     levels: HashMap<String, Arc<Level>>,
 }
 
 impl IgnoreRules {
     pub fn new(root: &Path) -> Self {
-        let mut builder = GitignoreBuilder::new(root);
-        for pattern in DEFAULT_IGNORES {
-            let _ = builder.add_line(None, pattern);
-        }
-        let defaults = builder.build().unwrap_or_else(|_| Gitignore::empty());
-        Self { root: root.to_path_buf(), defaults, levels: HashMap::new() }
+        Self { root: root.to_path_buf(), levels: HashMap::new() }
     }
 
     fn level(&mut self, dir: &str) -> Arc<Level> {
@@ -246,12 +247,15 @@ impl IgnoreRules {
     /// Whether `path` is ignored, given the ignore levels of its ancestor
     /// directories (`stack`, root first).
     fn ignored_with(&self, stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
+        if stack.iter().all(|level| level.matchers.is_empty()) {
+            return default_ignored(path);
+        }
         for level in stack.iter().rev() {
             if let Some(ignored) = level.matched(path, is_dir) {
                 return ignored;
             }
         }
-        matches!(self.defaults.matched(path, is_dir), Match::Ignore(_))
+        default_ignored(path)
     }
 
     /// Whether discovery would pass over the file `path` because of a dot
@@ -435,6 +439,10 @@ mod tests {
         write(root, "Cargo.lock", b"lock\n");
         write(root, "LICENSE", b"license\n");
         write(root, "sub/go.sum", b"sum\n");
+        write(root, "BUILD.bazel", b"x\n");
+        write(root, "dist/app.tar.sha256", b"x\n");
+        write(root, "web/pnpm-lock.yaml", b"x\n");
+        write(root, "x.lockfile", b"x\n");
         std::os::unix::fs::symlink(root.join("keep.txt"), root.join("link.txt")).unwrap();
         nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
 

@@ -57,6 +57,11 @@ impl FileContent {
         text.get(start..start + chunk.body_len as usize).unwrap_or("")
     }
 
+    /// Whether the term statistics were computed already.
+    pub fn has_terms(&self) -> bool {
+        self.terms.get().is_some()
+    }
+
     /// Body term statistics, computed on first use from the snapshot.
     pub fn terms(&self) -> &FileTerms {
         self.terms.get_or_init(|| {

@@ -419,9 +419,14 @@ impl SearchService {
 
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
+        let embedded_any = !vectors.is_empty();
         let live = blocking(move || {
             let cancelled = move || token.is_cancelled();
-            refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled)
+            let live = refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled);
+            if embedded_any {
+                release_freed_memory();
+            }
+            live
         })
         .await??;
         lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live));
@@ -549,6 +554,17 @@ impl SearchService {
 impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
+    }
+}
+
+/// New vectors pass through the heap on their way to the payload; hand
+/// the freed pages back so a large build does not leave the daemon's
+/// resident memory at its peak.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the system.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -6,7 +6,7 @@
 use super::chunking::Symbol;
 use super::live::{Link, LiveIndex};
 use super::paths::is_test_path;
-use super::ranking::{self, LexicalInput, Scores};
+use super::ranking::{self, LexicalInputs, Scores};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -49,12 +49,15 @@ struct Item<'a> {
 /// `min_score`, best first.
 pub fn rank(query: &Query<'_>) -> Vec<Hit> {
     let live = query.live;
+    // Candidates in byte-wise (path, line) order, so that after rank and
+    // range size the item index itself breaks ties.
+    let mut paths: Vec<&String> =
+        query.candidate_paths.iter().filter(|path| !(query.no_tests && is_test_path(path))).collect();
+    paths.sort_unstable();
     let mut items: Vec<Item<'_>> = Vec::new();
-    for path in query.candidate_paths {
-        if query.no_tests && is_test_path(path) {
-            continue;
-        }
+    for path in paths {
         let Some(entry) = live.paths.get(path) else { continue };
+        let first = items.len();
         for &record in &entry.records {
             let (Some(link), Some(norm), Some(vector)) = (&live.links[record], live.norms[record], live.vector(record))
             else {
@@ -62,40 +65,61 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
             };
             items.push(Item { record, link, vector, norm });
         }
+        items[first..].sort_by_key(|item| {
+            let record = &live.snapshot.records[item.record];
+            (record.start_line, record.end_line)
+        });
     }
     let query_norm = ranking::norm(query.vector);
-    let mut scores = vec![Scores::default(); items.len()];
-    let fill = |items: &[Item<'_>], scores: &mut [Scores]| {
-        for (item, score) in items.iter().zip(scores.iter_mut()) {
-            let cosine = ranking::cosine(query.vector, query_norm, item.vector, item.norm);
-            let relatedness = ranking::relatedness(cosine);
-            *score = Scores { cosine, vector_relatedness: relatedness, rank: relatedness, ..Scores::default() };
+    let dot = ranking::dot_function();
+    // Visit the vectors in payload order, so the scan streams through the
+    // mapping instead of jumping between pages.
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    order.sort_unstable_by_key(|&index| items[index as usize].vector.as_ptr() as usize);
+    let mut cosines = vec![0f64; items.len()];
+    parallel_zip(&order, &mut cosines, |order, cosines| {
+        for (&index, cosine) in order.iter().zip(cosines.iter_mut()) {
+            let item = &items[index as usize];
+            *cosine = if query_norm == 0.0 || item.norm == 0.0 || query.vector.len() != item.vector.len() {
+                0.0
+            } else {
+                dot(query.vector, item.vector) / (query_norm * item.norm)
+            };
         }
-    };
-    parallel_zip(&items, &mut scores, fill);
+    });
+    let mut scores = vec![Scores::default(); items.len()];
+    for (&index, &cosine) in order.iter().zip(&cosines) {
+        let relatedness = ranking::relatedness(cosine);
+        scores[index as usize] =
+            Scores { cosine, vector_relatedness: relatedness, rank: relatedness, ..Scores::default() };
+    }
 
     let terms = ranking::query_terms(query.text);
     if !terms.is_empty() && !items.is_empty() {
         warm_terms(&items);
-        let inputs: Vec<LexicalInput> = items
-            .iter()
-            .map(|item| {
-                let file_terms = item.link.content.terms();
-                let chunk = item.link.chunk;
-                LexicalInput {
-                    counts: terms.iter().map(|(_, hash)| file_terms.count(*hash, chunk)).collect(),
-                    length: file_terms.chunk_lengths.get(chunk as usize).copied().unwrap_or(0),
-                    path_matches: terms.iter().filter(|(_, hash)| file_terms.path_has(*hash)).count(),
-                    symbol_matches: terms.iter().filter(|(_, hash)| file_terms.symbol_has(chunk, *hash)).count(),
-                }
-            })
-            .collect();
-        ranking::apply_lexical(&mut scores, &inputs, terms.len());
+        let hashes: Vec<u64> = terms.iter().map(|(_, hash)| *hash).collect();
+        let inputs = lexical_inputs(&items, &hashes);
+        ranking::apply_lexical(&mut scores, &inputs, hashes.len());
     }
 
-    let mut survivors: Vec<(usize, Scores)> =
-        scores.into_iter().enumerate().filter(|(_, score)| score.rank >= query.min_score).collect();
-    let order = |a: &(usize, Scores), b: &(usize, Scores)| compare(live, &items[a.0], a.1, &items[b.0], b.1);
+    let ranges: Vec<i64> = items
+        .iter()
+        .map(|item| {
+            let record = &live.snapshot.records[item.record];
+            record.end_line - record.start_line
+        })
+        .collect();
+    let mut survivors: Vec<u32> =
+        (0..scores.len() as u32).filter(|&index| scores[index as usize].rank >= query.min_score).collect();
+    let order = |a: &u32, b: &u32| {
+        let (a, b) = (*a as usize, *b as usize);
+        scores[b]
+            .rank
+            .partial_cmp(&scores[a].rank)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| ranges[a].cmp(&ranges[b]))
+            .then_with(|| a.cmp(&b))
+    };
     if survivors.len() > query.limit {
         survivors.select_nth_unstable_by(query.limit, order);
         survivors.truncate(query.limit);
@@ -103,7 +127,9 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
     survivors.sort_by(order);
     survivors
         .into_iter()
-        .map(|(index, scores)| {
+        .map(|index| {
+            let index = index as usize;
+            let scores = scores[index];
             let item = &items[index];
             let content = &item.link.content;
             let chunk = &content.chunks[item.link.chunk as usize];
@@ -125,16 +151,63 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
         .collect()
 }
 
-fn compare(live: &LiveIndex, a: &Item<'_>, a_scores: Scores, b: &Item<'_>, b_scores: Scores) -> Ordering {
-    let a_record = &live.snapshot.records[a.record];
-    let b_record = &live.snapshot.records[b.record];
-    b_scores
-        .rank
-        .partial_cmp(&a_scores.rank)
-        .unwrap_or(Ordering::Equal)
-        .then_with(|| (a_record.end_line - a_record.start_line).cmp(&(b_record.end_line - b_record.start_line)))
-        .then_with(|| a_record.path.cmp(&b_record.path))
-        .then_with(|| a_record.start_line.cmp(&b_record.start_line))
+/// Term counts, lengths and field matches of every item, computed on
+/// several threads when there are many.
+fn lexical_inputs(items: &[Item<'_>], hashes: &[u64]) -> LexicalInputs {
+    let part = |items: &[Item<'_>]| {
+        let mut inputs = LexicalInputs::with_capacity(items.len(), hashes.len());
+        let mut slot_of_chunk: Vec<usize> = Vec::new();
+        let mut start = 0;
+        // Items come grouped by file: look each query term up once per
+        // file and spread its per-chunk counts over that file's items.
+        while start < items.len() {
+            let content = &items[start].link.content;
+            let mut end = start + 1;
+            while end < items.len() && Arc::ptr_eq(&items[end].link.content, content) {
+                end += 1;
+            }
+            let file_terms = content.terms();
+            let path_matches = hashes.iter().filter(|hash| file_terms.path_has(**hash)).count();
+            slot_of_chunk.clear();
+            slot_of_chunk.resize(content.chunks.len(), usize::MAX);
+            for item in &items[start..end] {
+                let chunk = item.link.chunk as usize;
+                let length = file_terms.chunk_lengths.get(chunk).copied().unwrap_or(0);
+                if let Some(slot) = slot_of_chunk.get_mut(chunk) {
+                    *slot = inputs.push_empty(length, path_matches, 0);
+                }
+            }
+            let slot = |chunk: u32| slot_of_chunk.get(chunk as usize).copied().filter(|slot| *slot != usize::MAX);
+            for (term, hash) in hashes.iter().enumerate() {
+                for (chunk, count) in file_terms.occurrences(*hash) {
+                    if let Some(slot) = slot(chunk) {
+                        inputs.set_count(slot, term, count);
+                    }
+                }
+                for chunk in file_terms.symbol_occurrences(*hash) {
+                    if let Some(slot) = slot(chunk) {
+                        inputs.add_symbol_match(slot);
+                    }
+                }
+            }
+            start = end;
+        }
+        inputs
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    if items.len() < PARALLEL_THRESHOLD || threads == 1 {
+        return part(items);
+    }
+    let per = items.len().div_ceil(threads);
+    let parts: Vec<LexicalInputs> = std::thread::scope(|scope| {
+        let handles: Vec<_> = items.chunks(per).map(|chunk| scope.spawn(move || part(chunk))).collect();
+        handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+    });
+    let mut inputs = LexicalInputs::with_capacity(items.len(), hashes.len());
+    for piece in parts {
+        inputs.append(piece);
+    }
+    inputs
 }
 
 /// Runs `fill` over matching halves of `items`/`scores` on two or more
@@ -165,6 +238,7 @@ fn warm_terms(items: &[Item<'_>]) {
             last = Some(pointer);
         }
     }
+    pending.retain(|content| !content.has_terms());
     if pending.len() < 64 {
         return;
     }
@@ -215,5 +289,198 @@ mod tests {
         assert_eq!(excerpt(&long, 1).lines().count(), 40);
         let wide = format!("{}\n{}", "x".repeat(12_000), "y".repeat(1_000));
         assert_eq!(excerpt(&wide, 1).lines().count(), 1);
+    }
+}
+
+#[cfg(test)]
+mod ranking_tests {
+    use super::*;
+    use crate::search::bodies::{BodyWriter, body_ref};
+    use crate::search::chunking::{self, hex};
+    use crate::search::discovery::FileStat;
+    use crate::search::live::FileContent;
+    use crate::search::store::{self, IndexRecord, Manifest, Publication, RecordToWrite};
+    use std::collections::{HashMap, HashSet};
+
+    const DIMENSIONS: usize = 8;
+
+    fn vector_for(text: &str) -> Vec<f32> {
+        let mut vector = vec![0.1f32; DIMENSIONS];
+        for term in ranking::terms(text) {
+            vector[(ranking::term_hash(&term) % DIMENSIONS as u64) as usize] += 1.0;
+        }
+        vector
+    }
+
+    /// A published index of `files` with links to their contents.
+    fn index(files: &[(&str, &str)]) -> (tempfile::TempDir, LiveIndex) {
+        let temp = tempfile::tempdir().unwrap();
+        let meta = temp.path().join("meta");
+        let dir = store::filesystem_index_dir(&meta, "/r", None);
+        let mut writer = BodyWriter::new(temp.path()).unwrap();
+        let mut pending = Vec::new();
+        for (path, text) in files {
+            let chunked = chunking::chunk_file(path, "filesystem", text, 0);
+            let (offset, len) = writer.append(&chunked.text).unwrap();
+            pending.push((path.to_string(), chunked, offset, len));
+        }
+        let segment = writer.finish().unwrap();
+        let mut contents = HashMap::new();
+        let mut vectors = Vec::new();
+        let mut records = Vec::new();
+        for (path, chunked, offset, len) in pending {
+            let stat = FileStat { size: 1, mtime_ns: 1, ctime_ns: 1, ino: 1, dev: 1 };
+            let content = Arc::new(FileContent::new(
+                path.clone(),
+                stat,
+                i128::MAX,
+                0,
+                chunked.chunks.clone(),
+                body_ref(&segment, offset, len),
+            ));
+            for chunk in &chunked.chunks {
+                vectors.push(vector_for(chunked.body(chunk)));
+                records.push(IndexRecord {
+                    chunk_id: format!("c{:06}", records.len() + 1),
+                    path: path.clone(),
+                    source: "filesystem".into(),
+                    start_line: i64::from(chunk.start_line),
+                    end_line: i64::from(chunk.end_line),
+                    content_hash: hex(&chunk.content_hash),
+                    embedding_input_hash: hex(&chunk.input_hash),
+                    embedding_model: "m".into(),
+                    dimensions: DIMENSIONS as i64,
+                    ..IndexRecord::default()
+                });
+            }
+            contents.insert(path, content);
+        }
+        let to_write = records
+            .into_iter()
+            .zip(&vectors)
+            .map(|(record, vector)| RecordToWrite { record, vector, stored: None })
+            .collect();
+        let manifest =
+            Manifest { mode: "filesystem".into(), created_at: "2026-01-02T03:04:05Z".into(), ..Manifest::default() };
+        let snapshot = store::publish(
+            Publication {
+                metadata_dir: &meta,
+                index_dir: &dir,
+                manifest,
+                records: to_write,
+                force_new: false,
+                crash_at: None,
+            },
+            &|| false,
+        )
+        .unwrap();
+        let live = LiveIndex::build(Arc::new(snapshot), "m", DIMENSIONS, contents, HashMap::new(), None);
+        (temp, live)
+    }
+
+    /// The formula computed directly from the bodies.
+    fn reference(live: &LiveIndex, query_text: &str, query_vector: &[f32]) -> Vec<(String, Scores)> {
+        let terms: Vec<String> = {
+            let mut seen = HashSet::new();
+            ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect()
+        };
+        let mut rows = Vec::new();
+        for (index, record) in live.snapshot.records.iter().enumerate() {
+            let link = live.links[index].as_ref().unwrap();
+            let chunk = &link.content.chunks[link.chunk as usize];
+            let body_terms = ranking::terms(link.content.chunk_body(chunk));
+            let vector = live.vector(index).unwrap();
+            let cosine = ranking::dot(query_vector, vector) / (ranking::norm(query_vector) * ranking::norm(vector));
+            let symbol = chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default();
+            rows.push((
+                record.path.clone(),
+                record.start_line,
+                cosine,
+                body_terms,
+                ranking::terms(&record.path),
+                ranking::terms(&symbol),
+            ));
+        }
+        let docs = rows.len() as f64;
+        let average = rows.iter().map(|row| row.3.len() as f64).sum::<f64>() / docs;
+        let df: Vec<f64> =
+            terms.iter().map(|term| rows.iter().filter(|row| row.3.contains(term)).count() as f64).collect();
+        rows.into_iter()
+            .map(|(path, start, cosine, body, path_terms, symbol_terms)| {
+                let relatedness = ranking::relatedness(cosine);
+                let mut bm25 = 0.0;
+                for (term, df) in terms.iter().zip(&df) {
+                    let freq = body.iter().filter(|t| *t == term).count() as f64;
+                    if freq > 0.0 {
+                        let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+                        bm25 += idf * (freq * 2.2 / (freq + 1.2 * (0.25 + 0.75 * body.len() as f64 / average)));
+                    }
+                }
+                let text = bm25 / (bm25 + 1.0);
+                let path_score = terms.iter().filter(|t| path_terms.contains(t)).count() as f64 / terms.len() as f64;
+                let symbol = terms.iter().filter(|t| symbol_terms.contains(t)).count() as f64 / terms.len() as f64;
+                let lexical = (text * 0.45 + path_score * 0.30 + symbol * 0.35).min(1.0);
+                let rank = relatedness + (1.0 - relatedness) * lexical;
+                let scores =
+                    Scores { cosine, vector_relatedness: relatedness, text, path: path_score, symbol, lexical, rank };
+                (format!("{path}:{start}"), scores)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ranking_matches_the_formula_computed_directly() {
+        let (_temp, live) = index(&[
+            (
+                "search/parse.go",
+                "package search\n\n// ParseFlags parses search flags.\nfunc ParseFlags(args []string) []string {\n\treturn args\n}\n\nfunc rankResults() {}\n",
+            ),
+            ("docs/flags.md", "# Flags\n\nSearch flags and parsing rules; flags flags.\n"),
+            ("main.go", "package main\n\nfunc main() {}\n"),
+        ]);
+        let query_text = "parse the search flags";
+        let query_vector = vector_for(query_text);
+        let candidates: Vec<String> = vec!["search/parse.go".into(), "docs/flags.md".into(), "main.go".into()];
+        let hits = rank(&Query {
+            live: &live,
+            candidate_paths: &candidates,
+            no_tests: false,
+            text: query_text,
+            vector: &query_vector,
+            min_score: 1e-9,
+            limit: 100,
+        });
+        let expected = reference(&live, query_text, &query_vector);
+        assert_eq!(hits.len(), expected.len());
+        for hit in &hits {
+            let key = format!("{}:{}", hit.path, hit.start_line);
+            let (_, want) = expected.iter().find(|(name, _)| *name == key).unwrap();
+            for (got, want, name) in [
+                (hit.scores.cosine, want.cosine, "cosine"),
+                (hit.scores.text, want.text, "text"),
+                (hit.scores.path, want.path, "path"),
+                (hit.scores.symbol, want.symbol, "symbol"),
+                (hit.scores.lexical, want.lexical, "lexical"),
+                (hit.scores.rank, want.rank, "rank"),
+            ] {
+                assert!((got - want).abs() < 1e-6, "{key} {name}: {got} != {want}");
+            }
+        }
+        // Best first; the symbol match counts.
+        assert!(hits.windows(2).all(|pair| pair[0].scores.rank >= pair[1].scores.rank));
+        let parse = hits.iter().find(|hit| hit.symbol.as_ref().is_some_and(|s| s.name == "ParseFlags")).unwrap();
+        assert!(parse.scores.symbol > 0.0);
+        // min_score and limit cut the list.
+        let top = rank(&Query {
+            live: &live,
+            candidate_paths: &candidates,
+            no_tests: false,
+            text: query_text,
+            vector: &query_vector,
+            min_score: hits[1].scores.rank,
+            limit: 1,
+        });
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0].path, hits[0].path);
     }
 }

@@ -170,8 +170,8 @@ pub struct FileTerms {
     pub chunk_lengths: Vec<u32>,
     /// Sorted unique term hashes of the path.
     path_terms: Vec<u64>,
-    /// Sorted unique term hashes of each chunk's `<kind> <name>`.
-    symbol_terms: Vec<Vec<u64>>,
+    /// Sorted (term hash, chunk index) of each chunk's `<kind> <name>`.
+    symbol_terms: Vec<(u64, u32)>,
 }
 
 impl FileTerms {
@@ -189,9 +189,10 @@ impl FileTerms {
             });
             out.chunk_lengths.push(length);
             out.postings.extend(counts.iter().map(|(&hash, &count)| (hash, index as u32, count)));
-            out.symbol_terms.push(unique_hashes(&symbol));
+            out.symbol_terms.extend(unique_hashes(&symbol).into_iter().map(|hash| (hash, index as u32)));
         }
         out.postings.sort_unstable();
+        out.symbol_terms.sort_unstable();
         out.path_terms = unique_hashes(path);
         out
     }
@@ -205,21 +206,33 @@ impl FileTerms {
         }
     }
 
+    /// (chunk, count) of every chunk containing term `hash`, by chunk.
+    pub fn occurrences(&self, hash: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let start = self.postings.partition_point(|posting| posting.0 < hash);
+        self.postings[start..].iter().take_while(move |posting| posting.0 == hash).map(|posting| (posting.1, posting.2))
+    }
+
     pub fn path_has(&self, hash: u64) -> bool {
         self.path_terms.binary_search(&hash).is_ok()
     }
 
     pub fn symbol_has(&self, chunk: u32, hash: u64) -> bool {
-        self.symbol_terms.get(chunk as usize).is_some_and(|terms| terms.binary_search(&hash).is_ok())
+        self.symbol_terms.binary_search(&(hash, chunk)).is_ok()
+    }
+
+    /// Chunks whose symbol contains term `hash`.
+    pub fn symbol_occurrences(&self, hash: u64) -> impl Iterator<Item = u32> + '_ {
+        let start = self.symbol_terms.partition_point(|entry| entry.0 < hash);
+        self.symbol_terms[start..].iter().take_while(move |entry| entry.0 == hash).map(|entry| entry.1)
     }
 
     pub fn has_symbol_terms(&self, chunk: u32) -> bool {
-        self.symbol_terms.get(chunk as usize).is_some_and(|terms| !terms.is_empty())
+        self.symbol_terms.iter().any(|entry| entry.1 == chunk)
     }
 
     /// Approximate heap size, for cache accounting.
     pub fn heap_bytes(&self) -> usize {
-        self.postings.len() * 16 + self.chunk_lengths.len() * 4 + self.symbol_terms.len() * 32
+        self.postings.len() * 16 + self.chunk_lengths.len() * 4 + self.symbol_terms.len() * 16
     }
 }
 
@@ -246,6 +259,37 @@ pub fn norm(vector: &[f32]) -> f64 {
 
 /// Dot product with independent accumulators so the compiler vectorizes.
 pub fn dot(a: &[f32], b: &[f32]) -> f64 {
+    dot_function()(a, b)
+}
+
+/// The fastest dot product this processor supports.
+pub fn dot_function() -> fn(&[f32], &[f32]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            return dot_avx2;
+        }
+    }
+    dot_portable
+}
+
+#[cfg(target_arch = "x86_64")]
+fn dot_avx2(a: &[f32], b: &[f32]) -> f64 {
+    #[target_feature(enable = "avx2,fma")]
+    fn inner(a: &[f32], b: &[f32]) -> f64 {
+        dot_body(a, b)
+    }
+    // SAFETY: `dot_function` returns this function only after detecting
+    // AVX2 and FMA on the running processor.
+    unsafe { inner(a, b) }
+}
+
+fn dot_portable(a: &[f32], b: &[f32]) -> f64 {
+    dot_body(a, b)
+}
+
+#[inline(always)]
+fn dot_body(a: &[f32], b: &[f32]) -> f64 {
     const LANES: usize = 16;
     let mut sums = [0f32; LANES];
     let chunks = a.len() / LANES;
@@ -281,28 +325,83 @@ pub struct Scores {
     pub rank: f64,
 }
 
-/// What BM25 needs about one candidate for the query's terms.
-#[derive(Debug, Clone)]
-pub struct LexicalInput {
-    /// Count of each query term in the body, in query-term order.
-    pub counts: Vec<u32>,
-    pub length: u32,
-    pub path_matches: usize,
-    pub symbol_matches: usize,
+/// What BM25 needs about every candidate for the query's terms, in flat
+/// arrays: candidate `i`'s count of query term `t` is
+/// `counts[i * terms + t]`.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalInputs {
+    terms: usize,
+    counts: Vec<u32>,
+    lengths: Vec<u32>,
+    path_matches: Vec<u32>,
+    symbol_matches: Vec<u32>,
+}
+
+impl LexicalInputs {
+    pub fn with_capacity(candidates: usize, terms: usize) -> Self {
+        Self {
+            terms,
+            counts: Vec::with_capacity(candidates * terms),
+            lengths: Vec::with_capacity(candidates),
+            path_matches: Vec::with_capacity(candidates),
+            symbol_matches: Vec::with_capacity(candidates),
+        }
+    }
+
+    /// Appends one candidate; `counts` yields one count per query term.
+    pub fn push(&mut self, counts: impl Iterator<Item = u32>, length: u32, path_matches: usize, symbol_matches: usize) {
+        let before = self.counts.len();
+        self.counts.extend(counts);
+        self.counts.resize(before + self.terms, 0);
+        self.lengths.push(length);
+        self.path_matches.push(path_matches as u32);
+        self.symbol_matches.push(symbol_matches as u32);
+    }
+
+    /// Appends a candidate with no counts yet and returns its index.
+    pub fn push_empty(&mut self, length: u32, path_matches: usize, symbol_matches: usize) -> usize {
+        self.counts.resize(self.counts.len() + self.terms, 0);
+        self.lengths.push(length);
+        self.path_matches.push(path_matches as u32);
+        self.symbol_matches.push(symbol_matches as u32);
+        self.lengths.len() - 1
+    }
+
+    /// Counts one more query term in candidate `candidate`'s symbol.
+    pub fn add_symbol_match(&mut self, candidate: usize) {
+        self.symbol_matches[candidate] += 1;
+    }
+
+    /// Sets candidate `candidate`'s count of query term `term`.
+    pub fn set_count(&mut self, candidate: usize, term: usize, count: u32) {
+        self.counts[candidate * self.terms + term] = count;
+    }
+
+    /// Moves `other`'s candidates after this one's.
+    pub fn append(&mut self, mut other: Self) {
+        self.counts.append(&mut other.counts);
+        self.lengths.append(&mut other.lengths);
+        self.path_matches.append(&mut other.path_matches);
+        self.symbol_matches.append(&mut other.symbol_matches);
+    }
+
+    fn counts(&self, candidate: usize) -> &[u32] {
+        &self.counts[candidate * self.terms..(candidate + 1) * self.terms]
+    }
 }
 
 /// Completes `scores` (whose cosine fields are set) with the lexical
-/// components; `inputs[i]` belongs to `scores[i]`.
-pub fn apply_lexical(scores: &mut [Scores], inputs: &[LexicalInput], query_terms: usize) {
+/// components; candidate `i` of `inputs` belongs to `scores[i]`.
+pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms: usize) {
     if scores.is_empty() || query_terms == 0 {
         return;
     }
     let docs = scores.len() as f64;
     let mut df = vec![0usize; query_terms];
     let mut total_length = 0f64;
-    for input in inputs {
-        total_length += f64::from(input.length);
-        for (term, count) in input.counts.iter().enumerate() {
+    for candidate in 0..scores.len() {
+        total_length += f64::from(inputs.lengths[candidate]);
+        for (term, count) in inputs.counts(candidate).iter().enumerate() {
             if *count > 0 {
                 df[term] += 1;
             }
@@ -314,23 +413,24 @@ pub fn apply_lexical(scores: &mut [Scores], inputs: &[LexicalInput], query_terms
     }
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    for (score, input) in scores.iter_mut().zip(inputs) {
+    for (candidate, score) in scores.iter_mut().enumerate() {
+        let length = inputs.lengths[candidate];
         let mut bm25 = 0.0;
-        if input.length > 0 {
-            for (term, &count) in input.counts.iter().enumerate() {
+        if length > 0 {
+            for (term, &count) in inputs.counts(candidate).iter().enumerate() {
                 if count == 0 {
                     continue;
                 }
                 let df = df[term] as f64;
                 let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
                 let freq = f64::from(count);
-                let denominator = freq + K1 * (1.0 - B + B * f64::from(input.length) / average);
+                let denominator = freq + K1 * (1.0 - B + B * f64::from(length) / average);
                 bm25 += idf * (freq * (K1 + 1.0) / denominator);
             }
         }
         score.text = bm25 / (bm25 + 1.0);
-        score.path = input.path_matches as f64 / query_terms as f64;
-        score.symbol = input.symbol_matches as f64 / query_terms as f64;
+        score.path = f64::from(inputs.path_matches[candidate]) / query_terms as f64;
+        score.symbol = f64::from(inputs.symbol_matches[candidate]) / query_terms as f64;
         score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
         score.rank = score.vector_relatedness + (1.0 - score.vector_relatedness) * score.lexical;
     }
@@ -381,10 +481,9 @@ mod tests {
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
         ];
-        let inputs = vec![
-            LexicalInput { counts: vec![3, 0], length: 10, path_matches: 1, symbol_matches: 2 },
-            LexicalInput { counts: vec![0, 0], length: 10, path_matches: 0, symbol_matches: 0 },
-        ];
+        let mut inputs = LexicalInputs::with_capacity(2, 2);
+        inputs.push([3, 0].into_iter(), 10, 1, 2);
+        inputs.push([0, 0].into_iter(), 10, 0, 0);
         apply_lexical(&mut scores, &inputs, 2);
         assert!(scores[0].rank > scores[1].rank);
         assert_eq!(scores[1].rank, scores[1].vector_relatedness);

@@ -244,41 +244,65 @@ pub fn prepare(
     reporter.timing("discover", phase.elapsed());
     phase = Instant::now();
 
-    let mut contents = live.contents.clone();
-    let mut rejected = live.rejected.clone();
     let mut read_results = read.into_iter();
     let mut accepted: Vec<Arc<FileContent>> = Vec::with_capacity(walk.files.len());
-    let mut any_read = false;
+    // Content and rejection changes, applied to copies of the caches only
+    // when something changed.
+    let mut read_contents: Vec<Arc<FileContent>> = Vec::new();
+    let mut read_rejections: Vec<(String, FileStat, SkipReason)> = Vec::new();
+    let mut rejected_now = 0;
     for (file, state) in walk.files.iter().zip(states) {
         match state {
             State::Fresh(content) => accepted.push(content),
-            State::Rejected => {}
-            State::Read => {
-                any_read = true;
-                match read_results.next() {
-                    Some(Ok(content)) => {
-                        rejected.remove(&file.path);
-                        contents.insert(file.path.clone(), Arc::clone(&content));
-                        accepted.push(content);
-                    }
-                    Some(Err(reason)) => {
-                        skipped.count(reason);
-                        reporter.skip(&file.path, reason);
-                        contents.remove(&file.path);
-                        rejected.insert(file.path.clone(), (file.stat, reason));
-                    }
-                    None => {}
+            State::Rejected => rejected_now += 1,
+            State::Read => match read_results.next() {
+                Some(Ok(content)) => {
+                    read_contents.push(Arc::clone(&content));
+                    accepted.push(content);
                 }
-            }
+                Some(Err(reason)) => {
+                    skipped.count(reason);
+                    reporter.skip(&file.path, reason);
+                    read_rejections.push((file.path.clone(), file.stat, reason));
+                }
+                None => {}
+            },
         }
     }
-    // Files of the walked universe that are gone (deleted, ignored, now
-    // skipped) leave the content cache.
-    let accepted_paths: HashSet<&str> = accepted.iter().map(|content| content.path.as_str()).collect();
+    let any_read = !to_read.is_empty();
     let in_universe = |path: &str| path_in_scope(path, &request.scope);
-    contents.retain(|path, _| !in_universe(path) || accepted_paths.contains(path.as_str()));
-    let found_paths: HashSet<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
-    rejected.retain(|path, _| !in_universe(path) || found_paths.contains(path.as_str()));
+    let cached_in_universe = if request.scope.is_empty() {
+        live.contents.len()
+    } else {
+        live.contents.keys().filter(|path| in_universe(path)).count()
+    };
+    let rejected_in_universe = if request.scope.is_empty() {
+        live.rejected.len()
+    } else {
+        live.rejected.keys().filter(|path| in_universe(path)).count()
+    };
+    let caches_change = any_read || cached_in_universe != accepted.len() || rejected_in_universe != rejected_now;
+    let (contents, rejected) = if caches_change {
+        let mut contents = live.contents.clone();
+        let mut rejected = live.rejected.clone();
+        for content in read_contents {
+            rejected.remove(&content.path);
+            contents.insert(content.path.clone(), content);
+        }
+        for (path, stat, reason) in read_rejections {
+            contents.remove(&path);
+            rejected.insert(path, (stat, reason));
+        }
+        // Files of the walked universe that are gone (deleted, ignored, now
+        // skipped) leave the caches.
+        let accepted_paths: HashSet<&str> = accepted.iter().map(|content| content.path.as_str()).collect();
+        contents.retain(|path, _| !in_universe(path) || accepted_paths.contains(path.as_str()));
+        let found_paths: HashSet<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+        rejected.retain(|path, _| !in_universe(path) || found_paths.contains(path.as_str()));
+        (contents, rejected)
+    } else {
+        (HashMap::new(), HashMap::new())
+    };
 
     let (candidates, others): (Vec<Arc<FileContent>>, Vec<Arc<FileContent>>) =
         accepted.into_iter().partition(|content| !request.code_only || is_code_path(&content.path));
@@ -288,7 +312,12 @@ pub fn prepare(
     reporter.timing("chunk", phase.elapsed());
     phase = Instant::now();
 
-    let unchanged = !reindex && !any_read && is_unchanged(&live, &request, &candidates, &others);
+    let unchanged = !reindex && !caches_change && is_unchanged(&live, &request, &candidates, &others);
+    let (contents, rejected) = if !caches_change && !unchanged {
+        (live.contents.clone(), live.rejected.clone())
+    } else {
+        (contents, rejected)
+    };
     let mut prepared = Prepared {
         files: candidates.len(),
         chunks,
