@@ -513,3 +513,51 @@ fn agent_progress_is_served_only_while_work_is_needed() {
     warm.success();
     assert_eq!(warm.stderr, "");
 }
+
+#[test]
+fn terminal_progress_is_transient_and_cleared() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (env, _fake) = setup();
+    let repo = sample_repo(&env);
+    // stderr on a pseudo-terminal, stdout on a pipe.
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors we then own.
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(opened, 0, "openpty");
+    for fd in [master, slave] {
+        // Keep the pty out of every process but the client's stderr (the
+        // daemon it starts must not hold the terminal open).
+        // SAFETY: plain fcntl on descriptors we own.
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
+    }
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = env
+        .git_agent_in(repo.path(), &["search", "--min-score", "0.01", "flags"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut file = std::fs::File::from(master);
+        let mut bytes = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // Reading the master fails with EIO once the last slave closes.
+        while let Ok(read) = file.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buffer[..read]);
+        }
+        bytes
+    });
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.starts_with("{\"query\":\"flags\""), "stdout holds the JSON only: {stdout}");
+    let terminal = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(terminal.contains("\r\x1b[2Ksearch: building embeddings 0/5 chunks"), "{terminal:?}");
+    assert!(terminal.ends_with("\r\x1b[2K"), "the progress line is cleared: {terminal:?}");
+}
