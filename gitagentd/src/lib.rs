@@ -18,6 +18,7 @@ pub mod prompt;
 pub mod provider;
 pub mod release;
 mod rpc;
+pub mod search;
 pub mod services;
 pub mod skills;
 mod socket;

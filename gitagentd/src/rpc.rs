@@ -60,6 +60,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
             identities: Default::default(),
             tasks: Arc::new(TaskService::new(Arc::new(ProviderEngine::new(Arc::clone(&http_clients))), options.env)),
             http_clients,
+            search: Default::default(),
         }),
         shutdown: shutdown.clone(),
     });

@@ -18,4 +18,6 @@ pub struct Services {
     /// system's root certificates is the slow part) and shared, with their
     /// connection pools, by every command and the inspection engine.
     pub http_clients: Arc<crate::provider::HttpClients>,
+    /// The search index single flight, mapped index cache and query history.
+    pub search: crate::search::SearchService,
 }

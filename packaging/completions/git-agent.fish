@@ -32,6 +32,7 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Rea
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l version -d 'Print version'
@@ -110,5 +111,23 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l xhigh
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l scope -d 'Comma-separated paths, relative to the current directory, to search or index' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l limit -d 'Maximum number of results, 1..100 (default 20)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l format -d 'Output format: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l min-score -d 'Minimum final hybrid score, 0 < score <= 1 (default 0.70)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding-model -d 'Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding-dimensions -d 'Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l base-url -d 'Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https://api.openai.com/v1)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l timeout -d 'Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l code -d 'Search source-code files only'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l no-tests -d 'Exclude common test files and test directories from results and --ls-files output'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l agent -d 'Serve indexing progress over a private local socket when embeddings need work'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l index -d 'Build embeddings for the selected files without searching'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l reindex -d 'Rebuild embeddings for the selected files and drop stale cache entries'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls -d 'List the search indexes of the current project'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-files -d 'List the files stored in the selected search index'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l debug -d 'Write diagnostic events to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s V -l version -d 'Print version'

@@ -127,6 +127,31 @@ _arguments "${_arguments_options[@]}" : \
 '--version[Print version]' \
 && ret=0
 ;;
+(search)
+_arguments "${_arguments_options[@]}" : \
+'--scope=[Comma-separated paths, relative to the current directory, to search or index]:paths:_default' \
+'--limit=[Maximum number of results, 1..100 (default 20)]:n:_default' \
+'--format=[Output format\: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files]:format:_default' \
+'--min-score=[Minimum final hybrid score, 0 < score <= 1 (default 0.70)]:score:_default' \
+'--embedding-model=[Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small)]:model:_default' \
+'--embedding-dimensions=[Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)]:n:_default' \
+'--base-url=[Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https\://api.openai.com/v1)]:url:_default' \
+'--timeout=[Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)]:duration:_default' \
+'--code[Search source-code files only]' \
+'--no-tests[Exclude common test files and test directories from results and --ls-files output]' \
+'--agent[Serve indexing progress over a private local socket when embeddings need work]' \
+'--index[Build embeddings for the selected files without searching]' \
+'--reindex[Rebuild embeddings for the selected files and drop stale cache entries]' \
+'--ls[List the search indexes of the current project]' \
+'--ls-files[List the files stored in the selected search index]' \
+'--debug[Write diagnostic events to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::query -- What to look for:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -149,6 +174,7 @@ _git-agent_commands() {
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
+'search:Embedding-backed code search over the files on disk' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
@@ -177,6 +203,11 @@ _git-agent__subcmd__project_id_commands() {
 _git-agent__subcmd__review_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent review commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__search_commands] )) ||
+_git-agent__subcmd__search_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent search commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__simplify_commands] )) ||
 _git-agent__subcmd__simplify_commands() {

@@ -40,6 +40,9 @@ pub enum Command {
     #[command(name = "commit-msg")]
     CommitMsg(CommitMsgArgs),
 
+    /// Embedding-backed code search over the files on disk.
+    Search(SearchArgs),
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -331,6 +334,86 @@ pub fn agent_help(command: &str) -> String {
          --low | --medium | --high | --xhigh\n      \
          set reasoning effort (mutually exclusive)\n"
     )
+}
+
+/// `git-agent search`: the flags of the search, `--index`, `--ls` and
+/// `--ls-files` forms. Values are checked here only for their type; the
+/// daemon validates ranges and combinations so that every form reports
+/// its errors the same way.
+#[derive(Debug, Args, Default)]
+#[command(override_usage = "git-agent search [flags] <query...>
+       git-agent search --index [--reindex] [--scope <paths>] [--code]
+       git-agent search --ls [--format text|json]
+       git-agent search --ls-files [--format tree|json] [--scope <paths>] [--no-tests]")]
+pub struct SearchArgs {
+    /// Comma-separated paths, relative to the current directory, to search or index.
+    #[arg(long, value_name = "paths")]
+    pub scope: Option<String>,
+
+    /// Maximum number of results, 1..100 (default 20).
+    #[arg(long, value_name = "n", allow_negative_numbers = true)]
+    pub limit: Option<i64>,
+
+    /// Output format: json|brief for search (default json, brief with --agent),
+    /// text|json for --ls, tree|json for --ls-files.
+    #[arg(long, value_name = "format")]
+    pub format: Option<String>,
+
+    /// Search source-code files only.
+    #[arg(long)]
+    pub code: bool,
+
+    /// Exclude common test files and test directories from results and --ls-files output.
+    #[arg(long)]
+    pub no_tests: bool,
+
+    /// Serve indexing progress over a private local socket when embeddings need work.
+    #[arg(long)]
+    pub agent: bool,
+
+    /// Build embeddings for the selected files without searching.
+    #[arg(long)]
+    pub index: bool,
+
+    /// Rebuild embeddings for the selected files and drop stale cache entries.
+    #[arg(long)]
+    pub reindex: bool,
+
+    /// List the search indexes of the current project.
+    #[arg(long)]
+    pub ls: bool,
+
+    /// List the files stored in the selected search index.
+    #[arg(long)]
+    pub ls_files: bool,
+
+    /// Minimum final hybrid score, 0 < score <= 1 (default 0.70).
+    #[arg(long, value_name = "score", allow_negative_numbers = true)]
+    pub min_score: Option<f64>,
+
+    /// Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small).
+    #[arg(long, value_name = "model")]
+    pub embedding_model: Option<String>,
+
+    /// Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024).
+    #[arg(long, value_name = "n", allow_negative_numbers = true)]
+    pub embedding_dimensions: Option<i64>,
+
+    /// Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https://api.openai.com/v1).
+    #[arg(long, value_name = "url")]
+    pub base_url: Option<String>,
+
+    /// Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m).
+    #[arg(long, value_name = "duration")]
+    pub timeout: Option<String>,
+
+    /// Write diagnostic events to stderr.
+    #[arg(long)]
+    pub debug: bool,
+
+    /// What to look for.
+    #[arg(value_name = "query")]
+    pub query: Vec<String>,
 }
 
 impl Command {

@@ -10,3 +10,5 @@ mod inspection;
 mod install;
 mod project_id;
 mod review;
+mod search;
+mod search_index;
