@@ -2,7 +2,7 @@
 //! repositories.
 
 use git_agent_tests::{GitRepo, TestEnv};
-use gitagentd::git::{FileSource, Repository, StagedContext, StagedLimits};
+use gitagentd::git::{AmendContext, AmendLimits, DiffScope, FileSource, Repository, StagedContext, StagedLimits};
 
 fn fixture(env: &TestEnv) -> GitRepo {
     let repo = env.repo("staged");
@@ -136,4 +136,51 @@ fn patches_read_like_git_diff_cached() {
         })
         .collect();
     assert_eq!(ours, theirs);
+}
+
+#[test]
+fn amend_scopes_match_git() {
+    let env = TestEnv::new();
+    let fixture = env.repo("scopes");
+    fixture.write("a.txt", "a\n");
+    fixture.commit_all("feat: a");
+    fixture.write("b.txt", "b\n");
+    fixture.write("a.txt", "a2\n");
+    fixture.commit_all("feat: b");
+    fixture.write("c.txt", "c\n");
+    fixture.git(&["rm", "-q", "b.txt"]);
+    fixture.git(&["add", "c.txt"]);
+    let repo = Repository::discover(fixture.path()).unwrap();
+    let names = |scope: DiffScope| -> String {
+        repo.changes(scope).unwrap().iter().map(|change| format!("{}\t{}\n", change.status(), change.path)).collect()
+    };
+    assert_eq!(names(DiffScope::HeadCommit), fixture.git(&["diff", "--no-renames", "--name-status", "HEAD~1", "HEAD"]));
+    assert_eq!(
+        names(DiffScope::Amended),
+        fixture.git(&["diff", "--no-renames", "--name-status", "--cached", "HEAD~1"])
+    );
+    assert_eq!(names(DiffScope::Staged), fixture.git(&["diff", "--no-renames", "--name-status", "--cached"]));
+    assert_eq!(
+        repo.file_at_revision("HEAD~1", "a.txt").unwrap().unwrap(),
+        fixture.git(&["show", "HEAD~1:a.txt"]).into_bytes()
+    );
+    assert!(repo.file_at_revision("HEAD", "c.txt").unwrap().is_none(), "staged only, not in HEAD");
+    assert!(repo.file_at_revision("no-such-ref", "a.txt").unwrap_err().to_string().contains("cannot resolve"));
+
+    let amend = AmendContext::prepare(&repo, AmendLimits::default()).unwrap();
+    assert_eq!(amend.original_subject(), "feat: b");
+    assert_eq!(amend.head.parents.len(), 1);
+    assert_eq!(amend.final_paths, ["a.txt", "c.txt"], "b.txt was added by HEAD and removed again");
+    assert_eq!(amend.staged_paths, ["b.txt", "c.txt"]);
+}
+
+#[test]
+fn amending_without_a_commit_is_a_clear_error() {
+    let env = TestEnv::new();
+    let fixture = env.repo("unborn-amend");
+    fixture.write("a.txt", "a\n");
+    fixture.git(&["add", "a.txt"]);
+    let repo = Repository::discover(fixture.path()).unwrap();
+    let error = AmendContext::prepare(&repo, AmendLimits::default()).unwrap_err().to_string();
+    assert!(error.starts_with("nothing to amend") && error.contains("hint:"), "{error}");
 }

@@ -168,6 +168,52 @@ async fn staged_tools_see_the_index_not_the_worktree() {
     assert!(commits.truncated, "more commits exist than the limit");
 }
 
+#[tokio::test]
+async fn head_revision_and_amend_tools_read_commits_not_the_worktree() {
+    let fixture = fixture();
+    let show = call(&fixture, "git_head_show", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    let text = show.data["show"].as_str().unwrap();
+    assert!(text.contains("Parents: (root commit)") && text.contains("    init\n"), "{text}");
+    assert!(text.contains("+line 50"), "the root commit's patch versus the empty tree");
+    let parent = call(&fixture, "git_diff_against_parent", json!({"max_bytes": null, "max_lines": 4})).await.unwrap();
+    assert!(parent.truncated);
+    let file = call(
+        &fixture,
+        "git_show_file_at_rev",
+        json!({"rev": "HEAD", "path": "src/lib.rs", "max_bytes": null, "max_lines": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(file.data["content"], json!("line 1\nline 2\n[truncated]\n"));
+    let refused_rev = refused(
+        call(
+            &fixture,
+            "git_show_file_at_rev",
+            json!({"rev": "--all", "path": "x", "max_bytes": null, "max_lines": null}),
+        )
+        .await,
+    );
+    assert!(refused_rev.contains("rev must name a commit"), "{refused_rev}");
+    let outside = refused(
+        call(
+            &fixture,
+            "git_show_file_at_rev",
+            json!({"rev": "HEAD", "path": "../x", "max_bytes": null, "max_lines": null}),
+        )
+        .await,
+    );
+    assert!(outside.contains(".."), "{outside}");
+    let amended =
+        call(&fixture, "git_final_amended_diff", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    let amended = amended.data["diff"].as_str().unwrap();
+    assert!(
+        amended.contains("+staged version") && amended.contains("new file mode"),
+        "HEAD is a root commit: {amended}"
+    );
+    let delta = call(&fixture, "git_amend_delta", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    assert!(delta.data["diff"].as_str().unwrap().contains("-line 1\n"));
+}
+
 #[test]
 fn every_schema_is_strict() {
     let fixture = fixture();

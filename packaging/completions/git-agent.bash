@@ -16,6 +16,9 @@ _git__agent() {
             ",$1")
                 cmd="git__agent"
                 ;;
+            git__agent,commit)
+                cmd="git__agent__subcmd__commit"
+                ;;
             git__agent,commit-msg)
                 cmd="git__agent__subcmd__commit__subcmd__msg"
                 ;;
@@ -44,7 +47,7 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --help --version project_id config review simplify commit-msg search completions"
+            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -61,8 +64,50 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__subcmd__agent__subcmd__commit)
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --guidance-family)
+                    COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
+                    return 0
+                    ;;
+                --append-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pprof)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__subcmd__agent__subcmd__commit__subcmd__msg)
-            opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

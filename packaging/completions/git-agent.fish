@@ -32,6 +32,7 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Rea
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit" -d 'Write a commit message for the staged changes, then run git commit with it'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
@@ -103,6 +104,7 @@ none\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l amend -d 'Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l low -d 'Send reasoning.effort=low'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l medium -d 'Send reasoning.effort=medium'
@@ -111,6 +113,25 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l xhigh
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l amend -d 'Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l scope -d 'Comma-separated paths, relative to the current directory, to search or index' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l limit -d 'Maximum number of results, 1..100 (default 20)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l format -d 'Output format: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files' -r

@@ -115,6 +115,29 @@ _arguments "${_arguments_options[@]}" : \
 '--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
 '--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
 '--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--amend[Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(commit)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--amend[Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone]' \
 '--fast[Ask for the priority service tier (service_tier=priority)]' \
 '--low[Send reasoning.effort=low]' \
 '--medium[Send reasoning.effort=medium]' \
@@ -174,10 +197,16 @@ _git-agent_commands() {
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
+'commit:Write a commit message for the staged changes, then run git commit with it' \
 'search:Embedding-backed code search over the files on disk' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__commit_commands] )) ||
+_git-agent__subcmd__commit_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent commit commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__commit-msg_commands] )) ||
 _git-agent__subcmd__commit-msg_commands() {

@@ -40,6 +40,9 @@ pub enum Command {
     #[command(name = "commit-msg")]
     CommitMsg(CommitMsgArgs),
 
+    /// Write a commit message for the staged changes, then run git commit with it.
+    Commit(CommitMsgArgs),
+
     /// Embedding-backed code search over the files on disk.
     Search(SearchArgs),
 
@@ -183,9 +186,14 @@ impl ReasoningEffort {
     }
 }
 
-/// `git-agent commit-msg [flags]`.
+/// `git-agent commit-msg [--amend] [flags]` and `git-agent commit
+/// [--amend] [flags]`.
 #[derive(Debug, Args)]
 pub struct CommitMsgArgs {
+    /// Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone.
+    #[arg(long)]
+    pub amend: bool,
+
     #[command(flatten)]
     pub generation: MessageArgs,
 }
@@ -478,6 +486,20 @@ mod tests {
             Command::CommitMsg(args) => Ok(args.generation),
             other => panic!("parsed {other:?}"),
         }
+    }
+
+    #[test]
+    fn commit_and_commit_msg_take_amend() {
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.command);
+        match parse(&["git-agent", "commit", "--amend", "--fast"]).unwrap() {
+            Command::Commit(args) => assert!(args.amend && args.generation.shared.fast),
+            other => panic!("parsed {other:?}"),
+        }
+        match parse(&["git-agent", "commit-msg"]).unwrap() {
+            Command::CommitMsg(args) => assert!(!args.amend),
+            other => panic!("parsed {other:?}"),
+        }
+        assert!(parse(&["git-agent", "commit", "extra"]).is_err(), "no positional arguments");
     }
 
     #[test]

@@ -7,14 +7,25 @@
 //! - [`staged`]: what is staged (index versus HEAD), with line stats and
 //!   unified patches; [`StagedContext`] is the precomputed evidence of a
 //!   commit-message request.
-//! - [`history`]: recent commits.
+//! - [`history`]: recent commits, HEAD's details, commit ranges.
+//! - [`submodule`]: staged gitlink movements and the submodule commits
+//!   they move over, when that history is available locally.
+//! - [`amend`]: [`AmendContext`], the evidence of an amend request.
+//!
+//! Detached HEAD, an unborn branch and a root commit (no parent) are
+//! ordinary states here: an unborn HEAD and a missing parent read as the
+//! empty tree.
 
+pub mod amend;
 pub mod history;
 mod patch;
 pub mod staged;
+pub mod submodule;
 
-pub use history::CommitInfo;
-pub use staged::{FileStat, PathStatus, StagedChange, StagedContext, StagedLimits};
+pub use amend::{AmendContext, AmendLimits};
+pub use history::{CommitDetails, CommitInfo};
+pub use staged::{Change, DiffScope, FileStat, HeadState, PathStatus, StagedContext, StagedLimits};
+pub use submodule::SubmoduleChange;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +39,14 @@ pub enum GitError {
     Bare { path: PathBuf },
     #[error("cannot read {what} in {path}: {message}")]
     Read { path: PathBuf, what: String, message: String },
+    #[error(
+        "nothing to amend: HEAD in {path} has no commit yet\nhint: commit first, e.g. with git-agent commit, then amend"
+    )]
+    NoHeadCommit { path: PathBuf },
+    #[error(
+        "cannot resolve revision {rev:?} in {path}: {message}\nhint: name a commit such as HEAD, HEAD~1, a branch, a tag or a commit id"
+    )]
+    Revision { path: PathBuf, rev: String, message: String },
 }
 
 /// Where a file's content comes from.
@@ -189,12 +208,30 @@ impl Repository {
     /// unborn.
     pub fn head_entries(&self) -> Result<Vec<(String, Entry)>, GitError> {
         let repo = self.local();
-        let tree = match repo.head_commit() {
-            Ok(commit) => commit.tree().map_err(|error| self.read_error("the HEAD tree", error))?,
-            Err(_) if repo.head().map(|head| head.is_unborn()).unwrap_or(false) => return Ok(Vec::new()),
-            Err(error) => return Err(self.read_error("HEAD", error)),
-        };
-        let records = tree.traverse().breadthfirst.files().map_err(|error| self.read_error("the HEAD tree", error))?;
+        match repo.head_commit() {
+            Ok(commit) => self.commit_entries(&repo, commit.id),
+            Err(_) if repo.head().map(|head| head.is_unborn()).unwrap_or(false) => Ok(Vec::new()),
+            Err(error) => Err(self.read_error("HEAD", error)),
+        }
+    }
+
+    /// Every non-tree entry of HEAD's first parent, by path; empty when
+    /// HEAD is unborn or a root commit.
+    pub fn head_parent_entries(&self) -> Result<Vec<(String, Entry)>, GitError> {
+        let repo = self.local();
+        let Ok(commit) = repo.head_commit() else { return Ok(Vec::new()) };
+        match commit.parent_ids().next() {
+            Some(parent) => self.commit_entries(&repo, parent.detach()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every non-tree entry of the tree of `commit`, by path.
+    fn commit_entries(&self, repo: &gix::Repository, commit: gix::ObjectId) -> Result<Vec<(String, Entry)>, GitError> {
+        let what = || format!("the tree of commit {commit}");
+        let commit = repo.find_commit(commit).map_err(|error| self.read_error(what(), error))?;
+        let tree = commit.tree().map_err(|error| self.read_error(what(), error))?;
+        let records = tree.traverse().breadthfirst.files().map_err(|error| self.read_error(what(), error))?;
         Ok(records
             .into_iter()
             .filter_map(|record| {
@@ -204,9 +241,31 @@ impl Repository {
             .collect())
     }
 
+    /// The content of `path` in the commit `rev` names (`HEAD`, `HEAD~1`,
+    /// a branch, a tag, an id); `None` when the commit has no such file.
+    pub fn file_at_revision(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let repo = self.local();
+        let revision_error =
+            |message: String| GitError::Revision { path: self.root.clone(), rev: rev.to_string(), message };
+        let id = repo.rev_parse_single(rev).map_err(|error| revision_error(error.to_string()))?;
+        let object = id.object().map_err(|error| revision_error(error.to_string()))?;
+        let tree = object.peel_to_tree().map_err(|error| revision_error(error.to_string()))?;
+        let entry =
+            tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} at {rev}"), error))?;
+        match entry {
+            Some(entry) if entry.mode().is_blob_or_symlink() => self.blob(entry.object_id()).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// The bytes of a blob.
     pub fn blob(&self, id: gix::ObjectId) -> Result<Vec<u8>, GitError> {
-        let repo = self.local();
+        self.blob_in(&self.local(), id)
+    }
+
+    /// The bytes of a blob through an already open handle, for loops over
+    /// many blobs.
+    fn blob_in(&self, repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>, GitError> {
         let object = repo.find_object(id).map_err(|error| self.read_error(format!("object {id}"), error))?;
         Ok(object.detach().data)
     }

@@ -29,11 +29,11 @@ fn short(id: Option<&Entry>) -> String {
 }
 
 impl Repository {
-    fn side(&self, entry: Option<&Entry>) -> Result<Vec<u8>, GitError> {
+    fn side(&self, repo: &gix::Repository, entry: Option<&Entry>) -> Result<Vec<u8>, GitError> {
         match entry {
             None => Ok(Vec::new()),
             Some(entry) if entry.kind == EntryKind::Gitlink => Ok(format!("Subproject commit {}\n", entry.id).into()),
-            Some(entry) => self.blob(entry.id),
+            Some(entry) => self.blob_in(repo, entry.id),
         }
     }
 
@@ -46,8 +46,20 @@ impl Repository {
         new: Option<&Entry>,
         render: bool,
     ) -> Result<FilePatch, GitError> {
-        let before = self.side(old)?;
-        let after = self.side(new)?;
+        self.file_patch_in(&self.local(), path, old, new, render)
+    }
+
+    /// [`Self::file_patch`] through an already open handle.
+    pub(super) fn file_patch_in(
+        &self,
+        repo: &gix::Repository,
+        path: &str,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+        render: bool,
+    ) -> Result<FilePatch, GitError> {
+        let before = self.side(repo, old)?;
+        let after = self.side(repo, new)?;
         let binary = is_binary(&before) || is_binary(&after);
         let mut patch = FilePatch { path: path.to_string(), adds: 0, deletes: 0, binary, text: String::new() };
         let mut hunks = String::new();

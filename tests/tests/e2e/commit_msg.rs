@@ -70,12 +70,17 @@ fn prints_exactly_the_message_and_usage_on_stderr() {
         "git_staged_status",
         "git_staged_stat",
         "git_staged_diff",
-        "git_staged_diff_for_paths",
         "git_recent_commits",
+        "git_head_show",
+        "git_diff_against_parent",
+        "git_show_file_at_rev",
         "read_file",
         "grep",
     ] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    for absent in ["git_staged_diff_for_paths", "git_final_amended_diff", "git_amend_delta"] {
+        assert!(!names.contains(&absent), "{absent} is offered only for large diffs or amends: {names:?}");
     }
     for tool in tools {
         assert_eq!(tool["strict"], json!(true));
@@ -113,7 +118,7 @@ fn tool_calls_round_trip_with_envelopes_in_provider_order() {
     let (env, fake, repo) = setup();
     fake.push(Reply::Events(events::tool_calls(
         &[
-            ("call_a", "git_staged_diff_for_paths", r#"{"paths":["src"],"max_bytes":null,"max_lines":null}"#),
+            ("call_a", "git_staged_diff", r#"{"max_bytes":null,"max_lines":null}"#),
             ("call_b", "read_file", r#"{"path":"../outside","source":null,"line_start":null,"line_end":null,"with_line_number":null,"max_bytes":null,"max_lines":null}"#),
         ],
         events::usage(50, 0, 5),
@@ -136,7 +141,7 @@ fn tool_calls_round_trip_with_envelopes_in_provider_order() {
     let ok: Value = serde_json::from_str(input[first_call + 2]["output"].as_str().unwrap()).unwrap();
     assert_eq!(
         (ok["ok"].clone(), ok["tool"].clone(), ok["truncated"].clone()),
-        (json!(true), json!("git_staged_diff_for_paths"), json!(false))
+        (json!(true), json!("git_staged_diff"), json!(false))
     );
     assert!(ok["data"]["diff"].as_str().unwrap().contains("+    42"));
     let failed: Value = serde_json::from_str(input[first_call + 3]["output"].as_str().unwrap()).unwrap();

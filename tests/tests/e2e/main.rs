@@ -2,6 +2,8 @@
 //! isolated user environments, compared with the spec's stdout, stderr and
 //! exit-code contracts. One test binary; one module per area.
 
+mod commit;
+mod commit_context;
 mod commit_msg;
 mod config;
 mod cwd;
