@@ -10,6 +10,8 @@ pub mod bounded;
 pub mod commands;
 mod control;
 pub mod git;
+#[cfg(test)]
+mod golden;
 pub mod guidance;
 pub mod inspect;
 mod logging;

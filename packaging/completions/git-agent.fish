@@ -34,6 +34,8 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'L
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit" -d 'Write a commit message for the staged changes, then run git commit with it'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "pr-message" -d 'Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "release-note" -d 'Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l version -d 'Print version'
@@ -150,5 +152,42 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-files 
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l debug -d 'Write diagnostic events to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l out -d 'Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s V -l version -d 'Print version'

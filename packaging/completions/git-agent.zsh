@@ -175,6 +175,50 @@ _arguments "${_arguments_options[@]}" : \
 '*::query -- What to look for:_default' \
 && ret=0
 ;;
+(pr-message)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(release-note)
+_arguments "${_arguments_options[@]}" : \
+'--out=[Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout]:file:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::range -- <base> <release>, or one of patch, minor, major (from the latest version tag to HEAD):_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -199,6 +243,8 @@ _git-agent_commands() {
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
 'commit:Write a commit message for the staged changes, then run git commit with it' \
 'search:Embedding-backed code search over the files on disk' \
+'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
+'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
@@ -223,10 +269,20 @@ _git-agent__subcmd__config_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent config commands' commands "$@"
 }
+(( $+functions[_git-agent__subcmd__pr-message_commands] )) ||
+_git-agent__subcmd__pr-message_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent pr-message commands' commands "$@"
+}
 (( $+functions[_git-agent__subcmd__project_id_commands] )) ||
 _git-agent__subcmd__project_id_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent project_id commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__release-note_commands] )) ||
+_git-agent__subcmd__release-note_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent release-note commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__review_commands] )) ||
 _git-agent__subcmd__review_commands() {

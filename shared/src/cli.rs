@@ -46,6 +46,14 @@ pub enum Command {
     /// Embedding-backed code search over the files on disk.
     Search(SearchArgs),
 
+    /// Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only.
+    #[command(name = "pr-message")]
+    PrMessage(PrMessageArgs),
+
+    /// Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major).
+    #[command(name = "release-note")]
+    ReleaseNote(ReleaseNoteArgs),
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -68,6 +76,33 @@ pub struct ConfigArgs {
     /// The new value; without it the current value is printed.
     #[arg(value_name = "git-url")]
     pub value: Option<String>,
+}
+
+/// `git-agent pr-message [generation flags]`.
+#[derive(Debug, Args)]
+pub struct PrMessageArgs {
+    #[command(flatten)]
+    pub generation: MessageArgs,
+}
+
+/// `git-agent release-note [--out <file>] <base> <release>` or
+/// `git-agent release-note [--out <file>] patch|minor|major`, with the
+/// generation flags. Which of the two forms it is, the daemon decides.
+#[derive(Debug, Args)]
+#[command(
+    override_usage = "git-agent release-note [--out <file>] [flags] <base> <release>\n       git-agent release-note [--out <file>] [flags] patch|minor|major"
+)]
+pub struct ReleaseNoteArgs {
+    /// Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout.
+    #[arg(long, value_name = "file", value_parser = NonEmptyStringValueParser::new())]
+    pub out: Option<String>,
+
+    /// <base> <release>, or one of patch, minor, major (from the latest version tag to HEAD).
+    #[arg(value_name = "range", required = true, num_args = 1..=2, value_parser = NonEmptyStringValueParser::new())]
+    pub range: Vec<String>,
+
+    #[command(flatten)]
+    pub generation: MessageArgs,
 }
 
 const INSPECT_USAGE_REVIEW: &str =
@@ -488,6 +523,14 @@ mod tests {
         }
     }
 
+    fn release_note(args: &[&str]) -> Result<ReleaseNoteArgs, clap::Error> {
+        let argv = ["git-agent", "release-note"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::ReleaseNote(args) => Ok(args),
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
     #[test]
     fn commit_and_commit_msg_take_amend() {
         let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.command);
@@ -644,5 +687,28 @@ mod tests {
         assert!(parse_duration("90").is_err(), "a unit is required");
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn release_note_takes_one_or_two_positionals_and_its_flags() {
+        let args = release_note(&["--out", "notes.md", "v1.0.0", "v1.1.0", "--high", "--timeout", "5m"]).unwrap();
+        assert_eq!(args.out.as_deref(), Some("notes.md"));
+        assert_eq!(args.range, ["v1.0.0", "v1.1.0"]);
+        assert_eq!(args.generation.shared.reasoning_effort(), Some(ReasoningEffort::High));
+        assert_eq!(args.generation.shared.timeout, Some(Duration::from_secs(300)));
+        assert_eq!(release_note(&["patch"]).unwrap().range, ["patch"]);
+        assert!(release_note(&[]).is_err(), "a range or a bump is required");
+        assert!(release_note(&["a", "b", "c"]).is_err());
+        assert!(release_note(&["--out", "", "patch"]).is_err());
+        assert!(release_note(&["", "v1"]).is_err());
+    }
+
+    #[test]
+    fn pr_message_takes_only_generation_flags() {
+        let parsed = Cli::try_parse_from(["git-agent", "pr-message", "--fast", "--max-steps", "3"]).unwrap();
+        let Command::PrMessage(args) = parsed.command else { panic!("parsed {:?}", parsed.command) };
+        assert!(args.generation.shared.fast);
+        assert_eq!(args.generation.max_steps, Some(3));
+        assert!(Cli::try_parse_from(["git-agent", "pr-message", "main"]).is_err());
     }
 }

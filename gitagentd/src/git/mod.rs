@@ -19,6 +19,7 @@
 pub mod amend;
 pub mod history;
 mod patch;
+pub mod range;
 pub mod staged;
 pub mod submodule;
 

@@ -1,0 +1,191 @@
+//! Benchmark: release-note context preparation for a range of 2,000
+//! commits touching 20,000 files, side by side with `git log --stat` over
+//! the same range of the same repository, interleaved in one run.
+//!
+//!     cargo build --release --bins && target/release/bench-release-context [runs]
+//!
+//! The repository is built with `git fast-import`: a tagged base commit
+//! with 20,000 files of 40 lines in 200 folders, then 2,000 commits that
+//! each rewrite two lines and append one in 10 files nobody else touches,
+//! with conventional subjects and a body. `git-agent release-note --debug
+//! v1.0.0 HEAD` runs up to the model step, which this build does not have
+//! yet, so its wall time is the time to the first provider request; the
+//! daemon's own `--debug` line gives the preparation time inside it.
+
+use git_agent_tests::TestEnv;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FILES: usize = 20_000;
+const COMMITS: usize = 2_000;
+const FILES_PER_COMMIT: usize = FILES / COMMITS;
+const LINES_PER_FILE: usize = 40;
+
+fn main() {
+    let runs: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(5);
+    let env = TestEnv::new();
+    let repo = env.repo("bench");
+    repo.git(&["remote", "add", "origin", "git@example.test:org/bench.git"]);
+
+    let started = Instant::now();
+    let stream = fast_import_stream();
+    let mut import = repo.git_command(["fast-import", "--quiet"]);
+    import.stdin(Stdio::piped());
+    let mut child = import.spawn().expect("start git fast-import");
+    child.stdin.take().expect("fast-import's stdin").write_all(&stream).expect("feed git fast-import");
+    assert!(child.wait().expect("wait for git fast-import").success(), "git fast-import failed");
+    repo.git(&["repack", "-adq"]);
+    repo.git(&["reset", "-q", "--hard", "main"]);
+    println!(
+        "repository: {COMMITS} commits over {FILES} files ({} MiB of fast-import stream), built in {:.1?}",
+        stream.len() / (1024 * 1024),
+        started.elapsed()
+    );
+    let stat = repo.git(&["diff", "--shortstat", "v1.0.0", "HEAD"]);
+    println!("range v1.0.0..HEAD: {}", stat.trim());
+
+    let mut agent = env.git_agent_in(repo.path(), &["release-note", "--debug", "v1.0.0", "HEAD"]);
+    let mut git = repo.git_command(["log", "--stat", "v1.0.0..HEAD"]);
+    git.stdout(Stdio::piped()).stderr(Stdio::piped());
+
+    // Warm-up: page cache, and the daemon started.
+    let _ = run_agent(&mut agent);
+    let _ = run_git(&mut git);
+    let (mut agent_times, mut daemon_times, mut git_times) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last_debug = String::new();
+    for _ in 0..runs {
+        let (wall, debug) = run_agent(&mut agent);
+        agent_times.push(wall);
+        daemon_times.push(prepared_in(&debug));
+        last_debug = debug;
+        git_times.push(run_git(&mut git));
+    }
+    let (agent, daemon, git) = (median(&mut agent_times), median(&mut daemon_times), median(&mut git_times));
+    println!("runs per command: {runs} (interleaved, after one warm-up run each)");
+    println!("daemon: {last_debug}");
+    println!(
+        "git-agent release-note (to the model step)  median {:>9.1} ms  min {:>9.1} ms",
+        ms(agent),
+        ms(agent_times[0])
+    );
+    println!(
+        "  of which preparation inside the daemon    median {:>9.1} ms  min {:>9.1} ms",
+        ms(daemon),
+        ms(daemon_times[0])
+    );
+    println!(
+        "git log --stat v1.0.0..HEAD                 median {:>9.1} ms  min {:>9.1} ms",
+        ms(git),
+        ms(git_times[0])
+    );
+    println!("ratio (git-agent / git log --stat): {:.2}x", agent.as_secs_f64() / git.as_secs_f64());
+}
+
+/// Runs the release note; it must stop at the model step.
+fn run_agent(command: &mut Command) -> (Duration, String) {
+    let started = Instant::now();
+    let output = command.output().expect("run git-agent");
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        stderr.contains("needs the agent runtime") && output.stdout.is_empty(),
+        "git-agent did not reach the model step:\n{stderr}"
+    );
+    (elapsed, stderr.lines().next().unwrap_or_default().to_string())
+}
+
+fn run_git(command: &mut Command) -> Duration {
+    let started = Instant::now();
+    let output = command.output().expect("run git log");
+    let elapsed = started.elapsed();
+    assert!(output.status.success(), "git log failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stdout.len() > COMMITS * 100, "git log printed too little");
+    elapsed
+}
+
+/// The `in 1.2s` of the daemon's `release-note: prepared ...` line.
+fn prepared_in(debug: &str) -> Duration {
+    let text = debug.rsplit(" in ").next().unwrap_or_default().trim();
+    let (number, scale) = if let Some(value) = text.strip_suffix("ms") {
+        (value, 1e-3)
+    } else if let Some(value) = text.strip_suffix("µs") {
+        (value, 1e-6)
+    } else if let Some(value) = text.strip_suffix('s') {
+        (value, 1.0)
+    } else {
+        (text, 0.0)
+    };
+    Duration::from_secs_f64(number.parse::<f64>().unwrap_or(0.0) * scale)
+}
+
+/// The content of file `file` after `version` commits touched it.
+fn content(file: usize, version: usize) -> String {
+    let mut text = String::with_capacity(LINES_PER_FILE * 48 + 64);
+    for line in 0..LINES_PER_FILE {
+        let value = if version > 0 && (line == 7 || line == 23) { version * 1000 + line } else { line };
+        let _ = writeln!(text, "pub const ITEM_{file}_{line}: usize = {value}; // stable text");
+    }
+    for extra in 0..version {
+        let _ = writeln!(text, "pub const EXTRA_{file}_{extra}: usize = {extra};");
+    }
+    text
+}
+
+fn path(file: usize) -> String {
+    format!("src/area{:03}/module_{file:05}.rs", file % 200)
+}
+
+fn push_data(stream: &mut Vec<u8>, data: &str) {
+    let _ = write!(stream, "data {}\n{data}\n", data.len());
+}
+
+fn fast_import_stream() -> Vec<u8> {
+    let mut stream = Vec::with_capacity(64 * 1024 * 1024);
+    let mut mark = 1;
+    let when = 1_767_323_045u64; // 2026-01-02T03:04:05Z
+    let _ = writeln!(stream, "commit refs/heads/main\nmark :{mark}");
+    let _ = writeln!(stream, "author Bench <bench@example.test> {when} +0000");
+    let _ = writeln!(stream, "committer Bench <bench@example.test> {when} +0000");
+    push_data(&mut stream, "chore: initial import");
+    for file in 0..FILES {
+        let _ = writeln!(stream, "M 100644 inline {}", path(file));
+        push_data(&mut stream, &content(file, 0));
+    }
+    let _ = writeln!(stream, "\nreset refs/tags/v1.0.0\nfrom :{mark}\n");
+    let kinds = ["feat", "fix", "perf", "refactor", "docs"];
+    for commit in 0..COMMITS {
+        mark += 1;
+        let time = when + 60 * (commit as u64 + 1);
+        let kind = kinds[commit % kinds.len()];
+        let _ = writeln!(stream, "commit refs/heads/main\nmark :{mark}");
+        let _ = writeln!(stream, "author Bench <bench@example.test> {time} +0000");
+        let _ = writeln!(stream, "committer Bench <bench@example.test> {time} +0000");
+        push_data(
+            &mut stream,
+            &format!(
+                "{kind}(area{:03}): change batch {commit}\n\nRewrites two values and adds one constant in ten modules\nof area {:03} so that the batch {commit} behaves as described.\n",
+                commit % 200,
+                commit % 200
+            ),
+        );
+        let _ = writeln!(stream, "from :{}", mark - 1);
+        for offset in 0..FILES_PER_COMMIT {
+            let file = commit * FILES_PER_COMMIT + offset;
+            let _ = writeln!(stream, "M 100644 inline {}", path(file));
+            push_data(&mut stream, &content(file, 1));
+        }
+        stream.push(b'\n');
+    }
+    stream
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
