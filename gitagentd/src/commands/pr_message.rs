@@ -46,11 +46,12 @@ pub async fn run(
 
 /// THE MODEL SEAM of `pr-message`: asks the model for the squash message
 /// of `context` (the prompt is `context.render_for_prompt()`, only skill
-/// tools are exposed) and returns its raw answer. The agent runtime is
-/// not in this build yet, so it fails clearly instead of pretending.
+/// tools are exposed) and returns its raw answer. It is not yet connected
+/// to the agent loop (`crate::agent`), so it fails clearly instead of
+/// pretending; `commands::commit_msg` shows the wiring it needs.
 async fn generate_message(context: &PrContext, _generation: &MessageArgs) -> Result<String, CommandError> {
     Err(CommandError::Failed(format!(
-        "pr-message needs the agent runtime, which this build does not have yet\nhint: the branch context was prepared ({} changed paths against {}); generation comes with the agent runtime",
+        "pr-message cannot ask the model yet: its generation step is not connected in this build\nhint: the branch context was prepared ({} changed paths against {}); write the squash message by hand for now",
         context.changed_paths.len(),
         context.base_branch
     )))

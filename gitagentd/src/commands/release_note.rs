@@ -71,11 +71,11 @@ pub(crate) async fn prepare_context(
 /// document of `context` (the prompt is `context.render_for_prompt()`, the
 /// answer follows `release::output_schema()`, only `repo_summary` and
 /// skill tools are exposed, one repair pass on validation errors) and
-/// returns it. The agent runtime is not in this build yet, so it fails
-/// clearly instead of pretending.
+/// returns it. It is not yet connected to the agent loop
+/// (`crate::agent`), so it fails clearly instead of pretending.
 async fn generate_document(context: &ReleaseContext, _generation: &MessageArgs) -> Result<Document, CommandError> {
     Err(CommandError::Failed(format!(
-        "release-note needs the agent runtime, which this build does not have yet\nhint: the context of {} was prepared ({} commits); generation comes with the agent runtime",
+        "release-note cannot ask the model yet: its generation step is not connected in this build\nhint: the context of {} was prepared ({} commits); write the release note by hand for now",
         context.range,
         context.parent_commits.len()
     )))
