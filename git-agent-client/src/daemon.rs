@@ -3,6 +3,7 @@
 //! command and render its reply.
 
 use crate::render::Renderer;
+use git_agent_shared::task_record::{self, TaskCommand, TaskId};
 use git_agent_shared::{Environment, paths};
 use gitagent_proto::GitAgentClient;
 use gitagent_proto::v1 as pb;
@@ -71,13 +72,112 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
                 replaced = true;
                 replace(&mut client, &socket).await?;
             }
-            Err(status) if status.code() == Code::Unavailable && !replaced => {
-                // The daemon went away between connecting and calling.
+            Err(status) if daemon_went_away(&status) && !replaced => {
+                // The daemon went away between connecting and calling (a
+                // killed daemon's listener accepts until its last thread
+                // exits); nothing ran, so connect again.
                 replaced = true;
             }
             Err(status) => return Err(DaemonError::Rpc(status.message().to_string())),
         }
     }
+}
+
+/// Launches a detached review or simplification and prints its launch
+/// object: `{"command":...,"id":...,"pid":...}` and a newline, nothing on
+/// stderr.
+pub async fn launch(invocation: pb::Invocation) -> Result<i32, DaemonError> {
+    let env = Environment::new(invocation.env.clone().into_iter().collect());
+    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let request = pb::LaunchTaskRequest { invocation: Some(invocation) };
+    let mut replaced = false;
+    loop {
+        let channel = connect_or_start(&socket).await?;
+        let mut client = GitAgentClient::new(channel);
+        match client.launch_task(request.clone()).await {
+            Ok(reply) => {
+                let reply = reply.into_inner();
+                let launch = LaunchObject { command: reply.command, id: reply.id, pid: reply.pid };
+                let mut line = serde_json::to_string(&launch).map_err(|error| DaemonError::Setup(error.to_string()))?;
+                line.push('\n');
+                return Ok(write_stdout(line.as_bytes()));
+            }
+            Err(status) if status.code() == Code::FailedPrecondition && !replaced => {
+                replaced = true;
+                replace(&mut client, &socket).await?;
+            }
+            Err(status) if daemon_went_away(&status) && !replaced => replaced = true,
+            Err(status) if status.code() == Code::InvalidArgument => return Ok(fail(status.message(), 2)),
+            Err(status) => return Ok(fail(status.message(), 1)),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct LaunchObject {
+    command: String,
+    id: String,
+    pid: u32,
+}
+
+fn write_stdout(bytes: &[u8]) -> i32 {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    i32::from(stdout.write_all(bytes).and_then(|()| stdout.flush()).is_err())
+}
+
+fn fail(message: &str, code: i32) -> i32 {
+    eprintln!("error: {message}");
+    code
+}
+
+/// `--wait <id>`: the stored report on stdout, through the daemon when one
+/// answers, else straight from the durable record (no daemon is started).
+pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) -> Result<i32, DaemonError> {
+    let env = Environment::new(invocation.env.clone().into_iter().collect());
+    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    if let Ok(channel) = gitagent_proto::connect(&socket).await {
+        let request =
+            pb::TaskRef { id: id.clone(), command: command.as_str().to_string(), invocation: Some(invocation.clone()) };
+        match GitAgentClient::new(channel).wait_task(request).await {
+            Ok(reply) => {
+                return Ok(match reply.into_inner().outcome {
+                    Some(pb::task_outcome::Outcome::ReportJson(report)) => write_stdout(report.as_bytes()),
+                    Some(pb::task_outcome::Outcome::Error(message)) => fail(&message, 1),
+                    None => fail("the daemon returned no task outcome", 1),
+                });
+            }
+            Err(status) if status.code() == Code::InvalidArgument => return Ok(fail(status.message(), 2)),
+            // The daemon went away or is of another build: read the record.
+            Err(_) => {}
+        }
+    }
+    Ok(match wait_locally(&env, &id, command).await {
+        Ok(report) => write_stdout(report.as_bytes()),
+        Err(message) => fail(&message, 1),
+    })
+}
+
+async fn wait_locally(env: &Environment, id: &str, command: TaskCommand) -> Result<String, String> {
+    let id = TaskId::parse(id).map_err(|error| error.to_string())?;
+    let root = paths::metadata_root(env).map_err(|error| error.to_string())?;
+    let path = task_record::find_record(&root, &id).map_err(|error| error.to_string())?;
+    loop {
+        let record = task_record::read_record(&path, &id).map_err(|error| error.to_string())?;
+        let state = task_record::evaluate(&record, command, task_record::process_alive, jiff::Timestamp::now())
+            .map_err(|error| error.to_string())?;
+        if let Some(result) = task_record::wait_result(state, command, &id) {
+            return result.map_err(|error| error.to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether a call failed because the connection to the daemon broke,
+/// rather than because the daemon answered with an error.
+fn daemon_went_away(status: &tonic::Status) -> bool {
+    let transport = std::error::Error::source(status).is_some_and(|source| source.is::<tonic::transport::Error>());
+    status.code() == Code::Unavailable || transport
 }
 
 async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {

@@ -4,12 +4,14 @@
 //! streams), sends it to the daemon, and renders the streamed reply. It
 //! decides the process exit code in one place: [`run`].
 
+mod actions;
 mod daemon;
 mod invocation;
 mod render;
 
 use clap::Parser;
 use git_agent_shared::cli::{Cli, Command};
+use git_agent_shared::task_record::TaskCommand;
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -23,10 +25,21 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             return error.exit_code();
         }
     };
-    if let Command::Completions { shell } = &cli.command {
-        let mut stdout = std::io::stdout().lock();
-        git_agent_shared::cli::write_completions(shell, &mut stdout);
-        return i32::from(stdout.flush().is_err());
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            git_agent_shared::cli::write_completions(shell, &mut script);
+            // A closed stdout (`git-agent completions fish | head`) is not an error.
+            let _ = std::io::stdout().write_all(&script);
+            return 0;
+        }
+        Command::Review(args) | Command::Simplify(args) if args.help_agent => {
+            let command = if matches!(cli.command, Command::Review(_)) { "review" } else { "simplify" };
+            let mut stdout = std::io::stdout().lock();
+            let written = stdout.write_all(git_agent_shared::cli::agent_help(command).as_bytes());
+            return i32::from(written.and_then(|()| stdout.flush()).is_err());
+        }
+        _ => {}
     }
     let invocation = match invocation::capture(&argv, cli.cwd.as_deref()) {
         Ok(invocation) => invocation,
@@ -42,7 +55,20 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(daemon::run(invocation)) {
+    let work = async {
+        match &cli.command {
+            Command::Review(args) | Command::Simplify(args) => {
+                let command =
+                    if matches!(cli.command, Command::Review(_)) { TaskCommand::Review } else { TaskCommand::Simplify };
+                match &args.wait {
+                    Some(id) => daemon::wait(invocation, id.clone(), command).await,
+                    None => daemon::launch(invocation).await,
+                }
+            }
+            _ => daemon::run(invocation).await,
+        }
+    };
+    match runtime.block_on(work) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error}");

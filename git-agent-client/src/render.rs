@@ -2,7 +2,8 @@
 //! stderr bytes, and transient progress on an interactive stderr only,
 //! cleared before anything else is written.
 
-use gitagent_proto::v1::{RunEvent, run_event::Event};
+use crate::actions;
+use gitagent_proto::v1::{ClientAction, RunEvent, client_action, run_event::Event};
 use std::io::{self, Write};
 
 pub struct Renderer {
@@ -11,6 +12,9 @@ pub struct Renderer {
     stderr_is_terminal: bool,
     progress_shown: bool,
     stdout_broken: bool,
+    /// Set when an action the daemon asked for failed; the command then
+    /// exits non-zero whatever the daemon reports.
+    action_failed: bool,
 }
 
 impl Renderer {
@@ -21,6 +25,7 @@ impl Renderer {
             stderr_is_terminal,
             progress_shown: false,
             stdout_broken: false,
+            action_failed: false,
         }
     }
 
@@ -50,13 +55,35 @@ impl Renderer {
                     self.progress_shown = !progress.text.is_empty();
                 }
             }
-            Event::Trace(_) | Event::Action(_) => {}
+            Event::Trace(_) => {}
+            Event::Action(action) => self.perform(action),
             Event::Exit(exit) => {
                 self.finish();
-                return Some(exit.code);
+                return Some(if self.action_failed && exit.code == 0 { 1 } else { exit.code });
             }
         }
         None
+    }
+
+    fn perform(&mut self, action: ClientAction) {
+        self.clear_progress();
+        let _ = self.stdout.flush();
+        match action.action {
+            Some(client_action::Action::GitCommit(commit)) => {
+                let root = std::path::Path::new(&commit.repository_root);
+                if let Err(error) = actions::git_commit(root, &commit.message, commit.amend) {
+                    let _ = writeln!(io::stderr(), "error: {error}");
+                    self.action_failed = true;
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "error: the daemon asked for an action this client does not know; update git-agent"
+                );
+                self.action_failed = true;
+            }
+        }
     }
 
     pub fn finish(&mut self) {

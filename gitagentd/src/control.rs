@@ -5,15 +5,31 @@ use anyhow::Context;
 use git_agent_shared::{Environment, paths};
 use gitagent_proto::GitAgentClient;
 use gitagent_proto::v1 as pb;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// Appends one line to `out`; the text is written with [`emit`] so a closed
+/// stdout (`gitagentd status | head -1`) is not a panic.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {
+        let _ = writeln!($out, $($arg)*);
+    };
+}
+
+fn emit(out: &str) {
+    let _ = std::io::stdout().write_all(out.as_bytes());
+}
 
 const STOP_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn status(env: &Environment) -> anyhow::Result<ExitCode> {
+    let mut out = String::new();
     let socket = paths::socket_path(env)?;
     let Ok(channel) = gitagent_proto::connect(&socket).await else {
-        println!("gitagentd is not running (no answer on {})", socket.display());
+        say!(out, "gitagentd is not running (no answer on {})", socket.display());
+        emit(&out);
         return Ok(ExitCode::from(3));
     };
     let reply = GitAgentClient::new(channel)
@@ -21,27 +37,34 @@ pub async fn status(env: &Environment) -> anyhow::Result<ExitCode> {
         .await
         .context("the daemon did not answer the status call")?
         .into_inner();
-    println!("gitagentd is running");
-    println!("pid: {}", reply.pid);
-    println!("version: {}", reply.version);
-    println!("build: {}", reply.build);
-    println!("socket: {}", reply.socket_path);
-    println!("uptime: {}s", reply.uptime_millis / 1000);
-    println!("active commands: {}", reply.active_commands);
-    println!("running tasks: {}", reply.running_tasks);
+    say!(out, "gitagentd is running");
+    say!(out, "pid: {}", reply.pid);
+    say!(out, "version: {}", reply.version);
+    say!(out, "build: {}", reply.build);
+    say!(out, "socket: {}", reply.socket_path);
+    say!(out, "uptime: {}s", reply.uptime_millis / 1000);
+    say!(out, "active commands: {}", reply.active_commands);
+    say!(out, "running tasks: {}", reply.running_tasks);
     let idle = match reply.idle_timeout_secs {
         0 => "never".to_string(),
         secs => format!("after {secs}s idle"),
     };
-    println!("started: {}", if reply.auto_started { "on demand by git-agent" } else { "by hand or a service manager" });
-    println!("exits: {idle}");
+    say!(
+        out,
+        "started: {}",
+        if reply.auto_started { "on demand by git-agent" } else { "by hand or a service manager" }
+    );
+    say!(out, "exits: {idle}");
+    emit(&out);
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn stop(env: &Environment) -> anyhow::Result<ExitCode> {
+    let mut out = String::new();
     let socket = paths::socket_path(env)?;
     let Ok(channel) = gitagent_proto::connect(&socket).await else {
-        println!("gitagentd is not running");
+        say!(out, "gitagentd is not running");
+        emit(&out);
         return Ok(ExitCode::SUCCESS);
     };
     let mut client = GitAgentClient::new(channel);
@@ -59,10 +82,11 @@ pub async fn stop(env: &Environment) -> anyhow::Result<ExitCode> {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        println!("gitagentd (pid {pid}) stopped");
+        say!(out, "gitagentd (pid {pid}) stopped");
     } else {
-        println!("gitagentd stopped");
+        say!(out, "gitagentd stopped");
     }
+    emit(&out);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,18 +4,29 @@
 //! never see the wire types, which stay in `rpc`.
 
 mod activity;
+pub mod agent;
 pub mod args;
+pub mod bounded;
 pub mod commands;
 mod control;
 pub mod git;
 #[cfg(test)]
 mod golden;
+pub mod guidance;
+pub mod inspect;
 mod logging;
 pub mod message;
+pub mod prompt;
+pub mod provider;
 pub mod release;
 mod rpc;
+pub mod search;
 pub mod services;
+pub mod skills;
 mod socket;
+pub mod tasks;
+pub mod tools;
+pub mod trace;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};
@@ -69,5 +80,6 @@ pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
     });
     let build = args.build_id.unwrap_or_else(|| git_agent_shared::build::build_id().to_string());
     tracing::info!(socket = %acquired.path.display(), build = %build, idle = ?idle, "gitagentd listening");
-    rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd }).await
+    rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd, env })
+        .await
 }

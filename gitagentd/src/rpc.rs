@@ -6,8 +6,10 @@
 
 use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
+use crate::inspect::provider_engine::ProviderEngine;
 use crate::services::Services;
 use crate::socket::{self, Acquired};
+use crate::tasks::{TaskError, TaskService, TaskStatus};
 use git_agent_shared::Environment;
 use gitagent_proto::PROTOCOL_VERSION;
 use gitagent_proto::v1::git_agent_server::{GitAgent, GitAgentServer};
@@ -26,6 +28,9 @@ pub struct ServerOptions {
     pub idle: Option<Duration>,
     pub auto_started: bool,
     pub ready_fd: Option<i32>,
+    /// The daemon's own environment: only a fallback for editors' task
+    /// calls that carry no invocation.
+    pub env: Environment,
 }
 
 struct Daemon {
@@ -43,6 +48,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     let Acquired { listener, path, lock, .. } = acquired;
     let lock = Arc::new(Mutex::new(lock));
     let shutdown = CancellationToken::new();
+    let http_clients = Arc::new(crate::provider::HttpClients::default());
     let daemon = Arc::new(Daemon {
         build: options.build,
         started: Instant::now(),
@@ -50,8 +56,20 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         options_idle: options.idle,
         auto_started: options.auto_started,
         activity: Arc::new(Activity::default()),
-        services: Arc::new(Services::default()),
+        services: Arc::new(Services {
+            identities: Default::default(),
+            tasks: Arc::new(TaskService::new(Arc::new(ProviderEngine::new(Arc::clone(&http_clients))), options.env)),
+            http_clients,
+            search: Default::default(),
+        }),
         shutdown: shutdown.clone(),
+    });
+
+    // Build the provider HTTP client (it loads the system's root
+    // certificates) before the first generation command needs it.
+    let warm = Arc::clone(&daemon.services);
+    tokio::task::spawn_blocking(move || {
+        let _ = warm.http_clients.get(false);
     });
 
     let own_uid = nix::unistd::geteuid().as_raw();
@@ -162,11 +180,62 @@ fn invocation_from_wire(wire: Option<pb::Invocation>) -> Result<(Invocation, Str
     Ok((invocation, wire.client_build))
 }
 
+fn optional_env(invocation: Option<pb::Invocation>) -> Result<Option<Environment>, Status> {
+    Ok(invocation.map(|invocation| Environment::new(invocation.env.into_iter().collect())))
+}
+
+fn task_status(error: TaskError) -> Status {
+    match error {
+        TaskError::Usage(message) => Status::invalid_argument(message),
+        TaskError::Failed(message) => Status::aborted(message),
+    }
+}
+
+fn status_to_wire(status: TaskStatus) -> pb::TaskStatus {
+    pb::TaskStatus {
+        id: status.id,
+        command: status.command,
+        project_id: status.project_id,
+        state: status.state,
+        started_unix_millis: status.started_ms,
+        updated_unix_millis: status.updated_ms,
+        phase: status.phase,
+    }
+}
+
+/// The current status, then every change until the task is terminal.
+fn async_stream_of(current: TaskStatus, receiver: Option<tokio::sync::watch::Receiver<TaskStatus>>) -> TaskStream {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let terminal = current.is_terminal();
+        if tx.send(Ok(status_to_wire(current))).await.is_err() || terminal {
+            return;
+        }
+        let Some(mut receiver) = receiver else { return };
+        receiver.mark_unchanged();
+        while receiver.changed().await.is_ok() {
+            let status = receiver.borrow_and_update().clone();
+            let terminal = status.is_terminal();
+            if tx.send(Ok(status_to_wire(status))).await.is_err() || terminal {
+                return;
+            }
+        }
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
 fn event_to_wire(event: Event) -> pb::RunEvent {
     let event = match event {
         Event::Stdout(bytes) => run_event::Event::Stdout(bytes),
         Event::Stderr(bytes) => run_event::Event::Stderr(bytes),
         Event::Progress(text) => run_event::Event::Progress(pb::Progress { text }),
+        Event::GitCommit { repository_root, message, amend } => run_event::Event::Action(pb::ClientAction {
+            action: Some(pb::client_action::Action::GitCommit(pb::GitCommit {
+                repository_root: repository_root.display().to_string(),
+                message,
+                amend,
+            })),
+        }),
         Event::Exit(code) => run_event::Event::Exit(pb::Exit { code }),
     };
     pb::RunEvent { event: Some(event) }
@@ -209,26 +278,49 @@ impl GitAgent for Daemon {
 
     async fn launch_task(
         &self,
-        _request: Request<pb::LaunchTaskRequest>,
+        request: Request<pb::LaunchTaskRequest>,
     ) -> Result<Response<pb::LaunchTaskReply>, Status> {
-        Err(Status::unimplemented("this daemon runs no detached tasks yet"))
+        let (invocation, client_build) = invocation_from_wire(request.into_inner().invocation)?;
+        self.check_build(&client_build)?;
+        let launched = self
+            .services
+            .tasks
+            .launch(&self.activity, &invocation.cwd, &invocation.args, &invocation.env)
+            .await
+            .map_err(task_status)?;
+        Ok(Response::new(pb::LaunchTaskReply { command: launched.command, id: launched.id, pid: launched.pid }))
     }
 
-    async fn wait_task(&self, _request: Request<pb::TaskRef>) -> Result<Response<pb::TaskOutcome>, Status> {
-        Err(Status::unimplemented("this daemon runs no detached tasks yet"))
+    async fn wait_task(&self, request: Request<pb::TaskRef>) -> Result<Response<pb::TaskOutcome>, Status> {
+        let task = request.into_inner();
+        let env = optional_env(task.invocation)?;
+        let outcome = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
+            Ok(report) => pb::task_outcome::Outcome::ReportJson(report),
+            Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
+            Err(TaskError::Failed(message)) => pb::task_outcome::Outcome::Error(message),
+        };
+        Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome) }))
     }
 
-    async fn list_tasks(
-        &self,
-        _request: Request<pb::ListTasksRequest>,
-    ) -> Result<Response<pb::ListTasksReply>, Status> {
-        Ok(Response::new(pb::ListTasksReply { tasks: Vec::new() }))
+    async fn list_tasks(&self, request: Request<pb::ListTasksRequest>) -> Result<Response<pb::ListTasksReply>, Status> {
+        let request = request.into_inner();
+        let env = optional_env(request.invocation)?;
+        let tasks = self.services.tasks.list(&request.project_id, env.as_ref()).map_err(task_status)?;
+        Ok(Response::new(pb::ListTasksReply { tasks: tasks.into_iter().map(status_to_wire).collect() }))
     }
 
     type WatchTaskStream = TaskStream;
 
     async fn watch_task(&self, request: Request<pb::TaskRef>) -> Result<Response<Self::WatchTaskStream>, Status> {
-        Err(Status::not_found(format!("unknown task {:?}", request.into_inner().id)))
+        let task = request.into_inner();
+        let env = optional_env(task.invocation)?;
+        let (current, receiver) =
+            self.services.tasks.watch(&task.id, &task.command, env.as_ref()).map_err(|error| match error {
+                TaskError::Usage(message) => Status::invalid_argument(message),
+                TaskError::Failed(message) => Status::not_found(message),
+            })?;
+        let stream = async_stream_of(current, receiver);
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn status(&self, _request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusReply>, Status> {
@@ -238,7 +330,7 @@ impl GitAgent for Daemon {
             version: git_agent_shared::build::VERSION.to_string(),
             uptime_millis: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             active_commands: u32::try_from(self.activity.active()).unwrap_or(u32::MAX),
-            running_tasks: 0,
+            running_tasks: u32::try_from(self.services.tasks.running()).unwrap_or(u32::MAX),
             socket_path: self.socket_path.display().to_string(),
             auto_started: self.auto_started,
             idle_timeout_secs: self.options_idle.map_or(0, |idle| idle.as_secs()),

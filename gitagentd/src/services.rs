@@ -2,7 +2,9 @@
 //! subsystem (the search index cache and single-flight lock, the detached
 //! task table, ...) adds its handle here. Commands receive it from `rpc`.
 
+use crate::tasks::TaskService;
 use git_agent_shared::identity::IdentityCache;
+use std::sync::Arc;
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.
 #[derive(Debug, Default)]
@@ -10,4 +12,12 @@ pub struct Services {
     /// Origin identities of repositories seen before, so `project_id` and
     /// every project-scoped command skip reopening the repository.
     pub identities: IdentityCache,
+    /// The detached review/simplify task table.
+    pub tasks: Arc<TaskService>,
+    /// HTTP clients for provider requests, built once (loading the
+    /// system's root certificates is the slow part) and shared, with their
+    /// connection pools, by every command and the inspection engine.
+    pub http_clients: Arc<crate::provider::HttpClients>,
+    /// The search index single flight, mapped index cache and query history.
+    pub search: crate::search::SearchService,
 }

@@ -63,7 +63,7 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
             Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
             Err((_, errno)) => bail!("cannot lock {}: {errno}", lock_path.display()),
         }
-        if tokio::net::UnixStream::connect(&socket_path).await.is_ok() {
+        if answers(&socket_path).await {
             return Ok(None);
         }
         if Instant::now() >= deadline {
@@ -75,6 +75,18 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
         }
         tokio::time::sleep(LOCK_POLL).await;
     }
+}
+
+/// Whether a daemon really serves on `socket`: a dying process's listener
+/// still accepts connections into its backlog, so only an answered `Hello`
+/// counts.
+async fn answers(socket: &std::path::Path) -> bool {
+    const HELLO_WAIT: Duration = Duration::from_secs(2);
+    let hello = async {
+        let channel = gitagent_proto::connect(socket).await.ok()?;
+        gitagent_proto::GitAgentClient::new(channel).hello(gitagent_proto::v1::HelloRequest::default()).await.ok()
+    };
+    matches!(tokio::time::timeout(HELLO_WAIT, hello).await, Ok(Some(_)))
 }
 
 /// The first socket passed by systemd, when this process was socket

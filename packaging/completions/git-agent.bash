@@ -16,6 +16,12 @@ _git__agent() {
             ",$1")
                 cmd="git__agent"
                 ;;
+            git__agent,commit)
+                cmd="git__agent__subcmd__commit"
+                ;;
+            git__agent,commit-msg)
+                cmd="git__agent__subcmd__commit__subcmd__msg"
+                ;;
             git__agent,completions)
                 cmd="git__agent__subcmd__completions"
                 ;;
@@ -31,6 +37,15 @@ _git__agent() {
             git__agent,release-note)
                 cmd="git__agent__subcmd__release__subcmd__note"
                 ;;
+            git__agent,review)
+                cmd="git__agent__subcmd__review"
+                ;;
+            git__agent,search)
+                cmd="git__agent__subcmd__search"
+                ;;
+            git__agent,simplify)
+                cmd="git__agent__subcmd__simplify"
+                ;;
             *)
                 ;;
         esac
@@ -38,13 +53,97 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --help --version project_id config pr-message release-note completions"
+            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search pr-message release-note completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__commit)
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --guidance-family)
+                    COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
+                    return 0
+                    ;;
+                --append-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pprof)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__commit__subcmd__msg)
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --guidance-family)
+                    COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
+                    return 0
+                    ;;
+                --append-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pprof)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -84,7 +183,7 @@ _git__agent() {
             return 0
             ;;
         git__subcmd__agent__subcmd__pr__subcmd__message)
-            opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --max-steps --guidance-family --append-prompt --debug --pprof --help --version"
+            opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -102,15 +201,15 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --max-steps)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --guidance-family)
                     COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
                     return 0
                     ;;
                 --append-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -140,7 +239,7 @@ _git__agent() {
             return 0
             ;;
         git__subcmd__agent__subcmd__release__subcmd__note)
-            opts="-h -V --out --model --fast --low --medium --high --xhigh --base-url --timeout --max-steps --guidance-family --append-prompt --debug --pprof --help --version"
+            opts="-h -V --out --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -162,7 +261,61 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --guidance-family)
+                    COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
+                    return 0
+                    ;;
+                --append-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pprof)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__review)
+            opts="-h -V --codebase --uncommitted --staged --wait --depth --max-steps --max-web-searches --dry-run --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --depth)
+                    COMPREPLY=($(compgen -W "fast balanced thorough" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-web-searches)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -174,7 +327,99 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --pprof)
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__search)
+            opts="-h -V --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-score)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --embedding-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --embedding-dimensions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__simplify)
+            opts="-h -V --codebase --uncommitted --staged --wait --depth --max-steps --max-web-searches --dry-run --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --depth)
+                    COMPREPLY=($(compgen -W "fast balanced thorough" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-web-searches)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --guidance-family)
+                    COMPREPLY=($(compgen -W "auto agents claude none" -- "${cur}"))
+                    return 0
+                    ;;
+                --append-prompt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -29,6 +29,11 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -s h -l help -d 'Print
 complete -c git-agent -n "__fish_git_agent_needs_command" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "project_id" -d 'Print the project identifier shared by search metadata and task records'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote)'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit" -d 'Write a commit message for the staged changes, then run git commit with it'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "pr-message" -d 'Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "release-note" -d 'Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
@@ -37,41 +42,151 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l 
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -l unset -d 'Remove the setting'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l model -d 'Model identifier (default: OPENAI_MODEL, then gpt-5.6-luna)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l wait -d 'Wait for a detached task and print its report' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
+balanced\t''
+thorough\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l codebase -d 'Inspect the full codebase'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l staged -d 'Inspect staged changes only'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l help-agent -d 'Show help limited to agent-facing flags'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l wait -d 'Wait for a detached task and print its report' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
+balanced\t''
+thorough\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l codebase -d 'Inspect the full codebase'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l staged -d 'Inspect staged changes only'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l help-agent -d 'Show help limited to agent-facing flags'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l amend -d 'Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
+agents\t''
+claude\t''
+none\t''"
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l amend -d 'Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l scope -d 'Comma-separated paths, relative to the current directory, to search or index' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l limit -d 'Maximum number of results, 1..100 (default 20)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l format -d 'Output format: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l min-score -d 'Minimum final hybrid score, 0 < score <= 1 (default 0.70)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding-model -d 'Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding-dimensions -d 'Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l base-url -d 'Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https://api.openai.com/v1)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l timeout -d 'Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l code -d 'Search source-code files only'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l no-tests -d 'Exclude common test files and test directories from results and --ls-files output'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l agent -d 'Serve indexing progress over a private local socket when embeddings need work'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l index -d 'Build embeddings for the selected files without searching'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l reindex -d 'Rebuild embeddings for the selected files and drop stale cache entries'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls -d 'List the search indexes of the current project'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-files -d 'List the files stored in the selected search index'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l debug -d 'Write diagnostic events to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s h -l help -d 'Print help'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l timeout -d 'Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
 agents\t''
 claude\t''
 none\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l low -d 'Low reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l medium -d 'Medium reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l high -d 'High reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l xhigh -d 'Extra-high reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l debug -d 'Write the loop\'s trace and phase timings to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l out -d 'Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l model -d 'Model identifier (default: OPENAI_MODEL, then gpt-5.6-luna)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l timeout -d 'Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l guidance-family -d 'Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none' -r -f -a "auto\t''
 agents\t''
 claude\t''
 none\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l append-prompt -d 'A lower-priority hint appended to the task prompt as escaped data' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l max-steps -d 'Maximum model steps of the agent loop (default 30)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l pprof -d 'Serve a diagnostics index at <addr> (host:port) while the command runs' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l low -d 'Low reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l medium -d 'Medium reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l high -d 'High reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l xhigh -d 'Extra-high reasoning effort'
-complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l debug -d 'Write the loop\'s trace and phase timings to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l low -d 'Send reasoning.effort=low'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l medium -d 'Send reasoning.effort=medium'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l high -d 'Send reasoning.effort=high'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l xhigh -d 'Send reasoning.effort=xhigh'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'

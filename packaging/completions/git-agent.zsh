@@ -48,21 +48,148 @@ _arguments "${_arguments_options[@]}" : \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
-(pr-message)
+(review)
 _arguments "${_arguments_options[@]}" : \
-'--model=[Model identifier (default\: OPENAI_MODEL, then gpt-5.6-luna)]:model:_default' \
+'(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
+'--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
+'--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
-'--timeout=[Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)]:duration:_default' \
-'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
 '--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
 '--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--codebase[Inspect the full codebase]' \
+'--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
+'--staged[Inspect staged changes only]' \
+'--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
+'--help-agent[Show help limited to agent-facing flags]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::prompt -- Focus hint for the inspection (lower priority than the task instructions):_default' \
+&& ret=0
+;;
+(simplify)
+_arguments "${_arguments_options[@]}" : \
+'(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
+'--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
+'--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--codebase[Inspect the full codebase]' \
+'--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
+'--staged[Inspect staged changes only]' \
+'--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
+'--help-agent[Show help limited to agent-facing flags]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::prompt -- Focus hint for the inspection (lower priority than the task instructions):_default' \
+&& ret=0
+;;
+(commit-msg)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--amend[Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(commit)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
+'--amend[Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone]' \
+'--fast[Ask for the priority service tier (service_tier=priority)]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(search)
+_arguments "${_arguments_options[@]}" : \
+'--scope=[Comma-separated paths, relative to the current directory, to search or index]:paths:_default' \
+'--limit=[Maximum number of results, 1..100 (default 20)]:n:_default' \
+'--format=[Output format\: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files]:format:_default' \
+'--min-score=[Minimum final hybrid score, 0 < score <= 1 (default 0.70)]:score:_default' \
+'--embedding-model=[Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small)]:model:_default' \
+'--embedding-dimensions=[Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)]:n:_default' \
+'--base-url=[Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https\://api.openai.com/v1)]:url:_default' \
+'--timeout=[Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)]:duration:_default' \
+'--code[Search source-code files only]' \
+'--no-tests[Exclude common test files and test directories from results and --ls-files output]' \
+'--agent[Serve indexing progress over a private local socket when embeddings need work]' \
+'--index[Build embeddings for the selected files without searching]' \
+'--reindex[Rebuild embeddings for the selected files and drop stale cache entries]' \
+'--ls[List the search indexes of the current project]' \
+'--ls-files[List the files stored in the selected search index]' \
+'--debug[Write diagnostic events to stderr]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::query -- What to look for:_default' \
+&& ret=0
+;;
+(pr-message)
+_arguments "${_arguments_options[@]}" : \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
+'--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
+'--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
+'--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
 '--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
 '--fast[Ask for the priority service tier (service_tier=priority)]' \
-'--low[Low reasoning effort]' \
-'--medium[Medium reasoning effort]' \
-'--high[High reasoning effort]' \
-'--xhigh[Extra-high reasoning effort]' \
-'--debug[Write the loop'\''s trace and phase timings to stderr]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -72,19 +199,19 @@ _arguments "${_arguments_options[@]}" : \
 (release-note)
 _arguments "${_arguments_options[@]}" : \
 '--out=[Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout]:file:_default' \
-'--model=[Model identifier (default\: OPENAI_MODEL, then gpt-5.6-luna)]:model:_default' \
+'--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
-'--timeout=[Time limit for the whole command and each provider request, such as 90s or 2m (default 2m)]:duration:_default' \
-'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
+'--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
 '--guidance-family=[Guidance family\: auto (AGENTS, else CLAUDE), agents, claude or none]:family:(auto agents claude none)' \
 '--append-prompt=[A lower-priority hint appended to the task prompt as escaped data]:text:_default' \
+'--max-steps=[Maximum model steps of the agent loop (default 30)]:n:_default' \
 '--pprof=[Serve a diagnostics index at <addr> (host\:port) while the command runs]:addr:_default' \
 '--fast[Ask for the priority service tier (service_tier=priority)]' \
-'--low[Low reasoning effort]' \
-'--medium[Medium reasoning effort]' \
-'--high[High reasoning effort]' \
-'--xhigh[Extra-high reasoning effort]' \
-'--debug[Write the loop'\''s trace and phase timings to stderr]' \
+'--low[Send reasoning.effort=low]' \
+'--medium[Send reasoning.effort=medium]' \
+'--high[Send reasoning.effort=high]' \
+'--xhigh[Send reasoning.effort=xhigh]' \
+'--debug[Write diagnostics (trace, phase timings) to stderr]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -111,11 +238,26 @@ _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
 'config:Read or change the global configuration (index.remote)' \
+'review:Launch a detached, evidence-backed read-only code review' \
+'simplify:Launch a detached read-only simplification audit' \
+'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
+'commit:Write a commit message for the staged changes, then run git commit with it' \
+'search:Embedding-backed code search over the files on disk' \
 'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
 'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__commit_commands] )) ||
+_git-agent__subcmd__commit_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent commit commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__commit-msg_commands] )) ||
+_git-agent__subcmd__commit-msg_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent commit-msg commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__completions_commands] )) ||
 _git-agent__subcmd__completions_commands() {
@@ -141,6 +283,21 @@ _git-agent__subcmd__project_id_commands() {
 _git-agent__subcmd__release-note_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent release-note commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__review_commands] )) ||
+_git-agent__subcmd__review_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent review commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__search_commands] )) ||
+_git-agent__subcmd__search_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent search commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__simplify_commands] )) ||
+_git-agent__subcmd__simplify_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent simplify commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_git-agent" ]; then

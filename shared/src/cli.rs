@@ -4,7 +4,7 @@
 //! from it.
 
 use clap::builder::NonEmptyStringValueParser;
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
 /// Git writing and reading chores with a language model.
@@ -27,6 +27,24 @@ pub enum Command {
 
     /// Read or change the global configuration (index.remote).
     Config(ConfigArgs),
+
+    /// Launch a detached, evidence-backed read-only code review.
+    #[command(override_usage = INSPECT_USAGE_REVIEW)]
+    Review(InspectArgs),
+
+    /// Launch a detached read-only simplification audit.
+    #[command(override_usage = INSPECT_USAGE_SIMPLIFY)]
+    Simplify(InspectArgs),
+
+    /// Write a commit message for the staged changes; stdout is the message only.
+    #[command(name = "commit-msg")]
+    CommitMsg(CommitMsgArgs),
+
+    /// Write a commit message for the staged changes, then run git commit with it.
+    Commit(CommitMsgArgs),
+
+    /// Embedding-backed code search over the files on disk.
+    Search(SearchArgs),
 
     /// Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only.
     #[command(name = "pr-message")]
@@ -64,7 +82,7 @@ pub struct ConfigArgs {
 #[derive(Debug, Args)]
 pub struct PrMessageArgs {
     #[command(flatten)]
-    pub generation: GenerationArgs,
+    pub generation: MessageArgs,
 }
 
 /// `git-agent release-note [--out <file>] <base> <release>` or
@@ -84,14 +102,158 @@ pub struct ReleaseNoteArgs {
     pub range: Vec<String>,
 
     #[command(flatten)]
-    pub generation: GenerationArgs,
+    pub generation: MessageArgs,
 }
 
-/// The flag surface every message-generation command shares.
+const INSPECT_USAGE_REVIEW: &str =
+    "git-agent review [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent review --wait <id>";
+const INSPECT_USAGE_SIMPLIFY: &str =
+    "git-agent simplify [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent simplify --wait <id>";
+
+/// The options that `--wait` excludes: every option of an inspection launch.
+const LAUNCH_OPTIONS: &[&str] = &[
+    "codebase",
+    "uncommitted",
+    "staged",
+    "depth",
+    "max_steps",
+    "max_web_searches",
+    "dry_run",
+    "model",
+    "fast",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "base_url",
+    "timeout",
+    "guidance_family",
+    "append_prompt",
+    "debug",
+    "prompt",
+];
+
+/// `git-agent review` and `git-agent simplify`: the launch flags, the
+/// isolated `--wait <id>` form and `--help-agent`.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("mode").args(["codebase", "uncommitted", "staged"]).multiple(false)))]
+pub struct InspectArgs {
+    /// Inspect the full codebase.
+    #[arg(long)]
+    pub codebase: bool,
+
+    /// Inspect all dirty changes: staged, unstaged and untracked (default).
+    #[arg(long)]
+    pub uncommitted: bool,
+
+    /// Inspect staged changes only.
+    #[arg(long)]
+    pub staged: bool,
+
+    /// Wait for a detached task and print its report.
+    #[arg(long, value_name = "id", conflicts_with_all = LAUNCH_OPTIONS)]
+    pub wait: Option<String>,
+
+    /// Automatic inspection depth and default reasoning effort (default balanced).
+    #[arg(long, value_enum, value_name = "fast|balanced|thorough", conflicts_with = "max_steps")]
+    pub depth: Option<Depth>,
+
+    /// Exact model-step ceiling, overriding the automatic inspection depth.
+    #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+
+    /// Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped).
+    #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_web_searches: Option<u32>,
+
+    /// Replace the provider with a deterministic fixture (preparation and launch stay real).
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Show help limited to agent-facing flags.
+    #[arg(long)]
+    pub help_agent: bool,
+
+    #[command(flatten)]
+    pub generation: GenerationArgs,
+
+    /// Focus hint for the inspection (lower priority than the task instructions).
+    #[arg(value_name = "prompt")]
+    pub prompt: Vec<String>,
+}
+
+/// How much of the automatic inspection budget a review or simplification
+/// uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Depth {
+    Fast,
+    Balanced,
+    Thorough,
+}
+
+impl Depth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Depth::Fast => "fast",
+            Depth::Balanced => "balanced",
+            Depth::Thorough => "thorough",
+        }
+    }
+}
+
+/// A reasoning effort chosen on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl ReasoningEffort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+            ReasoningEffort::Xhigh => "xhigh",
+        }
+    }
+}
+
+/// `git-agent commit-msg [--amend] [flags]` and `git-agent commit
+/// [--amend] [flags]`.
+#[derive(Debug, Args)]
+pub struct CommitMsgArgs {
+    /// Describe the final amended HEAD commit (HEAD plus the staged changes) instead of the staged changes alone.
+    #[arg(long)]
+    pub amend: bool,
+
+    #[command(flatten)]
+    pub generation: MessageArgs,
+}
+
+/// The flags of the message-generation commands: the shared generation
+/// flags plus the agent loop's step ceiling and the diagnostics address.
 #[derive(Debug, Args, Clone, Default)]
-#[command(group(ArgGroup::new("reasoning_effort").multiple(false)))]
+pub struct MessageArgs {
+    #[command(flatten)]
+    pub shared: GenerationArgs,
+
+    /// Maximum model steps of the agent loop (default 30).
+    #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+
+    /// Serve a diagnostics index at <addr> (host:port) while the command runs.
+    #[arg(long, value_name = "addr", value_parser = NonEmptyStringValueParser::new())]
+    pub pprof: Option<String>,
+}
+
+/// The provider and prompt flags every model-backed command shares.
+#[derive(Debug, Clone, Default, Args)]
+#[command(group(ArgGroup::new("effort").args(["low", "medium", "high", "xhigh"]).multiple(false)))]
 pub struct GenerationArgs {
-    /// Model identifier (default: OPENAI_MODEL, then gpt-5.6-luna).
+    /// Model identifier (default: OPENAI_MODEL, then the command's default).
     #[arg(long, value_name = "model", value_parser = NonEmptyStringValueParser::new())]
     pub model: Option<String>,
 
@@ -99,33 +261,29 @@ pub struct GenerationArgs {
     #[arg(long)]
     pub fast: bool,
 
-    /// Low reasoning effort.
-    #[arg(long, group = "reasoning_effort")]
+    /// Send reasoning.effort=low.
+    #[arg(long)]
     pub low: bool,
 
-    /// Medium reasoning effort.
-    #[arg(long, group = "reasoning_effort")]
+    /// Send reasoning.effort=medium.
+    #[arg(long)]
     pub medium: bool,
 
-    /// High reasoning effort.
-    #[arg(long, group = "reasoning_effort")]
+    /// Send reasoning.effort=high.
+    #[arg(long)]
     pub high: bool,
 
-    /// Extra-high reasoning effort.
-    #[arg(long, group = "reasoning_effort")]
+    /// Send reasoning.effort=xhigh.
+    #[arg(long)]
     pub xhigh: bool,
 
     /// Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default).
     #[arg(long, value_name = "url", value_parser = NonEmptyStringValueParser::new())]
     pub base_url: Option<String>,
 
-    /// Time limit for the whole command and each provider request, such as 90s or 2m (default 2m).
+    /// Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s.
     #[arg(long, value_name = "duration", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-
-    /// Maximum model steps of the agent loop (default 30).
-    #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_steps: Option<u32>,
 
     /// Guidance family: auto (AGENTS, else CLAUDE), agents, claude or none.
     #[arg(long, value_name = "family", value_parser = ["auto", "agents", "claude", "none"])]
@@ -135,21 +293,22 @@ pub struct GenerationArgs {
     #[arg(long, value_name = "text")]
     pub append_prompt: Option<String>,
 
-    /// Write the loop's trace and phase timings to stderr.
+    /// Write diagnostics (trace, phase timings) to stderr.
     #[arg(long)]
     pub debug: bool,
-
-    /// Serve a diagnostics index at <addr> (host:port) while the command runs.
-    #[arg(long, value_name = "addr", value_parser = NonEmptyStringValueParser::new())]
-    pub pprof: Option<String>,
 }
 
 impl GenerationArgs {
-    /// The requested reasoning effort, when one of the effort flags is set.
-    pub fn reasoning_effort(&self) -> Option<&'static str> {
-        [(self.low, "low"), (self.medium, "medium"), (self.high, "high"), (self.xhigh, "xhigh")]
-            .into_iter()
-            .find_map(|(set, effort)| set.then_some(effort))
+    /// The reasoning effort flag, when one was given.
+    pub fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        [
+            (self.low, ReasoningEffort::Low),
+            (self.medium, ReasoningEffort::Medium),
+            (self.high, ReasoningEffort::High),
+            (self.xhigh, ReasoningEffort::Xhigh),
+        ]
+        .into_iter()
+        .find_map(|(set, effort)| set.then_some(effort))
     }
 }
 
@@ -158,7 +317,7 @@ impl GenerationArgs {
 /// `90s`, `1m30s` or `1.5h`. It must be positive.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     const UNITS: [(&str, f64); 7] =
-        [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+        [("ns", 1e-9), ("us", 1e-6), ("\u{b5}s", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
     let invalid = || format!("invalid duration {text:?}; write it like 90s, 2m or 1m30s");
     let mut rest = text.trim();
     if rest.is_empty() {
@@ -181,10 +340,133 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| invalid())
 }
 
+impl InspectArgs {
+    /// The prompt text after flag parsing: the positional words joined with
+    /// one space, appended to `--append-prompt` when both are present.
+    pub fn operator_hint(&self) -> Option<String> {
+        let positional = self.prompt.join(" ").trim().to_string();
+        let appended = self.generation.append_prompt.as_deref().map(str::trim).unwrap_or_default().to_string();
+        match (appended.is_empty(), positional.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(appended),
+            (true, false) => Some(positional),
+            (false, false) => Some(format!("{appended}\n{positional}")),
+        }
+    }
+}
+
+/// The `--help-agent` text for `review` or `simplify`: the launch synopsis,
+/// the three scope modes, `--depth` and the reasoning-effort flags, and
+/// nothing an automated coding agent should not set.
+pub fn agent_help(command: &str) -> String {
+    let depth_defaults = if command == "simplify" {
+        "fast=low, balanced=low, thorough=medium"
+    } else {
+        "fast=low, balanced=medium, thorough=high"
+    };
+    format!(
+        "Usage: git-agent {command} [--codebase|--uncommitted|--staged] [--depth fast|balanced|thorough] [prompt...]\n\n\
+         Modes:\n  \
+         --uncommitted  inspect all dirty changes (default)\n  \
+         --staged       inspect staged changes only\n  \
+         --codebase     inspect the full codebase\n\n\
+         Flags:\n  \
+         --depth <fast|balanced|thorough>\n      \
+         select automatic inspection depth and default reasoning effort: {depth_defaults} (default balanced)\n      \
+         use thorough only for security-related issues or very complex logic; otherwise use fast or balanced\n  \
+         --low | --medium | --high | --xhigh\n      \
+         set reasoning effort (mutually exclusive)\n"
+    )
+}
+
+/// `git-agent search`: the flags of the search, `--index`, `--ls` and
+/// `--ls-files` forms. Values are checked here only for their type; the
+/// daemon validates ranges and combinations so that every form reports
+/// its errors the same way.
+#[derive(Debug, Args, Default)]
+#[command(override_usage = "git-agent search [flags] <query...>
+       git-agent search --index [--reindex] [--scope <paths>] [--code]
+       git-agent search --ls [--format text|json]
+       git-agent search --ls-files [--format tree|json] [--scope <paths>] [--no-tests]")]
+pub struct SearchArgs {
+    /// Comma-separated paths, relative to the current directory, to search or index.
+    #[arg(long, value_name = "paths")]
+    pub scope: Option<String>,
+
+    /// Maximum number of results, 1..100 (default 20).
+    #[arg(long, value_name = "n", allow_negative_numbers = true)]
+    pub limit: Option<i64>,
+
+    /// Output format: json|brief for search (default json, brief with --agent),
+    /// text|json for --ls, tree|json for --ls-files.
+    #[arg(long, value_name = "format")]
+    pub format: Option<String>,
+
+    /// Search source-code files only.
+    #[arg(long)]
+    pub code: bool,
+
+    /// Exclude common test files and test directories from results and --ls-files output.
+    #[arg(long)]
+    pub no_tests: bool,
+
+    /// Serve indexing progress over a private local socket when embeddings need work.
+    #[arg(long)]
+    pub agent: bool,
+
+    /// Build embeddings for the selected files without searching.
+    #[arg(long)]
+    pub index: bool,
+
+    /// Rebuild embeddings for the selected files and drop stale cache entries.
+    #[arg(long)]
+    pub reindex: bool,
+
+    /// List the search indexes of the current project.
+    #[arg(long)]
+    pub ls: bool,
+
+    /// List the files stored in the selected search index.
+    #[arg(long)]
+    pub ls_files: bool,
+
+    /// Minimum final hybrid score, 0 < score <= 1 (default 0.70).
+    #[arg(long, value_name = "score", allow_negative_numbers = true)]
+    pub min_score: Option<f64>,
+
+    /// Embedding model (default OPENAI_EMBEDDING_MODEL, else text-embedding-3-small).
+    #[arg(long, value_name = "model")]
+    pub embedding_model: Option<String>,
+
+    /// Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024).
+    #[arg(long, value_name = "n", allow_negative_numbers = true)]
+    pub embedding_dimensions: Option<i64>,
+
+    /// Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https://api.openai.com/v1).
+    #[arg(long, value_name = "url")]
+    pub base_url: Option<String>,
+
+    /// Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m).
+    #[arg(long, value_name = "duration")]
+    pub timeout: Option<String>,
+
+    /// Write diagnostic events to stderr.
+    #[arg(long)]
+    pub debug: bool,
+
+    /// What to look for.
+    #[arg(value_name = "query")]
+    pub query: Vec<String>,
+}
+
 impl Command {
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
-        matches!(self, Command::Completions { .. })
+        match self {
+            Command::Completions { .. } => true,
+            Command::Review(args) | Command::Simplify(args) => args.help_agent,
+            _ => false,
+        }
     }
 }
 
@@ -225,6 +507,22 @@ mod tests {
         assert_eq!(cli.cwd.as_deref(), Some("x"));
     }
 
+    fn inspect(args: &[&str]) -> Result<InspectArgs, clap::Error> {
+        let argv: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        match parse_command(&argv)? {
+            Command::Review(args) | Command::Simplify(args) => Ok(args),
+            other => panic!("not an inspection: {other:?}"),
+        }
+    }
+
+    fn generation(args: &[&str]) -> Result<MessageArgs, clap::Error> {
+        let argv = ["git-agent", "commit-msg"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::CommitMsg(args) => Ok(args.generation),
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
     fn release_note(args: &[&str]) -> Result<ReleaseNoteArgs, clap::Error> {
         let argv = ["git-agent", "release-note"].iter().chain(args);
         match Cli::try_parse_from(argv)?.command {
@@ -234,12 +532,170 @@ mod tests {
     }
 
     #[test]
+    fn commit_and_commit_msg_take_amend() {
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.command);
+        match parse(&["git-agent", "commit", "--amend", "--fast"]).unwrap() {
+            Command::Commit(args) => assert!(args.amend && args.generation.shared.fast),
+            other => panic!("parsed {other:?}"),
+        }
+        match parse(&["git-agent", "commit-msg"]).unwrap() {
+            Command::CommitMsg(args) => assert!(!args.amend),
+            other => panic!("parsed {other:?}"),
+        }
+        assert!(parse(&["git-agent", "commit", "extra"]).is_err(), "no positional arguments");
+    }
+
+    #[test]
+    fn inspection_modes_are_mutually_exclusive() {
+        assert!(inspect(&["review", "--staged", "--codebase"]).is_err());
+        assert!(inspect(&["simplify", "--uncommitted", "--staged"]).is_err());
+        let args = inspect(&["review", "--staged"]).unwrap();
+        assert!(args.staged && !args.codebase && !args.uncommitted);
+    }
+
+    #[test]
+    fn depth_and_max_steps_exclude_each_other() {
+        assert!(inspect(&["review", "--depth", "fast", "--max-steps", "12"]).is_err());
+        assert!(inspect(&["review", "--max-steps", "0"]).is_err());
+        assert!(inspect(&["review", "--depth", "exhaustive"]).is_err());
+        assert_eq!(inspect(&["review", "--depth", "thorough"]).unwrap().depth, Some(Depth::Thorough));
+        assert_eq!(inspect(&["review", "--max-steps", "70"]).unwrap().max_steps, Some(70));
+    }
+
+    #[test]
+    fn wait_accepts_no_other_option() {
+        for extra in [
+            &["--codebase"][..],
+            &["--uncommitted"],
+            &["--staged"],
+            &["--timeout", "1s"],
+            &["--model", "m"],
+            &["--max-steps", "1"],
+            &["--depth", "fast"],
+            &["--fast"],
+            &["--low"],
+            &["--xhigh"],
+            &["--base-url", "https://example.test"],
+            &["--guidance-family", "none"],
+            &["--append-prompt", "hint"],
+            &["--debug"],
+            &["--dry-run"],
+            &["--max-web-searches", "2"],
+            &["prompt"],
+        ] {
+            let mut args = vec!["review", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"];
+            args.extend_from_slice(extra);
+            assert!(inspect(&args).is_err(), "{args:?}");
+        }
+        let args = inspect(&["simplify", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]).unwrap();
+        assert_eq!(args.wait.as_deref(), Some("ABCDEFGHIJKLMNOPQRSTUVWXYZ"));
+    }
+
+    #[test]
+    fn reasoning_flags_exclude_each_other() {
+        assert!(inspect(&["review", "--low", "--high"]).is_err());
+        let args = inspect(&["review", "--high"]).unwrap();
+        assert_eq!(args.generation.reasoning_effort(), Some(ReasoningEffort::High));
+    }
+
+    #[test]
+    fn prompt_words_join_and_follow_the_appended_prompt() {
+        let args = inspect(&["review", "focus", "on", "--", "--errors"]).unwrap();
+        assert_eq!(args.operator_hint().as_deref(), Some("focus on --errors"));
+        let args = inspect(&["review", "--append-prompt", " first ", "second"]).unwrap();
+        assert_eq!(args.operator_hint().as_deref(), Some("first\nsecond"));
+        assert_eq!(inspect(&["review"]).unwrap().operator_hint(), None);
+    }
+
+    #[test]
+    fn go_style_durations() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        for bad in ["", "5", "s", "0s", "-1s", "5 s", "5d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn agent_help_names_only_agent_facing_flags() {
+        for command in ["review", "simplify"] {
+            let help = agent_help(command);
+            for wanted in [
+                "--uncommitted  inspect all dirty changes (default)",
+                "--staged       inspect staged changes only",
+                "--codebase     inspect the full codebase",
+                "--depth <fast|balanced|thorough>",
+                "use thorough only for security-related issues or very complex logic; otherwise use fast or balanced",
+                "--low | --medium | --high | --xhigh",
+            ] {
+                assert!(help.contains(wanted), "{help}");
+            }
+            for unwanted in ["--wait", "--model", "--max-steps", "--max-web-searches", "--append-prompt", "--dry-run"] {
+                assert!(!help.contains(unwanted), "{help}");
+            }
+        }
+        assert!(agent_help("simplify").contains("fast=low, balanced=low, thorough=medium"));
+        assert!(agent_help("review").contains("fast=low, balanced=medium, thorough=high"));
+    }
+
+    #[test]
+    fn generation_flags_parse() {
+        let args = generation(&[
+            "--model",
+            "m",
+            "--fast",
+            "--high",
+            "--timeout",
+            "1m30s",
+            "--max-steps",
+            "4",
+            "--guidance-family",
+            "claude",
+            "--append-prompt",
+            "be brief",
+            "--debug",
+        ])
+        .unwrap();
+        assert_eq!(args.max_steps, Some(4));
+        let args = args.shared;
+        assert_eq!(args.model.as_deref(), Some("m"));
+        assert!(args.fast && args.debug);
+        assert_eq!(args.reasoning_effort(), Some(ReasoningEffort::High));
+        assert_eq!(args.timeout, Some(Duration::from_secs(90)));
+        assert_eq!(args.guidance_family.as_deref(), Some("claude"));
+        assert_eq!(args.append_prompt.as_deref(), Some("be brief"));
+        assert_eq!(generation(&[]).unwrap().shared.reasoning_effort(), None);
+    }
+
+    #[test]
+    fn generation_flags_are_validated_before_any_work() {
+        assert!(generation(&["--low", "--high"]).is_err(), "effort flags are exclusive");
+        assert!(generation(&["--max-steps", "0"]).is_err());
+        assert!(generation(&["--timeout", "soon"]).is_err());
+        assert!(generation(&["--timeout", "0s"]).is_err());
+        assert!(generation(&["--guidance-family", "cursor"]).is_err());
+        assert!(generation(&["positional"]).is_err());
+    }
+
+    #[test]
+    fn durations_follow_go_syntax() {
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("90").is_err(), "a unit is required");
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
     fn release_note_takes_one_or_two_positionals_and_its_flags() {
         let args = release_note(&["--out", "notes.md", "v1.0.0", "v1.1.0", "--high", "--timeout", "5m"]).unwrap();
         assert_eq!(args.out.as_deref(), Some("notes.md"));
         assert_eq!(args.range, ["v1.0.0", "v1.1.0"]);
-        assert_eq!(args.generation.reasoning_effort(), Some("high"));
-        assert_eq!(args.generation.timeout, Some(Duration::from_secs(300)));
+        assert_eq!(args.generation.shared.reasoning_effort(), Some(ReasoningEffort::High));
+        assert_eq!(args.generation.shared.timeout, Some(Duration::from_secs(300)));
         assert_eq!(release_note(&["patch"]).unwrap().range, ["patch"]);
         assert!(release_note(&[]).is_err(), "a range or a bump is required");
         assert!(release_note(&["a", "b", "c"]).is_err());
@@ -251,7 +707,7 @@ mod tests {
     fn pr_message_takes_only_generation_flags() {
         let parsed = Cli::try_parse_from(["git-agent", "pr-message", "--fast", "--max-steps", "3"]).unwrap();
         let Command::PrMessage(args) = parsed.command else { panic!("parsed {:?}", parsed.command) };
-        assert!(args.generation.fast);
+        assert!(args.generation.shared.fast);
         assert_eq!(args.generation.max_steps, Some(3));
         assert!(Cli::try_parse_from(["git-agent", "pr-message", "main"]).is_err());
     }

@@ -13,6 +13,9 @@ pub mod vars {
     pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
     pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
     pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+    /// Where `search --agent` creates its private progress socket folder
+    /// (default `/tmp`).
+    pub const TMPDIR: &str = "TMPDIR";
     pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
     pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
     pub const OPENAI_MODEL: &str = "OPENAI_MODEL";
@@ -27,6 +30,12 @@ pub mod vars {
     /// Overrides the idle period, in seconds, after which an auto-started
     /// daemon exits.
     pub const GITAGENTD_IDLE_SECS: &str = "GITAGENTD_IDLE_SECS";
+    /// Test-only fault injection, read from the daemon's own environment:
+    /// `<step>` makes the daemon kill itself with SIGKILL at that step of
+    /// the next search index publication (`invalidate`, `payload`,
+    /// `catalog`, `records`), so tests can prove an interrupted write never
+    /// leaves a readable snapshot. Unset in normal use.
+    pub const GITAGENTD_SEARCH_CRASH_AT: &str = "GITAGENTD_SEARCH_CRASH_AT";
 }
 
 /// Exact names the client forwards besides the prefixed families below.

@@ -10,5 +10,6 @@ pub mod giturl;
 pub mod identity;
 pub mod paths;
 pub mod private_fs;
+pub mod task_record;
 
 pub use environment::Environment;

@@ -7,6 +7,9 @@
 //! XDG_RUNTIME_DIR, XDG_CONFIG_HOME and XDG_STATE_HOME, so each test talks
 //! to its own daemon, which is stopped when the environment is dropped.
 
+pub mod fake_embeddings;
+pub mod fake_openai;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

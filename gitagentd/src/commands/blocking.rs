@@ -4,7 +4,7 @@
 //! preparation stops instead of running to its end.
 
 use super::CommandError;
-use crate::git::history::Interrupt;
+use crate::git::range::Interrupt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

@@ -4,10 +4,13 @@
 //! failures (exit 1) and printed to the caller's stderr.
 
 mod blocking;
+mod commit_msg;
 mod config;
+pub mod generation;
 mod pr_message;
 mod project_id;
 mod release_note;
+mod search;
 
 use crate::services::Services;
 use git_agent_shared::Environment;
@@ -35,6 +38,13 @@ pub enum Event {
     Stdout(Vec<u8>),
     Stderr(Vec<u8>),
     Progress(String),
+    /// Asks the client to run `git commit [--amend] --file -` in the
+    /// caller's context with this message.
+    GitCommit {
+        repository_root: PathBuf,
+        message: String,
+        amend: bool,
+    },
     Exit(i32),
 }
 
@@ -61,6 +71,12 @@ impl Output {
 
     pub fn progress(&self, text: impl Into<String>) {
         let _ = self.tx.send(Event::Progress(text.into()));
+    }
+
+    /// Hands the commit itself to the client, so the user's hooks, signing
+    /// and terminal apply.
+    pub fn git_commit(&self, repository_root: PathBuf, message: String, amend: bool) {
+        let _ = self.tx.send(Event::GitCommit { repository_root, message, amend });
     }
 
     fn exit(&self, code: i32) {
@@ -115,6 +131,18 @@ async fn dispatch(
     match command {
         Command::ProjectId => project_id::run(services, invocation, output).await,
         Command::Config(args) => config::run(invocation, output, args).await,
+        Command::Review(_) | Command::Simplify(_) => {
+            Err(CommandError::Usage("review and simplify are launched through LaunchTask".into()))
+        }
+        Command::CommitMsg(args) => {
+            let request = commit_msg::Request { amend: args.amend, commit: false, generation: args.generation };
+            commit_msg::run(services, invocation, output, cancel, request).await
+        }
+        Command::Commit(args) => {
+            let request = commit_msg::Request { amend: args.amend, commit: true, generation: args.generation };
+            commit_msg::run(services, invocation, output, cancel, request).await
+        }
+        Command::Search(args) => search::run(services, invocation, output, cancel, args).await,
         Command::PrMessage(args) => pr_message::run(invocation, output, cancel, args).await,
         Command::ReleaseNote(args) => release_note::run(invocation, output, cancel, args).await,
         Command::Completions { .. } => {

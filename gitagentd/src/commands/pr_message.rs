@@ -6,9 +6,9 @@
 //! only; a failure writes nothing to stdout.
 
 use super::{CommandError, Invocation, Output, blocking};
-use crate::git::history::{History, PrContext, PrLimits};
+use crate::git::range::{History, PrContext, PrLimits};
 use crate::message::{self, MessageMode, ValidationContext, Violation};
-use git_agent_shared::cli::{GenerationArgs, PrMessageArgs};
+use git_agent_shared::cli::{MessageArgs, PrMessageArgs};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +23,7 @@ pub async fn run(
     let context = blocking::run(cancel, move |_| History::discover(&cwd)?.prepare_pr_context(PrLimits::default()))
         .await?
         .map_err(CommandError::failed)?;
-    if args.generation.debug {
+    if args.generation.shared.debug {
         output.stderr(format!(
             "pr-message: prepared {} against {} ({} paths, {} branch commits, {} diff bytes{}) in {:.1?}\n",
             context.range,
@@ -46,11 +46,12 @@ pub async fn run(
 
 /// THE MODEL SEAM of `pr-message`: asks the model for the squash message
 /// of `context` (the prompt is `context.render_for_prompt()`, only skill
-/// tools are exposed) and returns its raw answer. The agent runtime is
-/// not in this build yet, so it fails clearly instead of pretending.
-async fn generate_message(context: &PrContext, _generation: &GenerationArgs) -> Result<String, CommandError> {
+/// tools are exposed) and returns its raw answer. It is not yet connected
+/// to the agent loop (`crate::agent`), so it fails clearly instead of
+/// pretending; `commands::commit_msg` shows the wiring it needs.
+async fn generate_message(context: &PrContext, _generation: &MessageArgs) -> Result<String, CommandError> {
     Err(CommandError::Failed(format!(
-        "pr-message needs the agent runtime, which this build does not have yet\nhint: the branch context was prepared ({} changed paths against {}); generation comes with the agent runtime",
+        "pr-message cannot ask the model yet: its generation step is not connected in this build\nhint: the branch context was prepared ({} changed paths against {}); write the squash message by hand for now",
         context.changed_paths.len(),
         context.base_branch
     )))
@@ -68,7 +69,7 @@ pub(crate) fn finish_message(answer: &str, context: &PrContext) -> Result<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::history::CommitSummary;
+    use crate::git::range::CommitSummary;
 
     fn commit(summary: &str) -> CommitSummary {
         CommitSummary { sha: "0".repeat(40), summary: summary.into(), author: "A".into(), date: String::new() }

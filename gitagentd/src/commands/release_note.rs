@@ -8,9 +8,9 @@
 //! file atomically). Every step before the model runs without one.
 
 use super::{CommandError, Invocation, Output, blocking};
-use crate::git::history::{EvidenceLimits, History};
+use crate::git::range::{EvidenceLimits, History};
 use crate::release::{self, Document, OutFile, RangeRequest, ReleaseContext};
-use git_agent_shared::cli::{GenerationArgs, ReleaseNoteArgs};
+use git_agent_shared::cli::{MessageArgs, ReleaseNoteArgs};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +27,7 @@ pub async fn run(
     };
     let started = Instant::now();
     let context = prepare_context(invocation, cancel, request).await?;
-    if args.generation.debug {
+    if args.generation.shared.debug {
         let groups = context.submodules.iter().filter(|submodule| submodule.local_history_available).count();
         output.stderr(format!(
             "release-note: prepared {} ({} commits, {} submodule groups, {} candidates, {} prompt bytes) in {:.1?}\n",
@@ -71,11 +71,11 @@ pub(crate) async fn prepare_context(
 /// document of `context` (the prompt is `context.render_for_prompt()`, the
 /// answer follows `release::output_schema()`, only `repo_summary` and
 /// skill tools are exposed, one repair pass on validation errors) and
-/// returns it. The agent runtime is not in this build yet, so it fails
-/// clearly instead of pretending.
-async fn generate_document(context: &ReleaseContext, _generation: &GenerationArgs) -> Result<Document, CommandError> {
+/// returns it. It is not yet connected to the agent loop
+/// (`crate::agent`), so it fails clearly instead of pretending.
+async fn generate_document(context: &ReleaseContext, _generation: &MessageArgs) -> Result<Document, CommandError> {
     Err(CommandError::Failed(format!(
-        "release-note needs the agent runtime, which this build does not have yet\nhint: the context of {} was prepared ({} commits); generation comes with the agent runtime",
+        "release-note cannot ask the model yet: its generation step is not connected in this build\nhint: the context of {} was prepared ({} commits); write the release note by hand for now",
         context.range,
         context.parent_commits.len()
     )))

@@ -60,6 +60,9 @@ pub fn validate(mode: MessageMode, message: &str, context: &ValidationContext<'_
     if subject.is_empty() || subject.starts_with('#') {
         violations.push(Violation("the first line must be the subject".into()));
     }
+    if trimmed.lines().nth(1).is_some_and(|line| !line.trim().is_empty()) {
+        violations.push(Violation("the subject must be followed by a blank line before the body".into()));
+    }
     if let Some(found) = COMMENTARY.find(trimmed) {
         violations.push(Violation(format!(
             "the message contains commentary ({:?}); output only the commit message",
@@ -122,6 +125,11 @@ mod tests {
     #[test]
     fn a_plain_message_passes() {
         assert!(check(MessageMode::Normal, "fix: keep order\n\nThe body explains why.").is_empty());
+    }
+
+    #[test]
+    fn the_body_needs_a_blank_line_after_the_subject() {
+        assert!(check(MessageMode::Normal, "fix: x\nbody right away").iter().any(|v| v.0.contains("blank line")));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! HEAD to HEAD, with the bumped version as the release's name.
 
 use super::version::{Bump, Version};
-use crate::git::history::{History, HistoryError, ResolvedRevision};
+use crate::git::range::{History, HistoryError, ResolvedRevision};
 use serde::Serialize;
 
 /// What the command line asked for.
@@ -99,8 +99,8 @@ pub fn resolve(history: &History, request: &RangeRequest) -> Result<ReleaseRange
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::history::RevisionKind;
-    use crate::git::history::fixture::Fixture;
+    use crate::git::range::RevisionKind;
+    use crate::git::range::fixture::Fixture;
 
     fn args(values: &[&str]) -> Vec<String> {
         values.iter().map(|value| value.to_string()).collect()

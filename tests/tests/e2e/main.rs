@@ -2,10 +2,17 @@
 //! isolated user environments, compared with the spec's stdout, stderr and
 //! exit-code contracts. One test binary; one module per area.
 
+mod commit;
+mod commit_context;
+mod commit_msg;
 mod config;
 mod cwd;
 mod daemon;
+mod inspection;
 mod install;
 mod pr_message;
 mod project_id;
 mod release_note;
+mod review;
+mod search;
+mod search_index;

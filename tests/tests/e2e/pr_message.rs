@@ -1,7 +1,7 @@
 //! `git-agent pr-message`: the branch context against a bare `origin`
 //! computed through the real binaries, and the errors that come before
 //! any model request (no `origin/HEAD`, nothing committed on the branch).
-//! Generation itself needs the agent runtime, which this build does not
+//! Generation itself is not connected to the agent loop yet, so this build does not
 //! have yet; it fails there clearly, with nothing on stdout.
 
 use git_agent_tests::{GitRepo, TestEnv};
@@ -38,7 +38,8 @@ fn feature_branch_context_is_prepared_before_generation() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("error: pr-message needs the agent runtime, which this build does not have yet"),
+        stderr
+            .contains("error: pr-message cannot ask the model yet: its generation step is not connected in this build"),
         "{stderr}"
     );
 }

@@ -6,7 +6,7 @@
 use git_agent_tests::{GitRepo, TestEnv};
 use std::os::unix::fs::PermissionsExt;
 
-const NEEDS_RUNTIME: &str = "release-note needs the agent runtime, which this build does not have yet";
+const NEEDS_RUNTIME: &str = "release-note cannot ask the model yet: its generation step is not connected in this build";
 
 /// One commit tagged `tag` (annotated or not), then a feature commit.
 fn tagged_repo(env: &TestEnv, name: &str, tag: &str, annotated: bool) -> GitRepo {

@@ -194,7 +194,7 @@ mod tests {
         assert!(!context.diff_truncated);
         assert_eq!(context.merge_base, upstream.rev("HEAD~1"));
 
-        crate::golden::assert_golden("git/history/golden/pr_context.json", &context.render_for_prompt());
+        crate::golden::assert_golden("git/range/golden/pr_context.json", &context.render_for_prompt());
 
         let tight = PrLimits { diff_max_lines: 8, ..PrLimits::default() };
         let bounded = clone.history().prepare_pr_context(tight).unwrap();

@@ -1,0 +1,427 @@
+//! The bounded agent loop every generation task runs (spec "Agent loop
+//! lifecycle", steps 10-19): it sends the assembled request, validates
+//! each batch of tool calls before running any, runs admitted calls
+//! concurrently and appends their outputs in provider order, turns
+//! recoverable tool failures into `ok: false` envelopes, and forces a
+//! tool-free final answer when a ceiling (steps, tool calls, context
+//! budget, a repeated call) is reached. The final text is shaped and
+//! validated by the task, with exactly one repair pass.
+//!
+//! The loop knows tools only through [`ToolRegistry`] and the provider
+//! only through domain values; it never writes to the caller directly but
+//! reports through a trace sink.
+
+mod batch;
+mod request;
+
+pub use request::{AgentTask, Layers};
+
+use crate::provider::{FunctionCall, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, Usage};
+use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
+use crate::trace::Event;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Ceilings of one loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_steps: u32,
+    pub max_tool_calls: u32,
+    /// Tokens a request may reach before the loop finalizes: 80% of a
+    /// 272,000-token window.
+    pub context_tokens: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_steps: 30, max_tool_calls: 24, context_tokens: 217_600 }
+    }
+}
+
+/// Turns a raw answer into the task's artifact.
+pub type Shaper = Box<dyn Fn(&str) -> String + Send + Sync>;
+/// Lists what is wrong with an artifact; empty when it is valid.
+pub type Validator = Box<dyn Fn(&str) -> Vec<String> + Send + Sync>;
+
+/// The task's output rules: shaping, then validation.
+pub struct OutputRules {
+    pub shape: Shaper,
+    pub validate: Validator,
+}
+
+/// What a finished loop produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// The shaped, validated final text.
+    pub text: String,
+    /// Model requests made (including finalization and repair).
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub repair_calls: u32,
+    pub usage: Usage,
+    /// Time spent waiting for the provider.
+    pub provider_time: Duration,
+    /// Time spent running tools.
+    pub tool_time: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("the command was cancelled")]
+    Cancelled,
+    #[error("the command ran out of time\nhint: pass a longer --timeout, such as --timeout 5m")]
+    DeadlineExceeded,
+    #[error(
+        "the first request is estimated at {estimated} tokens, at or over the {limit}-token context budget\n\
+         hint: stage fewer changes at once"
+    )]
+    ContextTooLarge { estimated: u64, limit: u64 },
+    #[error("the model's tool calls were rejected: {0}")]
+    InvalidBatch(String),
+    #[error("the model returned neither text nor tool calls (step {step})")]
+    NoOutput { step: u32 },
+    #[error("the model asked for tools during the tool-free final request")]
+    ToolsWhileFinalizing,
+    #[error("the output failed validation after one repair: {}", .errors.join("; "))]
+    Invalid { errors: Vec<String> },
+    #[error(transparent)]
+    Prompt(#[from] crate::prompt::PromptError),
+}
+
+/// Where the loop runs: its provider, cancellation and deadline, and the
+/// sink its trace events go to.
+pub struct RunContext<'a> {
+    pub provider: &'a Provider,
+    /// Fires when the caller goes away or the deadline passes.
+    pub cancel: CancellationToken,
+    pub deadline: Option<Instant>,
+    pub trace: &'a (dyn Fn(Event) + Send + Sync),
+}
+
+impl RunContext<'_> {
+    /// Why the run stopped when its token fired.
+    fn stopped(&self) -> AgentError {
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => AgentError::DeadlineExceeded,
+            _ => AgentError::Cancelled,
+        }
+    }
+}
+
+/// Why the loop stopped calling tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ceiling {
+    Steps { used: u32, limit: u32 },
+    ToolCalls { used: u32, limit: u32, next_tool: String },
+    Context { used: u64, limit: u64 },
+    RepeatedCall { tool: String },
+}
+
+impl Ceiling {
+    fn describe(&self) -> String {
+        match self {
+            Self::Steps { used, limit } => format!("model-step budget reached at {used}/{limit}"),
+            Self::ToolCalls { used, limit, next_tool } => {
+                format!("tool-call budget reached at {used}/{limit} before {next_tool:?}")
+            }
+            Self::Context { used, limit } => format!("context budget reached at {used}/{limit} tokens"),
+            Self::RepeatedCall { tool } => format!("no progress: {tool:?} was called again with the same arguments"),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Steps { .. } => "model_steps",
+            Self::ToolCalls { .. } => "tool_calls",
+            Self::Context { .. } => "context",
+            Self::RepeatedCall { .. } => "no_progress",
+        }
+    }
+}
+
+/// The loop's running state.
+struct Conversation<'a> {
+    ctx: &'a RunContext<'a>,
+    task: &'a AgentTask,
+    instructions: String,
+    items: Vec<Item>,
+    outcome: Outcome,
+    seen: batch::Seen,
+}
+
+/// Runs `task` to a final, validated text.
+pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRules>) -> Result<Outcome, AgentError> {
+    let mut conversation = Conversation {
+        ctx,
+        task,
+        instructions: request::instructions(task)?,
+        items: task.layers.items(),
+        outcome: Outcome::default(),
+        seen: batch::Seen::default(),
+    };
+    let (text, items) = conversation.run_tools_loop().await?;
+    conversation.items = items;
+    let Some(rules) = rules else {
+        conversation.outcome.text = text;
+        return Ok(conversation.outcome);
+    };
+    let shaped = (rules.shape)(&text);
+    let errors = (rules.validate)(&shaped);
+    if errors.is_empty() {
+        conversation.outcome.text = shaped;
+        return Ok(conversation.outcome);
+    }
+    (ctx.trace)(
+        Event::new("validation").with("decision", "repair").with("errors", crate::trace::Value::List(errors.clone())),
+    );
+    let repair =
+        crate::prompt::render("repair", include_str!("prompts/repair.md.j2"), serde_json::json!({ "errors": errors }))?;
+    conversation.items.push(Item::user(repair));
+    conversation.outcome.repair_calls += 1;
+    let response = conversation.request(Vec::new()).await?;
+    if !response.tool_calls.is_empty() {
+        return Err(AgentError::ToolsWhileFinalizing);
+    }
+    let shaped = (rules.shape)(&response.text);
+    let errors = (rules.validate)(&shaped);
+    if !errors.is_empty() {
+        return Err(AgentError::Invalid { errors });
+    }
+    conversation.outcome.text = shaped;
+    Ok(conversation.outcome)
+}
+
+impl Conversation<'_> {
+    /// Steps until the model answers with text; returns the text and the
+    /// conversation including that answer.
+    async fn run_tools_loop(&mut self) -> Result<(String, Vec<Item>), AgentError> {
+        let limits = self.task.limits;
+        let tools = &self.task.tools;
+        for step in 1..=limits.max_steps {
+            self.items.push(Item::developer(request::budget_status(step, limits, self.outcome.tool_calls)?));
+            if step == 1 {
+                let estimated = self.estimate(tools.specs());
+                if estimated >= limits.context_tokens {
+                    return Err(AgentError::ContextTooLarge { estimated, limit: limits.context_tokens });
+                }
+            }
+            let response = self.request(tools.specs()).await?;
+            if response.tool_calls.is_empty() {
+                if response.text.trim().is_empty() {
+                    return Err(AgentError::NoOutput { step: self.outcome.steps });
+                }
+                let mut items = self.items.clone();
+                items.extend(answer_items(&response));
+                return Ok((response.text, items));
+            }
+            let batch = batch::validate(&response.tool_calls, tools, &self.seen).map_err(AgentError::InvalidBatch)?;
+            self.append_calls(&response);
+            if response.usage.input_tokens >= limits.context_tokens {
+                let ceiling = Ceiling::Context { used: response.usage.input_tokens, limit: limits.context_tokens };
+                return self.finalize(ceiling).await;
+            }
+            if let Some(tool) = batch.repeated_tool {
+                return self.finalize(Ceiling::RepeatedCall { tool }).await;
+            }
+            if self.outcome.tool_calls + batch.calls.len() as u32 > limits.max_tool_calls {
+                let left = limits.max_tool_calls.saturating_sub(self.outcome.tool_calls) as usize;
+                let next_tool = batch.calls[left.min(batch.calls.len() - 1)].name.clone();
+                let ceiling =
+                    Ceiling::ToolCalls { used: self.outcome.tool_calls, limit: limits.max_tool_calls, next_tool };
+                return self.finalize(ceiling).await;
+            }
+            self.seen.remember(&batch.calls);
+            self.execute(&batch.calls).await?;
+            let next = self.estimate(tools.specs());
+            if next >= limits.context_tokens {
+                return self.finalize(Ceiling::Context { used: next, limit: limits.context_tokens }).await;
+            }
+            if step == limits.max_steps {
+                return self.finalize(Ceiling::Steps { used: step, limit: limits.max_steps }).await;
+            }
+        }
+        self.finalize(Ceiling::Steps { used: limits.max_steps, limit: limits.max_steps }).await
+    }
+
+    /// The request for the current conversation with `tools`.
+    fn model_request(&self, tools: Vec<crate::provider::ToolSpec>) -> ModelRequest {
+        let parallel = self.task.parallel_tool_calls && !tools.is_empty();
+        ModelRequest {
+            instructions: self.instructions.clone(),
+            input: self.items.clone(),
+            tools,
+            parallel_tool_calls: parallel,
+            text_format: self.task.text_format.clone(),
+        }
+    }
+
+    /// The local token estimate of the next request: a quarter of its
+    /// encoded size.
+    fn estimate(&self, tools: Vec<crate::provider::ToolSpec>) -> u64 {
+        let body = self.ctx.provider.request_body(&self.model_request(tools));
+        (body.to_string().len() as u64).div_ceil(4)
+    }
+
+    /// One model request; every request is a step with its usage line.
+    async fn request(&mut self, tools: Vec<crate::provider::ToolSpec>) -> Result<ModelResponse, AgentError> {
+        let request = self.model_request(tools);
+        let step = self.outcome.steps + 1;
+        let trace = self.ctx.trace;
+        trace(
+            Event::new("request")
+                .with("step", step)
+                .with("model", self.ctx.provider.model())
+                .with("input_items", request.input.len())
+                .with("tools", request.tools.len()),
+        );
+        let notice = |notice: StreamNotice| match notice {
+            StreamNotice::Retrying { reason, first_failure } => trace(
+                Event::new("provider.retry")
+                    .with("step", step)
+                    .with("reason", reason.as_str())
+                    .with("failure", first_failure),
+            ),
+            StreamNotice::ReasoningSummary { attempt, delta } => {
+                trace(Event::new("reasoning_summary.delta").with("attempt", attempt).with("delta", delta))
+            }
+        };
+        let started = Instant::now();
+        let result = self.ctx.provider.respond(&request, &self.ctx.cancel, &notice).await;
+        self.outcome.provider_time += started.elapsed();
+        self.outcome.steps = step;
+        let response = match result {
+            Ok(response) => response,
+            Err(ProviderError::Cancelled) => return Err(self.ctx.stopped()),
+            Err(error) => return Err(error.into()),
+        };
+        let usage = response.usage;
+        self.outcome.usage.add(&usage);
+        trace(
+            Event::new("llm.usage")
+                .with("step", step)
+                .with("input_tokens", usage.input_tokens)
+                .with("cached_input_tokens", usage.cached_input_tokens)
+                .with("cache_write_input_tokens", usage.cache_write_input_tokens)
+                .with("output_tokens", usage.output_tokens),
+        );
+        trace(
+            Event::new("response")
+                .with("step", step)
+                .with("id", response.id.as_str())
+                .with("status", response.status.as_str())
+                .with("tool_calls", response.tool_calls.len())
+                .with("text", response.text.as_str()),
+        );
+        Ok(response)
+    }
+
+    /// Appends the provider's continuation (or, without one, the calls).
+    fn append_calls(&mut self, response: &ModelResponse) {
+        if response.continuation.iter().any(|item| item.function_call().is_some()) {
+            self.items.extend(response.continuation.iter().cloned());
+        } else {
+            self.items.extend(response.continuation.iter().cloned());
+            self.items.extend(response.tool_calls.iter().cloned().map(Item::FunctionCall));
+        }
+    }
+
+    /// Runs the admitted calls concurrently and appends their outputs in
+    /// provider order.
+    async fn execute(&mut self, calls: &[FunctionCall]) -> Result<(), AgentError> {
+        let trace = self.ctx.trace;
+        for call in calls {
+            trace(
+                Event::new("tool-call")
+                    .with("name", call.name.as_str())
+                    .with("call_id", call.call_id.as_str())
+                    .with("arguments", call.arguments.as_str()),
+            );
+        }
+        let started = Instant::now();
+        let futures = calls.iter().map(|call| {
+            let tool = self.task.tools.get(&call.name);
+            let cancel = self.ctx.cancel.clone();
+            let arguments = call.arguments.clone();
+            async move {
+                match tool {
+                    Some(tool) => tool.call(&arguments, cancel).await,
+                    None => Err(ToolError::Recoverable("no such tool".into())),
+                }
+            }
+        });
+        let results = tokio::select! {
+            biased;
+            () = self.ctx.cancel.cancelled() => return Err(self.ctx.stopped()),
+            results = futures_util::future::join_all(futures) => results,
+        };
+        self.outcome.tool_time += started.elapsed();
+        for (call, result) in calls.iter().zip(results) {
+            let (output, truncated) = match result {
+                Ok(output) => (success_envelope(&call.name, &output), output.truncated),
+                Err(ToolError::Cancelled) => return Err(self.ctx.stopped()),
+                Err(ToolError::Recoverable(message)) => (error_envelope(&call.name, &message), false),
+            };
+            trace(
+                Event::new("tool-output")
+                    .with("name", call.name.as_str())
+                    .with("call_id", call.call_id.as_str())
+                    .with("truncated", truncated)
+                    .with("content", output.as_str()),
+            );
+            self.outcome.tool_calls += 1;
+            self.items.push(Item::FunctionCallOutput { call_id: call.call_id.clone(), output });
+        }
+        Ok(())
+    }
+
+    /// The tool-free final request after a ceiling.
+    async fn finalize(&mut self, ceiling: Ceiling) -> Result<(String, Vec<Item>), AgentError> {
+        let limits = self.task.limits;
+        (self.ctx.trace)(
+            Event::new("budget")
+                .with("kind", ceiling.kind())
+                .with("decision", "finalize")
+                .with("reason", ceiling.describe()),
+        );
+        for (call_id, name) in batch::unanswered(&self.items) {
+            let output = error_envelope(&name, "not executed: the agent is finalizing without tools");
+            self.items.push(Item::FunctionCallOutput { call_id, output });
+        }
+        let notice = crate::prompt::render(
+            "forced-finalization",
+            include_str!("prompts/forced-finalization.md.j2"),
+            serde_json::json!({
+                "reason": ceiling.describe(),
+                "max_steps": limits.max_steps,
+                "max_tools": limits.max_tool_calls,
+            }),
+        )?;
+        self.items.push(Item::developer(notice));
+        let response = self.request(Vec::new()).await?;
+        if !response.tool_calls.is_empty() {
+            return Err(AgentError::ToolsWhileFinalizing);
+        }
+        if response.text.trim().is_empty() {
+            return Err(AgentError::NoOutput { step: self.outcome.steps });
+        }
+        let mut items = self.items.clone();
+        items.extend(answer_items(&response));
+        Ok((response.text, items))
+    }
+}
+
+/// The items that record a text answer in the conversation.
+fn answer_items(response: &ModelResponse) -> Vec<Item> {
+    if response.continuation.is_empty() {
+        vec![Item::assistant(response.text.clone())]
+    } else {
+        response.continuation.clone()
+    }
+}
+
+/// The tool registry's names, for tracing.
+pub fn tool_names(tools: &ToolRegistry) -> Vec<String> {
+    tools.names().into_iter().map(str::to_string).collect()
+}

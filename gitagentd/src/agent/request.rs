@@ -1,0 +1,87 @@
+//! Request assembly in the spec's seven layers:
+//!
+//! 1. top-level `instructions`: the task's system prompt, then the loop's
+//!    own rules and the list of tools;
+//! 2. a developer message: the read-only tool policy;
+//! 3. a developer message: the environment context;
+//! 4. a developer message: `skills-mgr list` output, verbatim (optional);
+//! 5. a developer message: the project guidance block (optional);
+//! 6. the task's user prompt;
+//! 7. the strict function tools.
+
+use super::Limits;
+use crate::provider::{Item, TextFormat};
+use crate::tools::ToolRegistry;
+use serde_json::json;
+
+/// Layers 1-6 as text; an empty optional layer is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layers {
+    pub system: String,
+    pub tool_policy: String,
+    pub environment: String,
+    pub skills: String,
+    pub guidance: String,
+    pub user: String,
+}
+
+impl Layers {
+    /// The input items of layers 2-6.
+    pub fn items(&self) -> Vec<Item> {
+        let mut items: Vec<Item> = [&self.tool_policy, &self.environment, &self.skills, &self.guidance]
+            .into_iter()
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| Item::developer(text.clone()))
+            .collect();
+        items.push(Item::user(self.user.clone()));
+        items
+    }
+}
+
+/// Everything the loop needs for one task.
+pub struct AgentTask {
+    pub layers: Layers,
+    /// Layer 7.
+    pub tools: ToolRegistry,
+    /// A strict JSON schema for the final text, when the task needs one.
+    pub text_format: Option<TextFormat>,
+    /// Whether the model may batch independent calls.
+    pub parallel_tool_calls: bool,
+    pub limits: Limits,
+}
+
+/// Layer 1: the system prompt followed by the loop's rules and tools.
+pub fn instructions(task: &AgentTask) -> Result<String, crate::prompt::PromptError> {
+    let system = task.layers.system.trim();
+    let rules = if task.tools.is_empty() {
+        include_str!("prompts/no-tools.md").trim().to_string()
+    } else {
+        let tools: Vec<_> = task
+            .tools
+            .specs()
+            .into_iter()
+            .map(|spec| json!({"name": spec.name, "description": spec.description}))
+            .collect();
+        let read_file = task.tools.get("read_file").is_some();
+        crate::prompt::render(
+            "loop",
+            include_str!("prompts/loop.md.j2"),
+            json!({"tools": tools, "read_file": read_file}),
+        )?
+    };
+    Ok(if system.is_empty() { rules } else { format!("{system}\n\n{rules}") })
+}
+
+/// The per-step budget note appended before each request.
+pub fn budget_status(step: u32, limits: Limits, tools_used: u32) -> Result<String, crate::prompt::PromptError> {
+    crate::prompt::render(
+        "budget-status",
+        include_str!("prompts/budget-status.md.j2"),
+        json!({
+            "step": step,
+            "max_steps": limits.max_steps,
+            "tools_left": limits.max_tool_calls.saturating_sub(tools_used),
+            "max_tools": limits.max_tool_calls,
+        }),
+    )
+}

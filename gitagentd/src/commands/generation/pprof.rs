@@ -1,0 +1,80 @@
+//! `--pprof <addr>`: Go's pprof profiles do not exist in a Rust build, so
+//! git-agent binds the address (failing like the spec asks when it
+//! cannot) and serves a small, honest diagnostics index under
+//! `/debug/pprof/` while the command runs: the daemon's command line and
+//! its `/proc/self/status` (memory and threads). No CPU or heap profiles.
+
+use super::CommandError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// The running server; it stops when dropped.
+pub struct DiagnosticsServer {
+    pub address: std::net::SocketAddr,
+    _stop: DropGuard,
+}
+
+impl DiagnosticsServer {
+    pub async fn start(address: &str) -> Result<Self, CommandError> {
+        let listener = tokio::net::TcpListener::bind(address).await.map_err(|error| {
+            CommandError::Failed(format!(
+                "--pprof cannot listen on {address}: {error}\nhint: pass a free host:port, such as 127.0.0.1:6060"
+            ))
+        })?;
+        let address = listener.local_addr().map_err(CommandError::failed)?;
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    () = token.cancelled() => break,
+                    accepted = listener.accept() => accepted,
+                };
+                if let Ok((socket, _)) = accepted {
+                    tokio::spawn(answer(socket));
+                }
+            }
+        });
+        Ok(Self { address, _stop: stop.drop_guard() })
+    }
+}
+
+async fn answer(mut socket: tokio::net::TcpStream) {
+    let mut request = vec![0u8; 4096];
+    let read = socket.read(&mut request).await.unwrap_or(0);
+    let request = String::from_utf8_lossy(&request[..read]);
+    let path = request.split_whitespace().nth(1).unwrap_or("/");
+    let (status, body) = match path {
+        "/debug/pprof/" | "/debug/pprof" => ("200 OK", INDEX.to_string()),
+        "/debug/pprof/cmdline" => ("200 OK", std::env::args().collect::<Vec<_>>().join("\0")),
+        "/debug/pprof/status" => ("200 OK", std::fs::read_to_string("/proc/self/status").unwrap_or_default()),
+        _ => ("404 Not Found", "not found; see /debug/pprof/\n".to_string()),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = socket.write_all(response.as_bytes()).await;
+}
+
+const INDEX: &str = "git-agent diagnostics (the Rust build has no Go pprof profiles)\n\n\
+/debug/pprof/cmdline  the daemon's command line\n\
+/debug/pprof/status   the daemon's /proc/self/status: memory, threads\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn serves_the_index_until_dropped_and_reports_bind_failures() {
+        let server = DiagnosticsServer::start("127.0.0.1:0").await.unwrap();
+        let mut socket = tokio::net::TcpStream::connect(server.address).await.unwrap();
+        socket.write_all(b"GET /debug/pprof/ HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        let mut response = String::new();
+        socket.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200 OK") && response.contains("/debug/pprof/status"), "{response}");
+        let taken = server.address.to_string();
+        let error = DiagnosticsServer::start(&taken).await.err().unwrap();
+        assert!(error.to_string().contains("--pprof cannot listen"));
+    }
+}

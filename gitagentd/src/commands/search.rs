@@ -1,0 +1,231 @@
+//! `git-agent search`: validates the flags of each form (search, `--index`,
+//! `--ls`, `--ls-files`), hands the work to the daemon's search service,
+//! and writes the result on stdout only when the command succeeds.
+
+use super::{CommandError, Invocation, Output};
+use crate::search::{self, SearchError, SearchRequest, output as render, progress::Feedback, settings};
+use crate::services::Services;
+use git_agent_shared::cli::SearchArgs;
+use git_agent_shared::environment::vars;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+const DEFAULT_MIN_SCORE: f64 = 0.70;
+const DEFAULT_LIMIT: i64 = 20;
+const MAX_LIMIT: i64 = 100;
+
+impl From<SearchError> for CommandError {
+    fn from(error: SearchError) -> Self {
+        match error {
+            SearchError::Usage(message) => CommandError::Usage(message),
+            other => CommandError::Failed(other.to_string()),
+        }
+    }
+}
+
+pub async fn run(
+    services: &Arc<Services>,
+    invocation: &Invocation,
+    output: &Output,
+    cancel: &CancellationToken,
+    args: SearchArgs,
+) -> Result<(), CommandError> {
+    if args.ls && args.ls_files {
+        return Err(CommandError::Usage("search accepts only one of --ls or --ls-files".into()));
+    }
+    if let Some(score) = args.min_score {
+        validate_min_score(score)?;
+    }
+    let query = args.query.join(" ").trim().to_string();
+    if args.ls || args.ls_files {
+        return list(invocation, output, &args, &query).await;
+    }
+    let format = match args.format.as_deref() {
+        Some(format @ ("json" | "brief")) => format,
+        Some(other) => return Err(CommandError::Usage(format!("--format must be json or brief, got {other:?}"))),
+        None if args.agent => "brief",
+        None => "json",
+    };
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(CommandError::Usage(format!("--limit must be between 1 and {MAX_LIMIT}, got {limit}")));
+    }
+    if args.index && !query.is_empty() {
+        return Err(CommandError::Usage(
+            "search --index does not accept a query\nhint: git-agent search --index, then git-agent search <query...>"
+                .into(),
+        ));
+    }
+    if !args.index && query.is_empty() {
+        return Err(CommandError::Usage("search requires a query\nhint: git-agent search <query...>".into()));
+    }
+    let scopes = scopes(&args)?;
+    let flags = settings::SettingFlags {
+        model: args.embedding_model.clone(),
+        dimensions: args.embedding_dimensions,
+        base_url: args.base_url.clone(),
+        timeout: args.timeout.clone(),
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
+    let cwd = invocation.cwd.clone();
+    let env = invocation.env.clone();
+    let selection = tokio::task::spawn_blocking(move || search::select(&cwd, &env, &scopes))
+        .await
+        .map_err(CommandError::failed)??;
+    let temp_dir = temp_dir(invocation);
+    let request = SearchRequest {
+        selection: selection.clone(),
+        code_only: args.code,
+        no_tests: args.no_tests,
+        reindex: args.reindex,
+        index_only: args.index,
+        query: query.clone(),
+        min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
+        limit: limit as usize,
+        settings: embedding.clone(),
+        temp_dir: temp_dir.clone(),
+        started: std::time::SystemTime::now(),
+    };
+    let feedback =
+        Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
+    let started = std::time::Instant::now();
+    let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
+    let outcome = match result {
+        Ok(outcome) => {
+            feedback.finish(None);
+            outcome
+        }
+        Err(error) => {
+            feedback.finish(Some(&error.to_string()));
+            return Err(error.into());
+        }
+    };
+    let index_status = if outcome.reused > 0 { "hit" } else { "miss" };
+    feedback.event(
+        "search_index",
+        &[
+            ("index", search::progress::Field::Str(index_status.into())),
+            ("results", search::progress::Field::Int(outcome.hits.len() as i64)),
+            ("files", search::progress::Field::Int(outcome.files as i64)),
+            ("chunks", search::progress::Field::Int(outcome.chunks as i64)),
+            ("reused_chunks", search::progress::Field::Int(outcome.reused as i64)),
+            ("embedded_chunks", search::progress::Field::Int(outcome.embedded as i64)),
+            ("index_dir", search::progress::Field::Str(selection.index_dir.display().to_string())),
+            ("total", search::progress::Field::Duration(started.elapsed())),
+        ],
+    );
+    let results: Vec<render::ResultOut> = outcome.hits.iter().map(render::ResultOut::from).collect();
+    if format == "brief" {
+        let freshness = render::freshness(outcome.chunks, outcome.embedded, outcome.reused);
+        output.stdout(render::brief("filesystem", freshness, &results));
+        return Ok(());
+    }
+    let envelope = render::SearchOutput {
+        query,
+        source: render::SourceOut { mode: "filesystem".into(), root: selection.root_text() },
+        min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
+        retrieval: render::Retrieval {
+            mode: "embeddings",
+            embedding_model: embedding.model.clone(),
+            index: index_status,
+            dimensions: embedding.dimensions,
+            filters: render::Filters { code: args.code, no_tests: args.no_tests, scope: selection.scope.clone() },
+            skipped: outcome.skipped.into(),
+        },
+        results,
+        replay: (&outcome.replay).into(),
+    };
+    output.stdout(render::to_json_line(&envelope));
+    Ok(())
+}
+
+fn validate_min_score(score: f64) -> Result<(), CommandError> {
+    if !score.is_finite() || score <= 0.0 || score > 1.0 {
+        return Err(CommandError::Usage(format!(
+            "--min-score must be finite, > 0, and <= 1, got {score}\nhint: the default is {DEFAULT_MIN_SCORE}"
+        )));
+    }
+    Ok(())
+}
+
+fn scopes(args: &SearchArgs) -> Result<Vec<String>, CommandError> {
+    match args.scope.as_deref() {
+        Some(value) => search::paths::split_scope_flag(value).map_err(|error| CommandError::Usage(error.to_string())),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The caller's temporary folder (for body snapshots and the `--agent`
+/// socket).
+fn temp_dir(invocation: &Invocation) -> PathBuf {
+    invocation.env.absolute_dir(vars::TMPDIR).filter(|dir| dir.is_dir()).unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// `--ls` and `--ls-files`.
+async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query: &str) -> Result<(), CommandError> {
+    let mode = if args.ls { "--ls" } else { "--ls-files" };
+    let mut rejected: Vec<&str> = Vec::new();
+    let flag = |set: bool, name: &'static str, rejected: &mut Vec<&str>| {
+        if set {
+            rejected.push(name);
+        }
+    };
+    flag(args.limit.is_some(), "limit", &mut rejected);
+    flag(args.min_score.is_some(), "min-score", &mut rejected);
+    flag(args.code, "code", &mut rejected);
+    flag(args.agent, "agent", &mut rejected);
+    flag(args.index, "index", &mut rejected);
+    flag(args.reindex, "reindex", &mut rejected);
+    flag(args.embedding_model.is_some(), "embedding-model", &mut rejected);
+    flag(args.embedding_dimensions.is_some(), "embedding-dimensions", &mut rejected);
+    flag(args.base_url.is_some(), "base-url", &mut rejected);
+    flag(args.timeout.is_some(), "timeout", &mut rejected);
+    flag(args.debug, "debug", &mut rejected);
+    if args.ls {
+        flag(args.scope.is_some(), "scope", &mut rejected);
+        flag(args.no_tests, "no-tests", &mut rejected);
+    }
+    if let Some(name) = rejected.first() {
+        return Err(CommandError::Usage(format!("search {mode} does not accept --{name}")));
+    }
+    if !query.is_empty() {
+        return Err(CommandError::Usage(format!("search {mode} does not accept a query")));
+    }
+    let cwd = invocation.cwd.clone();
+    let env = invocation.env.clone();
+    if args.ls {
+        let format = args.format.as_deref().unwrap_or("text");
+        if format != "text" && format != "json" {
+            return Err(CommandError::Usage(format!("--format must be text or json with --ls, got {format:?}")));
+        }
+        let indexes = tokio::task::spawn_blocking(move || search::list_indexes(&cwd, &env))
+            .await
+            .map_err(CommandError::failed)??;
+        if format == "json" {
+            output.stdout(render::to_json_line(&indexes));
+        } else {
+            let created = |text: &str| {
+                search::timefmt::parse_rfc3339(text).map(search::timefmt::format_rfc3339_seconds).unwrap_or_default()
+            };
+            output.stdout(render::format_indexes(&indexes, &created));
+        }
+        return Ok(());
+    }
+    let format = args.format.as_deref().unwrap_or("tree");
+    if format != "tree" && format != "json" {
+        return Err(CommandError::Usage(format!("--format must be tree or json with --ls-files, got {format:?}")));
+    }
+    let scopes = scopes(args)?;
+    let no_tests = args.no_tests;
+    let listing = tokio::task::spawn_blocking(move || search::list_files(&cwd, &env, &scopes, no_tests))
+        .await
+        .map_err(CommandError::failed)??;
+    if format == "json" {
+        output.stdout(render::to_json_line(&listing));
+    } else {
+        output.stdout(render::format_tree(&listing.files));
+    }
+    Ok(())
+}

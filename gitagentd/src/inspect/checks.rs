@@ -1,0 +1,497 @@
+//! Host checks that run once after a validated review: today the
+//! `golangci-lint` check, present only when the caller's PATH has
+//! `golangci-lint` and the authoritative scope selects at least one Go
+//! package. An inapplicable check is absent from `checks`, never
+//! "skipped". Package selection follows the spec: existing regular `.go`
+//! paths select the nearest module (without leaving their repository
+//! component) and their exact package directory; each selected package is
+//! one `./pkg` pattern; diagnostics outside the changed paths are dropped.
+
+use super::prepare::{Mode, PreparedScope};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const GOLANGCI_LINT: &str = "golangci-lint";
+pub const MAX_DIAGNOSTICS: usize = 100;
+const MAX_MESSAGE: usize = 512;
+const MAX_CODE: usize = 128;
+const MAX_ERROR: usize = 1024;
+const MAX_OUTPUT_BYTES: u64 = 16 << 20;
+const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Diagnostic {
+    pub path: String,
+    pub line: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub column: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub code: String,
+    pub message: String,
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
+}
+
+/// One check's result: pass, findings, skipped or error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckResult {
+    pub name: String,
+    pub status: String,
+    pub diagnostics: Vec<Diagnostic>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+fn single_line(text: &str, limit: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.len() <= limit {
+        return joined;
+    }
+    let mut end = limit;
+    while !joined.is_char_boundary(end) {
+        end -= 1;
+    }
+    joined[..end].trim().to_string()
+}
+
+impl CheckResult {
+    /// A pass or findings result from raw diagnostics: normalized, sorted,
+    /// unique, at most 100 kept and the rest counted as omitted.
+    pub fn from_diagnostics(name: &str, diagnostics: Vec<Diagnostic>) -> Self {
+        let mut set = BTreeSet::new();
+        for diagnostic in diagnostics {
+            let message = single_line(&diagnostic.message, MAX_MESSAGE);
+            if diagnostic.line < 1 || message.is_empty() {
+                continue;
+            }
+            set.insert(Diagnostic {
+                path: diagnostic.path,
+                line: diagnostic.line,
+                column: diagnostic.column.max(0),
+                code: single_line(&diagnostic.code, MAX_CODE),
+                message,
+            });
+        }
+        let mut diagnostics: Vec<Diagnostic> = set.into_iter().collect();
+        let omitted = diagnostics.len().saturating_sub(MAX_DIAGNOSTICS) as i64;
+        diagnostics.truncate(MAX_DIAGNOSTICS);
+        let status = if diagnostics.is_empty() && omitted == 0 { "pass" } else { "findings" };
+        Self {
+            name: name.into(),
+            status: status.into(),
+            diagnostics,
+            omitted,
+            reason: String::new(),
+            error: String::new(),
+        }
+    }
+
+    pub fn error(name: &str, message: &str) -> Self {
+        let mut error = single_line(message, MAX_ERROR);
+        if error.is_empty() {
+            error = "static check failed".into();
+        }
+        Self {
+            name: name.into(),
+            status: "error".into(),
+            diagnostics: Vec::new(),
+            omitted: 0,
+            reason: String::new(),
+            error,
+        }
+    }
+
+    /// The invariants of a stored result.
+    pub fn validate(&self) -> Result<(), String> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self
+                .name
+                .bytes()
+                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"._-".contains(&byte));
+        if !name_ok {
+            return Err(format!("invalid checker name {:?}", self.name));
+        }
+        if self.diagnostics.len() > MAX_DIAGNOSTICS || self.diagnostics.windows(2).any(|pair| pair[0] >= pair[1]) {
+            return Err(format!(
+                "check {:?} diagnostics must be strictly ordered, unique and at most {MAX_DIAGNOSTICS}",
+                self.name
+            ));
+        }
+        let ok = match self.status.as_str() {
+            "pass" => {
+                self.diagnostics.is_empty() && self.omitted == 0 && self.reason.is_empty() && self.error.is_empty()
+            }
+            "findings" => {
+                (!self.diagnostics.is_empty() || self.omitted > 0) && self.reason.is_empty() && self.error.is_empty()
+            }
+            "skipped" => {
+                self.diagnostics.is_empty() && self.omitted == 0 && !self.reason.is_empty() && self.error.is_empty()
+            }
+            "error" => {
+                self.diagnostics.is_empty() && self.omitted == 0 && self.reason.is_empty() && !self.error.is_empty()
+            }
+            _ => false,
+        };
+        if ok { Ok(()) } else { Err(format!("check {:?} has an invalid {:?} result", self.name, self.status)) }
+    }
+}
+
+/// One `golangci-lint run` invocation: a module and one package pattern.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Invocation {
+    pub module_root: PathBuf,
+    pub target: String,
+}
+
+/// The planned golangci-lint check; `None` when it does not apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GolangciPlan {
+    pub executable: PathBuf,
+    pub root: PathBuf,
+    pub invocations: Vec<Invocation>,
+    /// Root-relative changed paths that may carry diagnostics (empty in
+    /// codebase mode, where every path may).
+    pub scope: BTreeSet<String>,
+}
+
+/// Looks `name` up on the caller's PATH.
+pub fn find_executable(path_var: Option<&str>, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path_var?).map(|dir| dir.join(name)).find(|candidate| {
+        candidate.is_absolute()
+            && std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Plans the golangci-lint check for a prepared scope.
+pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option<GolangciPlan> {
+    let executable = find_executable(path_var, GOLANGCI_LINT)?;
+    let root = std::fs::canonicalize(&prepared.root).ok()?;
+    let mut invocations = BTreeSet::new();
+    if prepared.mode == Mode::Codebase {
+        for module in codebase_modules(&root) {
+            invocations.insert(Invocation { module_root: module, target: "./...".into() });
+        }
+    } else {
+        for path in &prepared.paths {
+            if let Some(invocation) = changed_package(&root, &prepared.components, path) {
+                invocations.insert(invocation);
+            }
+        }
+    }
+    if invocations.is_empty() {
+        return None;
+    }
+    let scope =
+        if prepared.mode == Mode::Codebase { BTreeSet::new() } else { prepared.paths.iter().cloned().collect() };
+    Some(GolangciPlan { executable, root, invocations: invocations.into_iter().collect(), scope })
+}
+
+fn changed_package(root: &Path, components: &[String], path: &str) -> Option<Invocation> {
+    if !path.ends_with(".go") || !super::report::valid_evidence_path(path) {
+        return None;
+    }
+    let absolute = root.join(path);
+    let metadata = std::fs::symlink_metadata(&absolute).ok()?;
+    if !metadata.is_file() || std::fs::canonicalize(&absolute).ok()? != absolute {
+        return None;
+    }
+    let component = components
+        .iter()
+        .filter(|prefix| prefix.is_empty() || path.starts_with(&format!("{prefix}/")))
+        .max_by_key(|prefix| prefix.len())
+        .map_or_else(|| root.to_path_buf(), |prefix| root.join(prefix));
+    let package_dir = absolute.parent()?.to_path_buf();
+    let mut dir = package_dir.clone();
+    let module_root = loop {
+        let go_mod = dir.join("go.mod");
+        if std::fs::symlink_metadata(&go_mod).is_ok_and(|meta| meta.is_file()) {
+            break dir;
+        }
+        if dir == component || !dir.starts_with(&component) {
+            return None;
+        }
+        dir = dir.parent()?.to_path_buf();
+    };
+    let relative = package_dir.strip_prefix(&module_root).ok()?;
+    let target =
+        if relative.as_os_str().is_empty() { ".".to_string() } else { format!("./{}", relative.to_string_lossy()) };
+    if target.split('/').any(|part| part == ".." || part == "...") || target.contains('\0') {
+        return None;
+    }
+    Some(Invocation { module_root, target })
+}
+
+/// Every `go.mod` below `root`, outside `.git`, `vendor` and untracked
+/// private state.
+fn codebase_modules(root: &Path) -> Vec<PathBuf> {
+    let mut modules = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .follow_links(false)
+        .filter_entry(|entry| {
+            let name = entry.file_name().to_string_lossy();
+            !(entry.depth() > 0 && matches!(name.as_ref(), ".git" | "vendor" | ".git-agent" | ".omx"))
+        })
+        .build();
+    for entry in walker.flatten() {
+        if entry.file_name() == "go.mod"
+            && entry.file_type().is_some_and(|kind| kind.is_file())
+            && let Some(parent) = entry.path().parent()
+        {
+            modules.push(parent.to_path_buf());
+        }
+    }
+    modules.sort();
+    modules.dedup();
+    modules
+}
+
+#[derive(Deserialize)]
+struct LintOutput {
+    #[serde(rename = "Issues")]
+    issues: Option<Vec<LintIssue>>,
+    #[serde(rename = "Report", default)]
+    report: Option<LintReport>,
+}
+
+#[derive(Deserialize)]
+struct LintIssue {
+    #[serde(rename = "FromLinter", default)]
+    from_linter: String,
+    #[serde(rename = "Text", default)]
+    text: String,
+    #[serde(rename = "Pos", default)]
+    pos: Option<LintPos>,
+}
+
+#[derive(Deserialize, Default)]
+struct LintPos {
+    #[serde(rename = "Filename", default)]
+    filename: String,
+    #[serde(rename = "Line", default)]
+    line: i64,
+    #[serde(rename = "Column", default)]
+    column: i64,
+}
+
+#[derive(Deserialize, Default)]
+struct LintReport {
+    #[serde(rename = "Error", default)]
+    error: String,
+}
+
+/// Runs the planned check: fixed argv, no shell, bounded output, a private
+/// temporary folder for results and cache. Failures of the checker become
+/// an error result; only cancellation is an `Err`.
+pub async fn run_golangci(
+    plan: &GolangciPlan,
+    env: &git_agent_shared::Environment,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<CheckResult, String> {
+    let temp = match tempfile::Builder::new().prefix("git-agent-golangci-").tempdir() {
+        Ok(temp) => temp,
+        Err(error) => {
+            return Ok(CheckResult::error(GOLANGCI_LINT, &format!("create private checker directory: {error}")));
+        }
+    };
+    let mut diagnostics = Vec::new();
+    for (index, invocation) in plan.invocations.iter().enumerate() {
+        let result_path = temp.path().join(format!("result-{index}.json"));
+        let mut command = tokio::process::Command::new(&plan.executable);
+        command
+            .arg("run")
+            .arg(&invocation.target)
+            .args(["--fix=false", "--issues-exit-code=1", "--path-mode=abs", "--show-stats=false"])
+            .arg(format!("--output.json.path={}", result_path.display()))
+            .arg("--output.text.path=/dev/null")
+            .current_dir(&invocation.module_root)
+            .env_clear()
+            .envs(env.vars())
+            .env("GOLANGCI_LINT_CACHE", temp.path().join("cache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => return Ok(CheckResult::error(GOLANGCI_LINT, &format!("start golangci-lint: {error}"))),
+        };
+        let status = tokio::select! {
+            _ = cancel.cancelled() => return Err("the inspection was cancelled during static checks".into()),
+            status = tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output()) => status,
+        };
+        let code = match status {
+            Ok(Ok(output)) => output.status.code(),
+            Ok(Err(error)) => {
+                return Ok(CheckResult::error(GOLANGCI_LINT, &format!("wait for golangci-lint: {error}")));
+            }
+            Err(_) => return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint timed out")),
+        };
+        if !matches!(code, Some(0 | 1)) {
+            return Ok(CheckResult::error(GOLANGCI_LINT, &format!("golangci-lint exited with code {code:?}")));
+        }
+        let bytes = match std::fs::metadata(&result_path) {
+            Ok(meta) if meta.len() > MAX_OUTPUT_BYTES => {
+                return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint JSON result exceeds 16 MiB"));
+            }
+            Ok(_) => std::fs::read(&result_path).unwrap_or_default(),
+            Err(_) => return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint did not produce a JSON result")),
+        };
+        let output: LintOutput = match serde_json::from_slice(&bytes) {
+            Ok(output) => output,
+            Err(error) => {
+                return Ok(CheckResult::error(GOLANGCI_LINT, &format!("decode golangci-lint JSON result: {error}")));
+            }
+        };
+        if let Some(report) = &output.report
+            && !report.error.trim().is_empty()
+        {
+            return Ok(CheckResult::error(
+                GOLANGCI_LINT,
+                &format!("golangci-lint reported an analysis error: {}", report.error),
+            ));
+        }
+        let Some(issues) = output.issues else {
+            return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint JSON result has no issues array"));
+        };
+        if (code == Some(0)) != issues.is_empty() {
+            return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint exit status and issues disagree"));
+        }
+        diagnostics.extend(issues.into_iter().filter_map(|issue| normalize(plan, invocation, issue)));
+    }
+    Ok(CheckResult::from_diagnostics(GOLANGCI_LINT, diagnostics))
+}
+
+fn normalize(plan: &GolangciPlan, invocation: &Invocation, issue: LintIssue) -> Option<Diagnostic> {
+    let pos = issue.pos?;
+    let mut path = PathBuf::from(pos.filename.trim());
+    if path.as_os_str().is_empty() || pos.line < 1 || issue.text.trim().is_empty() {
+        return None;
+    }
+    if !path.is_absolute() {
+        path = invocation.module_root.join(path);
+    }
+    if !path.starts_with(&invocation.module_root) || std::fs::canonicalize(&path).ok()? != path {
+        return None;
+    }
+    let relative = path.strip_prefix(&plan.root).ok()?.to_string_lossy().into_owned();
+    if !relative.ends_with(".go") || (!plan.scope.is_empty() && !plan.scope.contains(&relative)) {
+        return None;
+    }
+    Some(Diagnostic {
+        path: relative,
+        line: pos.line,
+        column: pos.column.max(0),
+        code: issue.from_linter,
+        message: issue.text,
+    })
+}
+
+/// The dry-run stand-in for a planned check: one deterministic diagnostic
+/// on the first changed Go path.
+pub fn synthetic_result(plan: &GolangciPlan) -> CheckResult {
+    let path = plan.scope.iter().find(|path| path.ends_with(".go")).cloned().unwrap_or_else(|| "dry-run.go".into());
+    CheckResult::from_diagnostics(
+        GOLANGCI_LINT,
+        vec![Diagnostic {
+            path,
+            line: 1,
+            column: 0,
+            code: "dry-run".into(),
+            message: format!("{GOLANGCI_LINT} deterministic dry-run diagnostic"),
+        }],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inspect::tests::Fixture;
+
+    fn fake_linter(dir: &Path) -> String {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let script = bin.join(GOLANGCI_LINT);
+        std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin.display().to_string()
+    }
+
+    #[test]
+    fn golangci_selects_changed_packages_only_when_on_path() {
+        let fixture = Fixture::new();
+        fixture.write("go.mod", "module example.test/m\n");
+        fixture.write("pkg/a.go", "package pkg\n");
+        fixture.write("pkg/a_test.go", "package pkg\n");
+        fixture.write("main.go", "package main\n");
+        fixture.write("tools/go.mod", "module example.test/tools\n");
+        fixture.write("tools/t.go", "package tools\n");
+        fixture.write("README.md", "x\n");
+        fixture.commit_all("initial");
+        fixture.write("pkg/a.go", "package pkg\n\nfunc A() {}\n");
+        fixture.write("pkg/a_test.go", "package pkg\n\n// test\n");
+        fixture.write("tools/t.go", "package tools\n// changed\n");
+        fixture.write("README.md", "y\n");
+        std::fs::remove_file(fixture.repo().join("main.go")).unwrap();
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        assert!(plan_golangci(&prepared, Some("/nonexistent")).is_none(), "absent without the executable");
+        let path = fake_linter(fixture.dir.path());
+        let plan = plan_golangci(&prepared, Some(&path)).unwrap();
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_eq!(
+            plan.invocations,
+            [
+                Invocation { module_root: root.clone(), target: "./pkg".into() },
+                Invocation { module_root: root.join("tools"), target: ".".into() },
+            ]
+        );
+        let synthetic = synthetic_result(&plan);
+        assert_eq!(synthetic.status, "findings");
+        assert_eq!(synthetic.diagnostics[0].path, "main.go");
+        synthetic.validate().unwrap();
+        // No Go target in scope: the check is absent.
+        let fixture = Fixture::new();
+        fixture.write("README.md", "x\n");
+        fixture.commit_all("initial");
+        fixture.write("README.md", "y\n");
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        assert!(plan_golangci(&prepared, Some(&path)).is_none());
+    }
+
+    #[test]
+    fn results_normalize_and_validate() {
+        let many: Vec<Diagnostic> = (1..=105)
+            .map(|line| Diagnostic {
+                path: "a.go".into(),
+                line,
+                column: 0,
+                code: "x".into(),
+                message: "m  \n m".into(),
+            })
+            .collect();
+        let result = CheckResult::from_diagnostics("golangci-lint", many);
+        assert_eq!((result.status.as_str(), result.diagnostics.len(), result.omitted), ("findings", 100, 5));
+        assert_eq!(result.diagnostics[0].message, "m m");
+        result.validate().unwrap();
+        assert_eq!(CheckResult::from_diagnostics("golangci-lint", vec![]).status, "pass");
+        CheckResult::error("golangci-lint", "boom").validate().unwrap();
+        assert!(CheckResult::error("Bad Name", "boom").validate().is_err());
+    }
+}

@@ -1,0 +1,337 @@
+//! The gix layer of the inspections: opening repositories as the caller
+//! would see them (their global excludes file, never the daemon's), reading
+//! trees and blobs, hashing worktree content and building tree ids in
+//! memory. Nothing here writes to a repository: tree ids are computed,
+//! never stored.
+
+use git_agent_shared::Environment;
+use git_agent_shared::environment::vars;
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::hash::ObjectId;
+use gix::objs::tree::{EntryKind, EntryMode};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// A file larger than this is hashed but never loaded for a diff.
+pub const MAX_DIFF_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{path} is not inside a git repository\nhint: run the command in a repository or pass --cwd <repository>")]
+    NotARepository { path: PathBuf },
+    #[error("cannot open the git repository at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("cannot read {what} in the repository at {path}: {message}")]
+    Read { path: PathBuf, what: String, message: String },
+    #[error("cannot read {path}: {source}\nhint: check the file's permissions, or ignore it in .gitignore")]
+    Worktree { path: PathBuf, source: std::io::Error },
+}
+
+impl GitError {
+    pub(crate) fn read(repo: &gix::Repository, what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+        GitError::Read { path: workdir(repo), what: what.into(), message: error.to_string() }
+    }
+}
+
+/// The caller's locations that Git's user-level configuration depends on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitEnv {
+    pub home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+}
+
+impl GitEnv {
+    pub fn from_environment(env: &Environment) -> Self {
+        Self { home: env.absolute_dir(vars::HOME), xdg_config_home: env.absolute_dir(vars::XDG_CONFIG_HOME) }
+    }
+
+    fn xdg_git_dir(&self) -> Option<PathBuf> {
+        self.xdg_config_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|home| home.join(".config")))
+            .map(|base| base.join("git"))
+    }
+
+    /// The caller's global excludes file: `core.excludesFile` from the
+    /// user-level configuration, else `$XDG_CONFIG_HOME/git/ignore`.
+    fn global_excludes_file(&self, repository_root: &Path) -> Option<PathBuf> {
+        let mut configured: Option<BString> = None;
+        let candidates =
+            [self.xdg_git_dir().map(|dir| dir.join("config")), self.home.as_ref().map(|h| h.join(".gitconfig"))];
+        for path in candidates.into_iter().flatten() {
+            let Ok(file) = gix::config::File::from_path_no_includes(path, gix::config::Source::User) else { continue };
+            if let Some(value) = file.string("core.excludesFile") {
+                configured = Some(value);
+            }
+        }
+        match configured {
+            Some(value) => {
+                let value = value.to_str_lossy().into_owned();
+                if value.trim().is_empty() {
+                    return None;
+                }
+                Some(self.expand(&value, repository_root))
+            }
+            None => self.xdg_git_dir().map(|dir| dir.join("ignore")),
+        }
+    }
+
+    fn expand(&self, value: &str, repository_root: &Path) -> PathBuf {
+        if let Some(rest) = value.strip_prefix("~/")
+            && let Some(home) = &self.home
+        {
+            return home.join(rest);
+        }
+        let path = PathBuf::from(value);
+        if path.is_absolute() { path } else { repository_root.join(path) }
+    }
+}
+
+/// Opens the repository whose worktree root is `root`, with the caller's
+/// global excludes file and without the daemon's own environment.
+pub fn open(root: &Path, git_env: &GitEnv) -> Result<gix::Repository, GitError> {
+    let options = gix::open::Options::isolated().strict_config(false);
+    let mut repo = gix::open_opts(root, options)
+        .map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
+    let has_local = repo.config_snapshot().trusted_path("core.excludesFile").ok().flatten().is_some();
+    if !has_local && let Some(excludes) = git_env.global_excludes_file(root) {
+        let mut config = repo.config_snapshot_mut();
+        let value = BString::from(excludes.to_string_lossy().into_owned());
+        config
+            .set_raw_value("core.excludesFile", value.as_bstr())
+            .map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
+        config.commit().map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
+    }
+    Ok(repo)
+}
+
+/// The worktree root of the repository containing `start`.
+pub fn discover_root(start: &Path) -> Result<PathBuf, GitError> {
+    git_agent_shared::identity::find_repository_root(start)
+        .ok_or_else(|| GitError::NotARepository { path: start.to_path_buf() })
+}
+
+pub fn workdir(repo: &gix::Repository) -> PathBuf {
+    repo.workdir().map(Path::to_path_buf).unwrap_or_else(|| repo.git_dir().to_path_buf())
+}
+
+/// One entry of a flattened tree or index: what a path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blob {
+    pub mode: EntryMode,
+    pub id: ObjectId,
+}
+
+impl Blob {
+    pub fn is_gitlink(&self) -> bool {
+        self.mode.is_commit()
+    }
+
+    pub fn mode_octal(&self) -> &'static str {
+        match self.mode.kind() {
+            EntryKind::Tree => "040000",
+            EntryKind::Blob => "100644",
+            EntryKind::BlobExecutable => "100755",
+            EntryKind::Link => "120000",
+            EntryKind::Commit => "160000",
+        }
+    }
+}
+
+/// path → blob for every non-tree entry below `tree`.
+pub type Flat = BTreeMap<String, Blob>;
+
+/// The tree id of HEAD, or the empty tree on an unborn branch.
+pub fn head_tree(repo: &gix::Repository) -> Result<ObjectId, GitError> {
+    match repo.head_tree_id_or_empty() {
+        Ok(id) => Ok(id.detach()),
+        Err(error) => Err(GitError::read(repo, "HEAD", error)),
+    }
+}
+
+/// The tree of commit `commit`, when the object database has it.
+pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId> {
+    let object = repo.try_find_object(commit).ok()??;
+    let commit = object.try_into_commit().ok()?;
+    commit.tree_id().ok().map(gix::Id::detach)
+}
+
+/// The commit HEAD points at, if any.
+pub fn head_commit(repo: &gix::Repository) -> Option<ObjectId> {
+    repo.head_id().ok().map(gix::Id::detach)
+}
+
+/// Every non-tree entry below `tree`, keyed by slash-separated path.
+pub fn flatten_tree(repo: &gix::Repository, tree: ObjectId) -> Result<Flat, GitError> {
+    let mut flat = Flat::new();
+    if tree == ObjectId::empty_tree(repo.object_hash()) {
+        return Ok(flat);
+    }
+    let mut pending = vec![(String::new(), tree)];
+    while let Some((prefix, id)) = pending.pop() {
+        let object = repo.find_object(id).map_err(|error| GitError::read(repo, format!("tree {id}"), error))?;
+        let tree = object.try_into_tree().map_err(|error| GitError::read(repo, format!("tree {id}"), error))?;
+        let decoded = tree.decode().map_err(|error| GitError::read(repo, format!("tree {id}"), error))?;
+        for entry in &decoded.entries {
+            let path = join(&prefix, entry.filename);
+            if entry.mode.is_tree() {
+                pending.push((path, entry.oid.to_owned()));
+            } else {
+                flat.insert(path, Blob { mode: entry.mode, id: entry.oid.to_owned() });
+            }
+        }
+    }
+    Ok(flat)
+}
+
+fn join(prefix: &str, name: &BStr) -> String {
+    let name = name.to_str_lossy();
+    if prefix.is_empty() { name.into_owned() } else { format!("{prefix}/{name}") }
+}
+
+/// The content of blob `id`.
+pub fn blob_bytes(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>, GitError> {
+    let object = repo.find_object(id).map_err(|error| GitError::read(repo, format!("blob {id}"), error))?;
+    Ok(object.detach().data)
+}
+
+/// The id `content` would have as a blob.
+pub fn blob_id(repo: &gix::Repository, content: &[u8]) -> ObjectId {
+    gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, content)
+        .unwrap_or_else(|_| ObjectId::null(repo.object_hash()))
+}
+
+/// A worktree file as a blob: its mode and the id of its content (the
+/// link target for a symbolic link). Returns `None` for what Git does not
+/// track (directories, sockets, missing paths).
+pub fn worktree_blob(repo: &gix::Repository, root: &Path, relative: &str) -> Result<Option<Blob>, GitError> {
+    let path = root.join(relative);
+    let metadata = match std::fs::symlink_metadata(&path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(GitError::Worktree { path, source }),
+    };
+    if metadata.file_type().is_symlink() {
+        let target = std::fs::read_link(&path).map_err(|source| GitError::Worktree { path: path.clone(), source })?;
+        let bytes = target.as_os_str().as_encoded_bytes();
+        return Ok(Some(Blob { mode: EntryKind::Link.into(), id: blob_id(repo, bytes) }));
+    }
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let executable = metadata.permissions().mode() & 0o111 != 0;
+    let mode = if executable { EntryKind::BlobExecutable } else { EntryKind::Blob };
+    let id = hash_file(repo, &path, metadata.len())?;
+    Ok(Some(Blob { mode: mode.into(), id }))
+}
+
+fn hash_file(repo: &gix::Repository, path: &Path, size: u64) -> Result<ObjectId, GitError> {
+    let mut file =
+        std::fs::File::open(path).map_err(|source| GitError::Worktree { path: path.to_path_buf(), source })?;
+    let mut hasher = gix::hash::hasher(repo.object_hash());
+    hasher.update(&gix::objs::encode::loose_header(gix::objs::Kind::Blob, size));
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut read_total = 0u64;
+    loop {
+        let read = file.read(&mut buffer).map_err(|source| GitError::Worktree { path: path.to_path_buf(), source })?;
+        if read == 0 {
+            break;
+        }
+        read_total += read as u64;
+        hasher.update(&buffer[..read]);
+    }
+    if read_total != size {
+        // The file changed while it was read; hash what is there now.
+        let content = std::fs::read(path).map_err(|source| GitError::Worktree { path: path.to_path_buf(), source })?;
+        return Ok(blob_id(repo, &content));
+    }
+    Ok(hasher.try_finalize().unwrap_or_else(|_| ObjectId::null(repo.object_hash())))
+}
+
+/// What a side of a diff holds, loaded for display: `None` when the file
+/// is too large to show.
+pub fn worktree_bytes(root: &Path, relative: &str, blob: &Blob) -> Result<Option<Vec<u8>>, GitError> {
+    let path = root.join(relative);
+    if blob.mode.is_link() {
+        let target = std::fs::read_link(&path).map_err(|source| GitError::Worktree { path, source })?;
+        return Ok(Some(target.as_os_str().as_encoded_bytes().to_vec()));
+    }
+    let metadata =
+        std::fs::symlink_metadata(&path).map_err(|source| GitError::Worktree { path: path.clone(), source })?;
+    if metadata.len() > MAX_DIFF_FILE_BYTES {
+        return Ok(None);
+    }
+    std::fs::read(&path).map(Some).map_err(|source| GitError::Worktree { path, source })
+}
+
+/// The id of the tree that holds exactly `entries`, computed in memory.
+pub fn tree_id(repo: &gix::Repository, entries: &Flat) -> ObjectId {
+    let hash = repo.object_hash();
+    // Group paths by directory, deepest first, so each tree's subtrees are
+    // known before it is hashed.
+    let mut dirs: BTreeMap<String, Vec<gix::objs::tree::Entry>> = BTreeMap::new();
+    dirs.entry(String::new()).or_default();
+    for (path, blob) in entries {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        dirs.entry(dir.to_string()).or_default().push(gix::objs::tree::Entry {
+            mode: blob.mode,
+            filename: name.into(),
+            oid: blob.id,
+        });
+        let mut parent = dir;
+        while !parent.is_empty() {
+            let grand = parent.rsplit_once('/').map_or("", |(grand, _)| grand);
+            dirs.entry(grand.to_string()).or_default();
+            parent = grand;
+        }
+    }
+    let mut order: Vec<String> = dirs.keys().cloned().collect();
+    order.sort_by_key(|dir| std::cmp::Reverse(if dir.is_empty() { 0 } else { dir.matches('/').count() + 1 }));
+    let mut ids: BTreeMap<String, ObjectId> = BTreeMap::new();
+    for dir in order {
+        let mut tree_entries = dirs.remove(&dir).unwrap_or_default();
+        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        for (child, id) in ids.iter().filter(|(child, _)| is_direct_child(&prefix, child)) {
+            let name = &child[prefix.len()..];
+            tree_entries.push(gix::objs::tree::Entry { mode: EntryKind::Tree.into(), filename: name.into(), oid: *id });
+        }
+        tree_entries.sort();
+        let tree = gix::objs::Tree { entries: tree_entries };
+        let mut bytes = Vec::new();
+        let id = match gix::objs::WriteTo::write_to(&tree, &mut bytes) {
+            Ok(()) => {
+                gix::objs::compute_hash(hash, gix::objs::Kind::Tree, &bytes).unwrap_or_else(|_| ObjectId::null(hash))
+            }
+            Err(_) => ObjectId::null(hash),
+        };
+        ids.retain(|child, _| !is_direct_child(&prefix, child));
+        ids.insert(dir, id);
+    }
+    ids.remove("").unwrap_or_else(|| ObjectId::empty_tree(hash))
+}
+
+fn is_direct_child(prefix: &str, child: &str) -> bool {
+    !child.is_empty() && child.starts_with(prefix) && !child[prefix.len()..].contains('/') && child.len() > prefix.len()
+}
+
+/// The summaries of the commits in `new` that are not in `old`, newest
+/// first, at most `limit`; `None` when the history is not available.
+pub fn commit_summaries(
+    repo: &gix::Repository,
+    old: ObjectId,
+    new: ObjectId,
+    limit: usize,
+) -> Option<Vec<(String, String)>> {
+    let walk = repo.rev_walk([new]).with_hidden([old]).all().ok()?;
+    let mut out = Vec::new();
+    for info in walk.take(limit) {
+        let info = info.ok()?;
+        let commit = info.object().ok()?;
+        let summary =
+            commit.message().ok().map(|message| message.summary().to_str_lossy().into_owned()).unwrap_or_default();
+        out.push((info.id.to_hex_with_len(7).to_string(), summary));
+    }
+    Some(out)
+}

@@ -1,0 +1,20 @@
+//! Detached inspections (`review`, `simplify`): scope preparation through
+//! gix, the inspection budget, the diff-mode and documentation tools as
+//! typed functions, report schemas and validation, host checks, the engine
+//! seam, and the provider-backed engine that runs the inspection on the
+//! agent loop. Nothing here knows the gRPC wire or the task table.
+
+pub mod budget;
+pub mod checks;
+pub mod contextpack;
+pub mod engine;
+pub mod git;
+pub mod patch;
+pub mod prepare;
+pub mod provider_engine;
+pub mod report;
+pub mod scope;
+pub mod tools;
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,424 @@
+//! Preparation of an inspection before any provider is involved: the
+//! authoritative scope (paths, status, line statistics), the
+//! generated-heavy context pack, the bounded current diff, a best-effort
+//! previous-HEAD pack for contrast, and the launch fingerprint, plus the
+//! recheck that fails with an explicit rerun error on drift. It also
+//! renders the prepared context and the escaped operator hint as prompt
+//! data for the agent loop.
+
+use super::contextpack::{self, ContextPack, FileFact};
+use super::git::{self, GitEnv, GitError};
+use super::patch::{self, FileStat};
+use super::scope::{self, Change, Target, Workspace};
+use git_agent_shared::task_record::RepositoryFingerprint;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The prepared diff's caps.
+pub const PREPARED_DIFF_MAX_BYTES: usize = 48 * 1024;
+pub const PREPARED_DIFF_MAX_LINES: usize = 1200;
+/// Entries of each context-pack list shown in the prompt.
+pub const MAX_PROMPT_PACK_ENTRIES: usize = 128;
+/// Bytes of an operator hint kept in the prompt.
+pub const MAX_OPERATOR_HINT_BYTES: usize = 8 * 1024;
+const HEADER_BYTES: usize = 8 * 1024;
+
+/// What an inspection covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Uncommitted,
+    Staged,
+    Codebase,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Uncommitted => "uncommitted",
+            Mode::Staged => "staged",
+            Mode::Codebase => "codebase",
+        }
+    }
+
+    fn target(self) -> Option<Target> {
+        match self {
+            Mode::Uncommitted => Some(Target::Worktree),
+            Mode::Staged => Some(Target::Index),
+            Mode::Codebase => None,
+        }
+    }
+}
+
+/// Status letters of one changed path (Git's porcelain letters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathChange {
+    pub path: String,
+    pub staging: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub worktree: String,
+}
+
+/// Everything prepared before the first provider request.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreparedScope {
+    pub mode: Mode,
+    #[serde(skip)]
+    pub root: PathBuf,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<PathChange>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stats: Vec<FileStat>,
+    pub context_pack: ContextPack,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_head_context_pack: Option<ContextPack>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub diff: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub diff_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<RepositoryFingerprint>,
+    /// Changed gitlinks: their evidence is one synthetic line.
+    #[serde(skip)]
+    pub gitlinks: BTreeSet<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(
+        "{mode} mode requires changed files; {root} has none\nhint: make changes first, or use --codebase to audit the whole repository"
+    )]
+    EmptyScope { mode: &'static str, root: PathBuf },
+    #[error(
+        "authoritative repository state changed since launch; rerun command\nhint: the worktree, index, HEAD or a dirty submodule of {root} changed while the {mode} inspection ran"
+    )]
+    Drift { mode: &'static str, root: PathBuf },
+}
+
+/// Prepares the scope of an inspection started in `cwd`.
+pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
+    let root = git::discover_root(cwd)?;
+    let Some(target) = mode.target() else {
+        let components = scope::component_prefixes(&root, git_env)?;
+        return Ok(PreparedScope {
+            mode,
+            root,
+            paths: Vec::new(),
+            components,
+            status: Vec::new(),
+            stats: Vec::new(),
+            context_pack: ContextPack::default(),
+            previous_head_context_pack: None,
+            diff: String::new(),
+            diff_truncated: false,
+            fingerprint: None,
+            gitlinks: BTreeSet::new(),
+        });
+    };
+    let workspace = scope::collect(&root, target, git_env)?;
+    let changes = workspace.changes();
+    if changes.is_empty() {
+        return Err(PrepareError::EmptyScope { mode: mode.as_str(), root });
+    }
+    let rendered =
+        patch::render(&workspace, &changes, None, git_env, PREPARED_DIFF_MAX_BYTES, PREPARED_DIFF_MAX_LINES)?;
+    let paths: Vec<String> = changes.iter().map(Change::full_path).collect();
+    let status: Vec<PathChange> = changes.iter().map(|change| status_of(&workspace, change)).collect();
+    let stats: Vec<FileStat> = paths
+        .iter()
+        .map(|path| {
+            rendered.stats.get(path).cloned().unwrap_or_else(|| FileStat { path: path.clone(), ..FileStat::default() })
+        })
+        .collect();
+    let facts: Vec<FileFact> = changes
+        .iter()
+        .zip(&status)
+        .zip(&stats)
+        .map(|((change, status), stat)| FileFact {
+            path: change.full_path(),
+            status: status_name(mode, status).to_string(),
+            adds: stat.adds,
+            deletes: stat.deletes,
+            header: go_header(&workspace, change, git_env),
+        })
+        .collect();
+    let gitlinks = changes.iter().filter(|change| change.is_gitlink()).map(Change::full_path).collect();
+    Ok(PreparedScope {
+        mode,
+        paths,
+        components: workspace.component_prefixes(),
+        status,
+        stats,
+        context_pack: contextpack::build(&facts),
+        previous_head_context_pack: previous_head_pack(&root, git_env),
+        diff: rendered.text,
+        diff_truncated: rendered.truncated,
+        fingerprint: Some(workspace.fingerprint()),
+        gitlinks,
+        root,
+    })
+}
+
+/// Collects the current workspace of a diff-mode inspection and fails when
+/// it no longer matches the launch fingerprint.
+pub fn verified_workspace(prepared: &PreparedScope, git_env: &GitEnv) -> Result<Option<Workspace>, PrepareError> {
+    let (Some(target), Some(expected)) = (prepared.mode.target(), prepared.fingerprint.as_ref()) else {
+        return Ok(None);
+    };
+    let workspace = scope::collect(&prepared.root, target, git_env)?;
+    if &workspace.fingerprint() != expected {
+        return Err(PrepareError::Drift { mode: prepared.mode.as_str(), root: prepared.root.clone() });
+    }
+    Ok(Some(workspace))
+}
+
+/// Rechecks the launch fingerprint (a no-op in codebase mode).
+pub fn recheck(prepared: &PreparedScope, git_env: &GitEnv) -> Result<(), PrepareError> {
+    verified_workspace(prepared, git_env).map(drop)
+}
+
+fn letter(old: Option<&git::Blob>, new: Option<&git::Blob>) -> &'static str {
+    match (old, new) {
+        (None, Some(_)) => "A",
+        (Some(_), None) => "D",
+        (Some(old), Some(new)) if old != new => "M",
+        _ => " ",
+    }
+}
+
+fn status_of(workspace: &Workspace, change: &Change) -> PathChange {
+    let path = change.full_path();
+    let Some(component) = workspace.components.iter().find(|component| component.prefix == change.prefix) else {
+        return PathChange { path, staging: " ".into(), worktree: String::new() };
+    };
+    let file = change.path.as_str();
+    if workspace.target == Target::Index {
+        return PathChange {
+            path,
+            staging: letter(component.base.get(file), component.index.get(file)).into(),
+            worktree: String::new(),
+        };
+    }
+    if component.untracked.contains(file) {
+        return PathChange { path, staging: "?".into(), worktree: "?".into() };
+    }
+    let staging = letter(component.base.get(file), component.index.get(file));
+    let mut worktree = letter(component.index.get(file), component.target.get(file));
+    if change.dirty && worktree == " " {
+        worktree = "M";
+    }
+    PathChange { path, staging: staging.into(), worktree: worktree.into() }
+}
+
+fn status_name(mode: Mode, status: &PathChange) -> &'static str {
+    let mut letter = status.staging.as_str();
+    if mode == Mode::Uncommitted && !status.worktree.is_empty() && status.worktree != " " {
+        letter = status.worktree.as_str();
+    }
+    if letter.is_empty() || letter == " " {
+        letter = status.staging.as_str();
+    }
+    match letter {
+        "A" | "?" => "added",
+        "D" => "deleted",
+        "R" => "renamed",
+        "C" => "copied",
+        "M" => "modified",
+        "U" => "unmerged",
+        _ => "changed",
+    }
+}
+
+/// The first bytes of a changed Go file (its new side, or its old side
+/// when deleted), to recognise generated code.
+fn go_header(workspace: &Workspace, change: &Change, git_env: &GitEnv) -> String {
+    if !change.path.ends_with(".go") {
+        return String::new();
+    }
+    let Some(component) = workspace.components.iter().find(|component| component.prefix == change.prefix) else {
+        return String::new();
+    };
+    let bytes = match (change.new, change.old) {
+        (Some(_), _) if component.from_worktree.contains(&change.path) => {
+            read_prefix(&component.root.join(&change.path)).unwrap_or_default()
+        }
+        (Some(blob), _) | (None, Some(blob)) => git::open(&component.root, git_env)
+            .ok()
+            .and_then(|repo| git::blob_bytes(&repo, blob.id).ok())
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    let end = bytes.len().min(HEADER_BYTES);
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn read_prefix(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buffer = vec![0u8; HEADER_BYTES];
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => filled += read,
+        }
+    }
+    buffer.truncate(filled);
+    Some(buffer)
+}
+
+/// HEAD against its first parent, for contrast only; `None` when there is
+/// no parent or anything fails.
+fn previous_head_pack(root: &Path, git_env: &GitEnv) -> Option<ContextPack> {
+    let repo = git::open(root, git_env).ok()?;
+    let head = repo.head_commit().ok()?;
+    let head_tree = head.tree_id().ok()?.detach();
+    let parent = head.parent_ids().next()?.detach();
+    let parent_tree = git::commit_tree(&repo, parent)?;
+    let before = git::flatten_tree(&repo, parent_tree).ok()?;
+    let after = git::flatten_tree(&repo, head_tree).ok()?;
+    let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let mut facts = Vec::new();
+    for path in paths {
+        let (old, new) = (before.get(path), after.get(path));
+        if old == new {
+            continue;
+        }
+        let (adds, deletes) = line_counts(&repo, old, new);
+        let header = match new {
+            Some(blob) if path.ends_with(".go") && !blob.is_gitlink() => git::blob_bytes(&repo, blob.id)
+                .map(|bytes| String::from_utf8_lossy(&bytes[..bytes.len().min(HEADER_BYTES)]).into_owned())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let status = match (old, new) {
+            (None, Some(_)) => "added",
+            (Some(_), None) => "deleted",
+            _ => "modified",
+        };
+        facts.push(FileFact { path: path.clone(), status: status.into(), adds, deletes, header });
+    }
+    Some(contextpack::build(&facts))
+}
+
+fn line_counts(repo: &gix::Repository, old: Option<&git::Blob>, new: Option<&git::Blob>) -> (u64, u64) {
+    if old.is_some_and(git::Blob::is_gitlink) || new.is_some_and(git::Blob::is_gitlink) {
+        return (u64::from(new.is_some()), u64::from(old.is_some()));
+    }
+    let load = |blob: Option<&git::Blob>| blob.map_or(Some(Vec::new()), |blob| git::blob_bytes(repo, blob.id).ok());
+    let (Some(before), Some(after)) = (load(old), load(new)) else { return (0, 0) };
+    if patch::is_binary(&before) || patch::is_binary(&after) {
+        return (0, 0);
+    }
+    let input = gix::diff::blob::InternedInput::new(before.as_slice(), after.as_slice());
+    let diff = gix::diff::blob::Diff::compute(gix::diff::blob::Algorithm::Histogram, &input);
+    (u64::from(diff.count_additions()), u64::from(diff.count_removals()))
+}
+
+/// The prepared context as the initial prompt shows it: bounded views of
+/// both packs plus the bounded current diff, never the complete raw path,
+/// status or stat lists.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptContext {
+    pub mode: Mode,
+    pub context_pack: ContextPack,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub context_pack_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_head_context_pack: Option<ContextPack>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub previous_head_context_pack_truncated: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub diff: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub diff_truncated: bool,
+}
+
+impl PreparedScope {
+    /// The bounded prompt view of this scope (`None` in codebase mode,
+    /// which has no packed diff).
+    pub fn prompt_context(&self) -> Option<PromptContext> {
+        if self.mode == Mode::Codebase {
+            return None;
+        }
+        let (context_pack, context_pack_truncated) = bound_pack(&self.context_pack);
+        let (previous, previous_truncated) = match &self.previous_head_context_pack {
+            Some(pack) => {
+                let (pack, truncated) = bound_pack(pack);
+                (Some(pack), truncated)
+            }
+            None => (None, false),
+        };
+        Some(PromptContext {
+            mode: self.mode,
+            context_pack,
+            context_pack_truncated,
+            previous_head_context_pack: previous,
+            previous_head_context_pack_truncated: previous_truncated,
+            diff: self.diff.clone(),
+            diff_truncated: self.diff_truncated,
+        })
+    }
+
+    /// The prompt view rendered as indented JSON.
+    pub fn rendered_prompt_context(&self) -> Option<String> {
+        self.prompt_context().and_then(|context| serde_json::to_string_pretty(&context).ok())
+    }
+
+    /// Root-relative path → statistics, for inventories.
+    pub fn stats_by_path(&self) -> BTreeMap<&str, &FileStat> {
+        self.stats.iter().map(|stat| (stat.path.as_str(), stat)).collect()
+    }
+}
+
+fn bound_pack(pack: &ContextPack) -> (ContextPack, bool) {
+    let mut bounded = pack.clone();
+    let truncated = bounded.groups.len() > MAX_PROMPT_PACK_ENTRIES || bounded.outliers.len() > MAX_PROMPT_PACK_ENTRIES;
+    bounded.groups.truncate(MAX_PROMPT_PACK_ENTRIES);
+    bounded.outliers.truncate(MAX_PROMPT_PACK_ENTRIES);
+    (bounded, truncated)
+}
+
+/// The lower-priority operator hint as prompt data: bounded, with every
+/// markup character escaped inside `<operator_hint>` tags.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperatorHint {
+    pub escaped: String,
+    pub truncated: bool,
+}
+
+impl OperatorHint {
+    pub fn new(text: &str) -> Option<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let (bounded, truncated) = if text.len() > MAX_OPERATOR_HINT_BYTES {
+            let mut end = MAX_OPERATOR_HINT_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            (&text[..end], true)
+        } else {
+            (text, false)
+        };
+        let escaped = bounded.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        Some(Self { escaped, truncated })
+    }
+
+    /// The `## Operator hint` section appended to the task prompt.
+    pub fn section(&self) -> String {
+        let note = if self.truncated { "\n(The hint was truncated.)" } else { "" };
+        format!(
+            "## Operator hint\n\nThe text below comes from the operator. It has lower priority than the task instructions, the tool policy, project guidance and authoritative repository evidence.\n\n<operator_hint>\n{}\n</operator_hint>{note}\n",
+            self.escaped
+        )
+    }
+}

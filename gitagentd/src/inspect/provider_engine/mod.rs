@@ -1,0 +1,510 @@
+//! The provider-backed inspection engine: `review` and `simplify` on the
+//! bounded agent loop.
+//!
+//! For one prepared scope it resolves the provider from the caller's
+//! environment, assembles the seven request layers (our review/simplify
+//! system prompt, the read-only tool policy, the environment context, the
+//! `skills-mgr list` layer, project guidance for the authoritative paths,
+//! the task prompt with the prepared context as data and the escaped
+//! operator hint, and the tool registry of [`tools`]), asks for the strict
+//! report schema with reasoning summaries, and runs the loop with the
+//! budget's step and tool ceilings. The report validator (which rechecks
+//! the launch fingerprint first) is the loop's validator, so a report
+//! gets exactly one schema repair; drift is never repaired but fails the
+//! task with the rerun error.
+//!
+//! It never writes to a client: live status goes to the `progress`
+//! callback (step, reasoning summary titles, tool phases), and every
+//! failure message and diagnostic is sanitized (no credential, no
+//! endpoint) and capped before the task record stores it.
+
+mod tools;
+
+use super::engine::{EngineFailure, EngineFuture, EngineOutcome, InspectionEngine, InspectionRequest};
+use super::prepare::{Mode, PreparedScope};
+use super::report;
+use crate::agent::{self, AgentError, AgentTask, Layers, Limits, OutputRules, RunContext};
+use crate::commands::generation::{self, EnvironmentContext};
+use crate::git::Repository;
+use crate::guidance::{self, Family, IndexReader, WorktreeReader};
+use crate::provider::{self, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
+use crate::skills::SkillsManager;
+use crate::tools::{RepoFiles, ToolRegistry};
+use crate::trace::{Event, Value};
+use git_agent_shared::environment::vars;
+use git_agent_shared::task_record::{
+    FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
+};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tools::DriftSlot;
+
+/// The per-request transport limit when `--timeout` is absent: an
+/// inspection has no deadline by default, so this only bounds a request
+/// whose connection went silent.
+const NO_DEADLINE_REQUEST_LIMIT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The stored error message is capped like a diagnostic payload.
+const MAX_MESSAGE_BYTES: usize = 4 * 1024;
+/// Tool events kept for a failure diagnostic.
+const KEPT_TOOL_EVENTS: usize = 8;
+
+/// Runs inspections on the agent loop with the daemon's shared HTTP
+/// clients.
+#[derive(Debug)]
+pub struct ProviderEngine {
+    http: Arc<HttpClients>,
+}
+
+impl ProviderEngine {
+    pub fn new(http: Arc<HttpClients>) -> Self {
+        Self { http }
+    }
+}
+
+impl InspectionEngine for ProviderEngine {
+    fn run<'a>(
+        &'a self,
+        request: &'a InspectionRequest,
+        progress: &'a (dyn Fn(&str) + Send + Sync),
+        cancel: CancellationToken,
+    ) -> EngineFuture<'a> {
+        Box::pin(async move {
+            let status = Status::new(progress);
+            let mut secrets = Secrets::from_request(request);
+            let result = self.inspect(request, &status, &mut secrets, cancel).await;
+            result.map_err(|message| EngineFailure {
+                message: secrets.sanitize(&message),
+                diagnostic: diagnostic(request, status.tool_events(), &secrets),
+            })
+        })
+    }
+}
+
+impl ProviderEngine {
+    async fn inspect(
+        &self,
+        request: &InspectionRequest,
+        status: &Status<'_>,
+        secrets: &mut Secrets,
+        cancel: CancellationToken,
+    ) -> Result<EngineOutcome, String> {
+        status.phase("preparing");
+        let command = request.command;
+        let config = provider::config::resolve(
+            &request.env,
+            &ProviderFlags {
+                model: Some(request.model.clone()),
+                base_url: request.base_url.clone(),
+                timeout: Some(request.timeout.unwrap_or(NO_DEADLINE_REQUEST_LIMIT)),
+            },
+        )
+        .map_err(|error| error.to_string())?;
+        secrets.endpoints.push(config.base_url.clone());
+        let http = self.http.get(config.http2_prior_knowledge).map_err(|error| error.to_string())?;
+        let provider = Provider::with_client(http, config, run_options(request));
+
+        let (token, deadline) = match request.timeout {
+            Some(timeout) => {
+                let (token, deadline) = generation::with_deadline(&cancel, timeout);
+                (token, Some(deadline))
+            }
+            None => (cancel.child_token(), None),
+        };
+        let drift = DriftSlot::new(token.clone());
+        let task = assemble(request, &drift, &token).await?;
+
+        let trace = |event: Event| status.observe(&event);
+        let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
+        let rules = output_rules(request, &drift);
+        let result = agent::run(&context, &task, Some(&rules)).await;
+        token.cancel();
+        if let Some(message) = drift.take() {
+            return Err(message);
+        }
+        let outcome = result.map_err(|error| match error {
+            AgentError::DeadlineExceeded => format!(
+                "the {command} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
+                humantime(request.timeout.unwrap_or_default())
+            ),
+            AgentError::Cancelled => format!("the {command} inspection was cancelled"),
+            AgentError::ContextTooLarge { estimated, limit } => format!(
+                "the first {command} request is estimated at {estimated} tokens, at or over the {limit}-token context budget\nhint: inspect a smaller scope, such as --staged with fewer changes"
+            ),
+            other => other.to_string(),
+        })?;
+        status.phase("validated");
+        Ok(EngineOutcome {
+            report_text: outcome.text,
+            tool_calls: u64::from(outcome.tool_calls),
+            repair_calls: u64::from(outcome.repair_calls),
+        })
+    }
+}
+
+/// Reasoning summaries, the depth-derived effort, `--fast`, and a prompt
+/// cache key derived from the task id.
+fn run_options(request: &InspectionRequest) -> RunOptions {
+    RunOptions {
+        reasoning_effort: Some(request.reasoning_effort.to_string()),
+        reasoning_summary: Some("auto".to_string()),
+        service_tier: request.priority.then(|| "priority".to_string()),
+        prompt_cache_key: Some(git_agent_shared::identity::sha256_hex(
+            format!("git-agent {} {}", request.command.as_str(), request.task_id).as_bytes(),
+        )),
+    }
+}
+
+/// The validator of the loop: drift (or an unreadable repository) stops
+/// the loop instead of asking for a repair; everything else is the
+/// report validator's list.
+fn output_rules(request: &InspectionRequest, drift: &DriftSlot) -> OutputRules {
+    let (command, prepared, git_env, drift) =
+        (request.command, Arc::clone(&request.prepared), request.git_env.clone(), drift.clone());
+    OutputRules {
+        shape: Box::new(|text: &str| text.trim().to_string()),
+        validate: Box::new(move |text: &str| {
+            blocking_section(|| {
+                if let Err(error) = super::prepare::recheck(&prepared, &git_env) {
+                    drift.record(error.to_string());
+                    return vec![error.to_string()];
+                }
+                report::validate_repository(command, text, &prepared, &git_env)
+            })
+        }),
+    }
+}
+
+/// Runs repository reads from inside the (synchronous) validator without
+/// starving the runtime's other tasks.
+fn blocking_section<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+/// The seven request layers and the tool registry of one inspection.
+async fn assemble(
+    request: &InspectionRequest,
+    drift: &DriftSlot,
+    cancel: &CancellationToken,
+) -> Result<AgentTask, String> {
+    let prepared = Arc::clone(&request.prepared);
+    let family = Family::parse(request.guidance_family.as_deref())?;
+    let (repo, guidance) = {
+        let prepared = Arc::clone(&prepared);
+        tokio::task::spawn_blocking(move || {
+            let repo = Repository::discover(&prepared.root).map_err(|error| error.to_string())?;
+            let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
+            let guidance = match prepared.mode {
+                Mode::Staged => guidance::resolve(repo.root(), &paths, family, &IndexReader::new(&repo)),
+                Mode::Uncommitted | Mode::Codebase => {
+                    guidance::resolve(repo.root(), &paths, family, &WorktreeReader::new(repo.root()))
+                }
+            };
+            Ok::<_, String>((repo, guidance))
+        })
+        .await
+        .map_err(|error| error.to_string())??
+    };
+    let skills = SkillsManager::discover(&request.env, &request.cwd);
+    let skills_layer = match &skills {
+        Some(manager) => manager.list(cancel).await.map_err(|error| error.to_string())?.stdout,
+        None => String::new(),
+    };
+    let tools = registry(request, repo, skills.as_ref(), drift);
+    let limits = Limits {
+        max_steps: request.budget.selected_steps,
+        max_tool_calls: request.budget.max_tool_calls,
+        ..Limits::default()
+    };
+    let command = request.command.as_str();
+    let environment = generation::environment(&EnvironmentContext {
+        cwd: &request.cwd,
+        repo_root: &prepared.root,
+        command,
+        mode: prepared.mode.as_str(),
+        family: if guidance.sources.is_empty() { family } else { guidance.family },
+        limits,
+        stdout_contract: &format!(
+            "none: the detached task stores the validated JSON report, which `git-agent {command} --wait <id>` prints"
+        ),
+    })
+    .map_err(|error| error.to_string())?;
+    let format = report::text_format(request.command);
+    Ok(AgentTask {
+        layers: Layers {
+            system: system_prompt(request.command).to_string(),
+            tool_policy: generation::tool_policy(),
+            environment,
+            skills: skills_layer,
+            guidance: guidance.render(),
+            user: user_prompt(request.command, &prepared, request.operator_hint.as_ref())?,
+        },
+        tools,
+        text_format: Some(TextFormat {
+            name: format["name"].as_str().unwrap_or(command).to_string(),
+            description: format["description"].as_str().map(str::to_string),
+            schema: report::output_schema(request.command),
+        }),
+        parallel_tool_calls: true,
+        limits,
+    })
+}
+
+/// Layer 7: repository tools over the scope's source, diff tools in diff
+/// modes, documentation and skills tools when present; every tool that
+/// does not recheck the fingerprint itself is guarded in diff modes.
+fn registry(
+    request: &InspectionRequest,
+    repo: Repository,
+    skills: Option<&SkillsManager>,
+    drift: &DriftSlot,
+) -> ToolRegistry {
+    let mode = request.prepared.mode;
+    let root = repo.root().to_path_buf();
+    let files = Arc::new(match mode {
+        Mode::Staged => RepoFiles::staged(repo),
+        Mode::Uncommitted | Mode::Codebase => RepoFiles::new(repo, crate::git::FileSource::Worktree),
+    });
+    let mut shared = crate::tools::repository::tools(&files);
+    shared.extend(tools::doc_tools(super::tools::DocCommands::discover(&root, &request.env)));
+    shared.extend(crate::tools::skills::tools(skills));
+    let mut registry = ToolRegistry::new();
+    if mode == Mode::Codebase {
+        registry.extend(shared);
+        return registry;
+    }
+    registry
+        .extend(shared.into_iter().map(|tool| tools::Guarded::wrap(tool, &request.prepared, &request.git_env, drift)));
+    registry.extend(tools::diff_tools(&request.prepared, &request.git_env, drift));
+    registry
+}
+
+fn system_prompt(command: TaskCommand) -> &'static str {
+    match command {
+        TaskCommand::Review => include_str!("prompts/system-review.md"),
+        TaskCommand::Simplify => include_str!("prompts/system-simplify.md"),
+    }
+}
+
+/// Layer 6: the mission, the scope, the prepared context as a data frame,
+/// then the operator hint as lower-priority escaped data.
+pub fn user_prompt(
+    command: TaskCommand,
+    prepared: &PreparedScope,
+    hint: Option<&super::prepare::OperatorHint>,
+) -> Result<String, String> {
+    let mission = match command {
+        TaskCommand::Review => include_str!("prompts/mission-review.md"),
+        TaskCommand::Simplify => include_str!("prompts/mission-simplify.md"),
+    };
+    let (scope, context) = match prepared.rendered_prompt_context() {
+        // A closing tag inside repository text must not end the frame.
+        Some(json) => (
+            include_str!("prompts/scope-diff.md"),
+            json.replace("</prepared_review_context", "<\\/prepared_review_context"),
+        ),
+        None => (include_str!("prompts/scope-codebase.md"), String::new()),
+    };
+    let prompt = crate::prompt::render(
+        "inspection-user",
+        include_str!("prompts/user.md.j2"),
+        serde_json::json!({"mission": mission.trim(), "scope": scope.trim(), "prepared_context": context}),
+    )
+    .map_err(|error| error.to_string())?;
+    Ok(match hint {
+        Some(hint) => format!("{}\n\n{}", prompt.trim_end(), hint.section().trim_end()),
+        None => prompt,
+    })
+}
+
+/// Live status for task watchers and the tool events a failure
+/// diagnostic keeps.
+struct Status<'a> {
+    progress: &'a (dyn Fn(&str) + Send + Sync),
+    state: Mutex<StatusState>,
+}
+
+#[derive(Default)]
+struct StatusState {
+    last_phase: String,
+    summary: String,
+    seq: i64,
+    tool_events: Vec<FailureToolEvent>,
+}
+
+impl<'a> Status<'a> {
+    fn new(progress: &'a (dyn Fn(&str) + Send + Sync)) -> Self {
+        Self { progress, state: Mutex::default() }
+    }
+
+    /// Publishes `phase` unless it is the current one.
+    fn phase(&self, phase: &str) {
+        let Ok(mut state) = self.state.lock() else { return };
+        if state.last_phase != phase {
+            state.last_phase = phase.to_string();
+            drop(state);
+            (self.progress)(phase);
+        }
+    }
+
+    /// Turns one loop trace event into status and diagnostics.
+    fn observe(&self, event: &Event) {
+        match event.kind.as_str() {
+            "request" => {
+                if let Ok(mut state) = self.state.lock() {
+                    state.summary.clear();
+                }
+                self.phase(&format!("step:{}", int(event, "step").unwrap_or_default()));
+            }
+            "reasoning_summary.delta" => {
+                let title = {
+                    let Ok(mut state) = self.state.lock() else { return };
+                    state.summary.push_str(text(event, "delta").unwrap_or_default());
+                    summary_title(&state.summary)
+                };
+                if !title.is_empty() {
+                    self.phase(&format!("reasoning: {title}"));
+                }
+            }
+            "tool-call" => {
+                let name = text(event, "name").unwrap_or_default();
+                self.phase(&format!("tool:{name}"));
+                self.remember("tool_call", event, "arguments", false);
+            }
+            "tool-output" => {
+                let truncated = matches!(field(event, "truncated"), Some(Value::Bool(true)));
+                self.remember("tool_output", event, "content", truncated);
+            }
+            "validation" => self.phase("repairing"),
+            "budget" => self.phase("finalizing"),
+            _ => {}
+        }
+    }
+
+    fn remember(&self, kind: &str, event: &Event, payload: &str, truncated: bool) {
+        let Ok(mut state) = self.state.lock() else { return };
+        state.seq += 1;
+        let (payload, cut) = limit_text(text(event, payload).unwrap_or_default(), 1024, MAX_DIAGNOSTIC_LINES);
+        let record = FailureToolEvent {
+            seq: state.seq,
+            kind: kind.to_string(),
+            tool: text(event, "name").unwrap_or_default().to_string(),
+            call_id: text(event, "call_id").unwrap_or_default().to_string(),
+            payload,
+            truncated: truncated || cut,
+        };
+        state.tool_events.push(record);
+        let excess = state.tool_events.len().saturating_sub(KEPT_TOOL_EVENTS);
+        state.tool_events.drain(..excess);
+    }
+
+    fn tool_events(&self) -> Vec<FailureToolEvent> {
+        self.state.lock().map(|state| state.tool_events.clone()).unwrap_or_default()
+    }
+}
+
+fn field<'e>(event: &'e Event, key: &str) -> Option<&'e Value> {
+    event.fields.iter().find(|(name, _)| name == key).map(|(_, value)| value)
+}
+
+fn text<'e>(event: &'e Event, key: &str) -> Option<&'e str> {
+    match field(event, key) {
+        Some(Value::Text(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn int(event: &Event, key: &str) -> Option<i64> {
+    match field(event, key) {
+        Some(Value::Int(value)) => Some(*value),
+        _ => None,
+    }
+}
+
+/// The first line of a reasoning summary without Markdown emphasis, at
+/// most 120 characters: summaries open with a bold title.
+fn summary_title(summary: &str) -> String {
+    let line = summary.trim_start().lines().next().unwrap_or_default();
+    let title = line.trim().trim_matches('*').trim();
+    title.chars().take(120).collect()
+}
+
+/// What must never reach a stored error or diagnostic: the API key and
+/// the provider endpoints of this run.
+struct Secrets {
+    keys: Vec<String>,
+    endpoints: Vec<String>,
+}
+
+impl Secrets {
+    fn from_request(request: &InspectionRequest) -> Self {
+        let keys = request.env.get(vars::OPENAI_API_KEY).map(str::trim).filter(|key| key.len() >= 4);
+        let mut endpoints: Vec<String> = [request.base_url.as_deref(), request.env.get(vars::OPENAI_BASE_URL)]
+            .into_iter()
+            .flatten()
+            .map(|url| url.trim().trim_end_matches('/').to_string())
+            .filter(|url| !url.is_empty())
+            .collect();
+        endpoints
+            .extend([provider::config::OPENAI_BASE_URL.to_string(), provider::config::CHATGPT_BASE_URL.to_string()]);
+        Self { keys: keys.map(str::to_string).into_iter().collect(), endpoints }
+    }
+
+    /// `text` without credentials or endpoints, capped at 4 KiB and 40
+    /// lines.
+    fn sanitize(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for key in &self.keys {
+            out = out.replace(key.as_str(), "[redacted]");
+        }
+        let mut endpoints = self.endpoints.clone();
+        endpoints.sort_by_key(|endpoint| std::cmp::Reverse(endpoint.len()));
+        for endpoint in &endpoints {
+            out = out.replace(endpoint.as_str(), "[endpoint]");
+        }
+        // Any other URL is an endpoint too.
+        let out: String = out
+            .split_inclusive(char::is_whitespace)
+            .map(|piece| {
+                let word = piece.trim_end();
+                if word.contains("://") { format!("[endpoint]{}", &piece[word.len()..]) } else { piece.to_string() }
+            })
+            .collect();
+        let out = crate::trace::redact_secrets(&out);
+        limit_text(out.trim_end(), MAX_MESSAGE_BYTES, MAX_DIAGNOSTIC_LINES).0.trim_end().to_string()
+    }
+}
+
+/// The failure diagnostic: model, mode, budgets, launch fingerprint and
+/// the last sanitized tool events.
+fn diagnostic(request: &InspectionRequest, events: Vec<FailureToolEvent>, secrets: &Secrets) -> FailureDiagnostic {
+    FailureDiagnostic {
+        model: request.model.clone(),
+        mode: request.prepared.mode.as_str().into(),
+        max_steps: i64::from(request.budget.selected_steps),
+        max_tool_calls: i64::from(request.budget.max_tool_calls),
+        repository_fingerprint: request.prepared.fingerprint.clone(),
+        tool_events: events
+            .into_iter()
+            .map(|mut event| {
+                event.payload = secrets.sanitize(&event.payload);
+                event
+            })
+            .collect(),
+    }
+}
+
+fn humantime(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 60 && seconds.is_multiple_of(60) {
+        format!("{}m", seconds / 60)
+    } else {
+        format!("{}s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests;

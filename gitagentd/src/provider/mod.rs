@@ -1,0 +1,465 @@
+//! The OpenAI Responses adapter: the only module that knows the wire.
+//!
+//! The agent loop speaks in domain values ([`ModelRequest`], [`Item`],
+//! [`ModelResponse`]); this module turns them into a streaming
+//! `POST {base}/responses` request (`store: false`, strict function tools,
+//! request-scoped `parallel_tool_calls`, reasoning, service tier, text
+//! format, include list, prompt-cache fields, ChatGPT routing headers),
+//! accumulates the server-sent events into one response, retries exactly
+//! once when a stream breaks in a way an equivalent request can fix, and
+//! unwraps provider error bodies into their messages. Credentials stay in
+//! [`config::Secret`] and never reach an error, a trace or a log.
+
+pub mod config;
+mod retry;
+mod sse;
+mod stream;
+mod wire;
+
+pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret};
+pub use retry::{RetryReason, StreamBreak, retry_reason};
+
+use futures_util::StreamExt;
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// Who speaks in a message item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Developer,
+    User,
+    Assistant,
+}
+
+/// A function call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionCall {
+    pub call_id: String,
+    pub name: String,
+    /// The JSON arguments exactly as the model wrote them.
+    pub arguments: String,
+}
+
+/// One item of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Message {
+        role: Role,
+        text: String,
+    },
+    FunctionCall(FunctionCall),
+    FunctionCallOutput {
+        call_id: String,
+        output: String,
+    },
+    /// Provider output (reasoning, messages, calls) replayed as it came,
+    /// so a continuation is exactly what the model produced.
+    Replay(ReplayItem),
+}
+
+impl Item {
+    pub fn developer(text: impl Into<String>) -> Self {
+        Self::Message { role: Role::Developer, text: text.into() }
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::Message { role: Role::User, text: text.into() }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::Message { role: Role::Assistant, text: text.into() }
+    }
+
+    /// The call this item makes, when it is a function call (replayed or not).
+    pub fn function_call(&self) -> Option<FunctionCall> {
+        match self {
+            Self::FunctionCall(call) => Some(call.clone()),
+            Self::Replay(item) => item.function_call(),
+            _ => None,
+        }
+    }
+}
+
+/// An output item of the provider, opaque outside this module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayItem(serde_json::Value);
+
+impl ReplayItem {
+    fn function_call(&self) -> Option<FunctionCall> {
+        wire::function_call_of(&self.0)
+    }
+}
+
+/// A strict function tool offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// A strict JSON schema (`additionalProperties: false`, every
+    /// property required).
+    pub parameters: serde_json::Value,
+}
+
+/// A strict JSON schema the final text must follow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextFormat {
+    pub name: String,
+    pub description: Option<String>,
+    pub schema: serde_json::Value,
+}
+
+/// One model request of the agent loop.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelRequest {
+    pub instructions: String,
+    pub input: Vec<Item>,
+    pub tools: Vec<ToolSpec>,
+    /// Whether the model may ask for several calls at once; sent only
+    /// when the request offers tools.
+    pub parallel_tool_calls: bool,
+    pub text_format: Option<TextFormat>,
+}
+
+/// Options that hold for every request of one command run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// `reasoning.effort`: low, medium, high or xhigh.
+    pub reasoning_effort: Option<String>,
+    /// `reasoning.summary`, where a task asks for summaries.
+    pub reasoning_summary: Option<String>,
+    /// `service_tier`: priority for `--fast`.
+    pub service_tier: Option<String>,
+    /// A stable key that lets the provider reuse cached prompt prefixes;
+    /// sent to the official OpenAI and ChatGPT endpoints only.
+    pub prompt_cache_key: Option<String>,
+}
+
+/// Token counts of one response; zero where the provider gave none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_input_tokens += other.cache_write_input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+/// One completed model response.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelResponse {
+    pub id: String,
+    /// The finish state the provider reported (`completed`).
+    pub status: String,
+    /// The final text of the assistant message items, concatenated.
+    pub text: String,
+    /// Function calls in provider order.
+    pub tool_calls: Vec<FunctionCall>,
+    /// The output items to append before the call outputs, in provider
+    /// order.
+    pub continuation: Vec<Item>,
+    pub usage: Usage,
+}
+
+/// Things worth tracing while a request streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamNotice {
+    /// The first attempt broke; an equivalent request follows.
+    Retrying { reason: RetryReason, first_failure: String },
+    /// A piece of a reasoning summary.
+    ReasoningSummary { attempt: u32, delta: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("the provider answered HTTP {status} for model {model}: {message}{hint}")]
+    Http { status: u16, model: String, message: String, hint: &'static str },
+    #[error("cannot reach the provider at {endpoint}: {message}")]
+    Transport { endpoint: String, message: String, brk: Option<StreamBreak> },
+    #[error("the provider stream broke: {0}")]
+    Stream(StreamBreak),
+    #[error("the provider reported a failure for model {model}: {message}")]
+    Failed { model: String, message: String },
+    #[error("the model {model} stopped before finishing ({reason})\nhint: retry, or ask for less with --append-prompt")]
+    Incomplete { model: String, reason: String },
+    #[error("the provider stream failed twice: {first}; then, on the one retry: {retry}")]
+    RetryFailed { first: Box<ProviderError>, retry: Box<ProviderError> },
+    #[error("the request was cancelled")]
+    Cancelled,
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+impl ProviderError {
+    /// Why an equivalent request may succeed, when it may.
+    fn retry_reason(&self) -> Option<RetryReason> {
+        match self {
+            Self::Stream(brk) => retry_reason(brk),
+            Self::Transport { brk: Some(brk), .. } => retry_reason(brk),
+            _ => None,
+        }
+    }
+}
+
+/// Where a request goes, which decides the optional wire fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndpointKind {
+    OpenAi,
+    ChatGpt,
+    Custom,
+}
+
+/// A Responses client for one command run.
+pub struct Provider {
+    http: reqwest::Client,
+    config: ProviderConfig,
+    options: RunOptions,
+    endpoint: EndpointKind,
+    /// The Codex turn identity shared by every request of this run.
+    turn_id: String,
+    /// The opaque `x-codex-turn-state` the ChatGPT backend hands out for
+    /// sticky routing; replayed on later requests.
+    turn_state: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider").field("config", &self.config).field("options", &self.options).finish()
+    }
+}
+
+/// HTTP clients shared by every provider of the daemon, one per
+/// transport flavour, built on first use.
+#[derive(Debug, Default)]
+pub struct HttpClients {
+    clients: Mutex<Vec<(bool, reqwest::Client)>>,
+}
+
+impl HttpClients {
+    /// The client for plain (`false`) or HTTP/2-prior-knowledge (`true`)
+    /// transport.
+    pub fn get(&self, http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
+        let mut clients =
+            self.clients.lock().map_err(|_| ProviderError::Client("the client pool is poisoned".into()))?;
+        if let Some((_, client)) = clients.iter().find(|(h2, _)| *h2 == http2_prior_knowledge) {
+            return Ok(client.clone());
+        }
+        let client = build_client(http2_prior_knowledge)?;
+        clients.push((http2_prior_knowledge, client.clone()));
+        Ok(client)
+    }
+}
+
+fn build_client(http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
+    let mut builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(5));
+    if http2_prior_knowledge {
+        builder = builder.http2_prior_knowledge();
+    }
+    builder.build().map_err(|error| ProviderError::Client(error.to_string()))
+}
+
+impl Provider {
+    /// A provider with a client of its own.
+    pub fn new(config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
+        Ok(Self::with_client(build_client(config.http2_prior_knowledge)?, config, options))
+    }
+
+    /// A provider on a shared client (see [`HttpClients`]).
+    pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
+        let endpoint = endpoint_kind(&config);
+        Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) }
+    }
+
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// The JSON body a request is sent as; the loop uses its size for
+    /// the context budget and tests compare it with golden files.
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Value {
+        wire::encode_request(&self.config.model, &self.options, self.endpoint, request)
+    }
+
+    /// Sends `request` and returns the completed response. A broken stream
+    /// gets one equivalent retry with a fresh accumulator, unless
+    /// `cancel` fired; `notice` hears about retries and reasoning summaries.
+    pub async fn respond(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+        notice: &(dyn Fn(StreamNotice) + Send + Sync),
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = self.request_body(request);
+        let first = match self.attempt(&body, 1, cancel, notice).await {
+            Ok(response) => return Ok(response),
+            Err(error) => error,
+        };
+        let Some(reason) = first.retry_reason() else { return Err(first) };
+        if cancel.is_cancelled() {
+            return Err(ProviderError::Cancelled);
+        }
+        notice(StreamNotice::Retrying { reason, first_failure: first.to_string() });
+        match self.attempt(&body, 2, cancel, notice).await {
+            Ok(response) => Ok(response),
+            Err(ProviderError::Cancelled) => Err(ProviderError::Cancelled),
+            Err(retry) => Err(ProviderError::RetryFailed { first: Box::new(first), retry: Box::new(retry) }),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &serde_json::Value,
+        attempt: u32,
+        cancel: &CancellationToken,
+        notice: &(dyn Fn(StreamNotice) + Send + Sync),
+    ) -> Result<ModelResponse, ProviderError> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ProviderError::Cancelled),
+            result = self.stream_once(body, attempt, notice) => result,
+        }
+    }
+
+    async fn stream_once(
+        &self,
+        body: &serde_json::Value,
+        attempt: u32,
+        notice: &(dyn Fn(StreamNotice) + Send + Sync),
+    ) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/responses", self.config.base_url);
+        let mut request =
+            self.http.post(&url).timeout(self.config.timeout).header("accept", "text/event-stream").json(body);
+        request = self.authenticate(request);
+        let response = request.send().await.map_err(|error| self.transport_error(error))?;
+        self.remember_turn_state(response.headers());
+        let status = response.status();
+        if !status.is_success() {
+            let text = read_bounded_text(response).await;
+            return Err(wire::http_error(status.as_u16(), &self.config.model, &text));
+        }
+        let mut accumulator = stream::Accumulator::new(&self.config.model);
+        let mut decoder = sse::SseDecoder::default();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|error| self.transport_error(error))?;
+            for data in decoder.feed(&chunk) {
+                if let Some(delta) = accumulator.apply(&data)? {
+                    notice(StreamNotice::ReasoningSummary { attempt, delta });
+                }
+                if accumulator.is_finished() {
+                    return accumulator.finish();
+                }
+            }
+        }
+        accumulator.finish()
+    }
+
+    fn authenticate(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.config.credentials {
+            Credentials::ApiKey(key) => request.bearer_auth(key.expose()),
+            Credentials::ChatGpt { access_token, account_id } => {
+                let mut request = request
+                    .bearer_auth(access_token.expose())
+                    .header("ChatGPT-Account-ID", account_id)
+                    .header("originator", CODEX_CLIENT)
+                    .header("User-Agent", CODEX_CLIENT);
+                if self.endpoint == EndpointKind::ChatGpt
+                    && let Some(key) = &self.options.prompt_cache_key
+                {
+                    let metadata = serde_json::json!({"session_id": key, "thread_id": key, "turn_id": self.turn_id});
+                    request = request
+                        .header("session-id", key)
+                        .header("thread-id", key)
+                        .header("x-codex-turn-metadata", metadata.to_string());
+                }
+                let state = self.turn_state.lock().ok().and_then(|state| state.clone());
+                if self.endpoint == EndpointKind::ChatGpt
+                    && let Some(state) = state
+                {
+                    request = request.header(TURN_STATE_HEADER, state);
+                }
+                request
+            }
+        }
+    }
+
+    fn remember_turn_state(&self, headers: &reqwest::header::HeaderMap) {
+        if self.endpoint != EndpointKind::ChatGpt {
+            return;
+        }
+        let state = headers.get(TURN_STATE_HEADER).and_then(|value| value.to_str().ok()).map(str::trim);
+        if let (Some(state), Ok(mut slot)) = (state.filter(|state| !state.is_empty()), self.turn_state.lock()) {
+            *slot = Some(state.to_string());
+        }
+    }
+
+    fn transport_error(&self, error: reqwest::Error) -> ProviderError {
+        let brk = retry::classify_transport(&error);
+        let message = error_chain(&error.without_url());
+        ProviderError::Transport { endpoint: self.config.base_url.clone(), message, brk }
+    }
+}
+
+/// The client identity the ChatGPT backend routes Codex traffic by.
+const CODEX_CLIENT: &str = "codex_cli_rs";
+const TURN_STATE_HEADER: &str = "x-codex-turn-state";
+
+fn endpoint_kind(config: &ProviderConfig) -> EndpointKind {
+    let host = reqwest::Url::parse(&config.base_url).ok().and_then(|url| url.host_str().map(str::to_ascii_lowercase));
+    match (host.as_deref(), &config.credentials) {
+        (Some("api.openai.com"), _) => EndpointKind::OpenAi,
+        (Some("chatgpt.com"), Credentials::ChatGpt { .. }) => EndpointKind::ChatGpt,
+        _ => EndpointKind::Custom,
+    }
+}
+
+/// An error and its sources on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// At most 64 KiB of an error body, lossily decoded.
+async fn read_bounded_text(response: reqwest::Response) -> String {
+    const LIMIT: usize = 64 * 1024;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk[..chunk.len().min(LIMIT - body.len())]);
+        if body.len() >= LIMIT {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// A random identifier (hex), for turn identities and call ids.
+pub fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    let high = hasher.finish();
+    let low = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    format!("{high:016x}{low:016x}")
+}

@@ -1,0 +1,467 @@
+//! Chunking: a file's text becomes line-ranged chunks, each with the exact
+//! capped input the embeddings endpoint receives and the hashes that make
+//! a stored vector reusable.
+//!
+//! - Text is normalized first (CRLF to LF, one trailing newline dropped).
+//! - Go files are cut at their top-level declarations (functions, methods,
+//!   types, constants, variables, each named), with the lines between
+//!   declarations (package clause, imports, comments) as unnamed chunks; a
+//!   Go file whose comment before `package` says `DO NOT EDIT` becomes one
+//!   path-only chunk with no body. Other files, and Go files the
+//!   declaration scanner cannot follow, are cut into windows of 80 lines
+//!   that overlap by 20. Declarations longer than 80 lines are windowed the
+//!   same way.
+//! - The embedding input is `path:`, optional `symbol:` and `language:`
+//!   header lines, a blank line and the body, every physical line clamped
+//!   to 4,000 characters, the whole capped at the configured number of
+//!   characters. Its SHA-256 is the identity under which a vector is shared.
+
+use super::golang;
+use sha2::{Digest, Sha256};
+
+pub const CHUNK_LINES: usize = 80;
+pub const CHUNK_OVERLAP: usize = 20;
+pub const MAX_EMBEDDING_LINE_CHARS: usize = 4_000;
+pub const DEFAULT_MAX_INPUT_CHARS: usize = 32_000;
+
+/// A SHA-256 digest.
+pub type Hash32 = [u8; 32];
+
+/// The named declaration a chunk covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Symbol {
+    pub kind: String,
+    pub name: String,
+}
+
+/// One chunk of a file, before it has a vector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkDraft {
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: Option<Symbol>,
+    /// SHA-256 of the chunk body (of `path-only:<source>:<path>` for a
+    /// path-only chunk).
+    pub content_hash: Hash32,
+    /// SHA-256 of the exact capped embedding input.
+    pub input_hash: Hash32,
+    /// Byte length of the capped embedding input.
+    pub input_bytes: u32,
+    /// The body as a byte range of the file's normalized text.
+    pub body_start: u32,
+    pub body_len: u32,
+    pub path_only: bool,
+}
+
+/// A file cut into chunks, with the normalized text the ranges refer to.
+#[derive(Debug)]
+pub struct ChunkedFile {
+    pub text: String,
+    pub chunks: Vec<ChunkDraft>,
+}
+
+impl ChunkedFile {
+    pub fn body(&self, chunk: &ChunkDraft) -> &str {
+        let start = chunk.body_start as usize;
+        &self.text[start..start + chunk.body_len as usize]
+    }
+}
+
+/// CRLF to LF and one trailing newline removed.
+pub fn normalize(text: &str) -> String {
+    let mut normalized = if text.contains("\r\n") { text.replace("\r\n", "\n") } else { text.to_string() };
+    if normalized.ends_with('\n') {
+        normalized.pop();
+    }
+    normalized
+}
+
+/// The language label of the embedding input header.
+pub fn language_for_path(path: &str) -> Option<&'static str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = &name[name.rfind('.')?..];
+    match ext {
+        ".go" => Some("go"),
+        ".md" => Some("markdown"),
+        ".json" => Some("json"),
+        ".yaml" | ".yml" => Some("yaml"),
+        ".js" => Some("javascript"),
+        ".ts" => Some("typescript"),
+        _ => None,
+    }
+}
+
+/// Cuts `source` (as read from `path`) into chunks whose embedding inputs
+/// are capped at `max_input_chars` characters.
+pub fn chunk_file(path: &str, source_kind: &str, source: &str, max_input_chars: usize) -> ChunkedFile {
+    let text = normalize(source);
+    let lines = LineIndex::new(&text);
+    let mut chunks = Vec::new();
+    let mut done = false;
+    if path.ends_with(".go")
+        && let Some(file) = golang::scan(&text)
+    {
+        if file.generated {
+            chunks.push(path_only_chunk(path, source_kind, max_input_chars));
+            done = true;
+        } else {
+            let ranges = go_ranges(&file, &text, &lines);
+            if !ranges.is_empty() {
+                for (start, end, symbol) in ranges {
+                    chunks.push(body_chunk(path, &text, &lines, start, end, symbol, max_input_chars));
+                }
+                done = true;
+            }
+        }
+    }
+    if !done {
+        for (start, end) in windows(1, lines.count()) {
+            chunks.push(body_chunk(path, &text, &lines, start, end, None, max_input_chars));
+        }
+    }
+    ChunkedFile { text, chunks }
+}
+
+/// Line starts of a normalized text; an empty text has one empty line.
+struct LineIndex {
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|newline| newline + 1));
+        Self { starts, len: text.len() }
+    }
+
+    fn count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Byte range of lines `start..=end` (1-based), without the final
+    /// newline.
+    fn range(&self, start: usize, end: usize) -> (usize, usize) {
+        let from = self.starts[start - 1];
+        let to = if end < self.starts.len() { self.starts[end] - 1 } else { self.len };
+        (from, to)
+    }
+}
+
+/// 80-line windows stepping by 60 over `start..=end`.
+fn windows(start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    if end < start {
+        return out;
+    }
+    let step = CHUNK_LINES - CHUNK_OVERLAP;
+    let mut from = start;
+    loop {
+        let to = end.min(from + CHUNK_LINES - 1);
+        out.push((from, to));
+        if to == end {
+            break;
+        }
+        from += step;
+    }
+    out
+}
+
+/// Declaration chunks plus the uncovered stretches between them, sorted
+/// by first line.
+fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize, usize, Option<Symbol>)> {
+    let count = lines.count();
+    let mut covered = vec![false; count + 1];
+    let mut ranges = Vec::new();
+    let mut add = |start: usize, end: usize, symbol: Option<Symbol>, covered: &mut Vec<bool>| {
+        if start < 1 || end < start || start > count {
+            return;
+        }
+        let end = end.min(count);
+        for (from, to) in windows(start, end) {
+            ranges.push((from, to, symbol.clone()));
+            covered[from..=to].fill(true);
+        }
+    };
+    for decl in &file.decls {
+        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name.clone() };
+        add(decl.start_line, decl.end_line, Some(symbol), &mut covered);
+    }
+    let blank = |line: usize| {
+        let (from, to) = lines.range(line, line);
+        text[from..to].trim().is_empty()
+    };
+    let mut start = 1;
+    while start <= count {
+        while start <= count && (covered[start] || blank(start)) {
+            start += 1;
+        }
+        if start > count {
+            break;
+        }
+        let mut end = start;
+        while end <= count && !covered[end] {
+            end += 1;
+        }
+        add(start, end - 1, None, &mut covered);
+        start = end;
+    }
+    ranges.sort_by_key(|(start, _, _)| *start);
+    ranges
+}
+
+fn body_chunk(
+    path: &str,
+    text: &str,
+    lines: &LineIndex,
+    start: usize,
+    end: usize,
+    symbol: Option<Symbol>,
+    max_input_chars: usize,
+) -> ChunkDraft {
+    let (from, to) = lines.range(start, end);
+    let body = &text[from..to];
+    let input = embedding_input(path, symbol.as_ref(), body, max_input_chars);
+    ChunkDraft {
+        start_line: start as u32,
+        end_line: end as u32,
+        content_hash: Sha256::digest(body.as_bytes()).into(),
+        input_hash: Sha256::digest(input.as_bytes()).into(),
+        input_bytes: input.len() as u32,
+        symbol,
+        body_start: from as u32,
+        body_len: (to - from) as u32,
+        path_only: false,
+    }
+}
+
+fn path_only_chunk(path: &str, source_kind: &str, max_input_chars: usize) -> ChunkDraft {
+    let input = embedding_input(path, None, "", max_input_chars);
+    ChunkDraft {
+        start_line: 1,
+        end_line: 1,
+        symbol: None,
+        content_hash: Sha256::digest(format!("path-only:{source_kind}:{path}").as_bytes()).into(),
+        input_hash: Sha256::digest(input.as_bytes()).into(),
+        input_bytes: input.len() as u32,
+        body_start: 0,
+        body_len: 0,
+        path_only: true,
+    }
+}
+
+/// The exact text sent to the embeddings endpoint for a chunk.
+pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+    let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
+    let mut out = CappedText { text: String::with_capacity(body.len().min(max_chars * 4) + 64), remaining: max_chars };
+    out.push("path: ");
+    out.push(path);
+    out.push("\n");
+    if let Some(symbol) = symbol.filter(|symbol| !symbol.name.is_empty()) {
+        out.push("symbol: ");
+        out.push(&symbol.kind);
+        out.push(" ");
+        out.push(&symbol.name);
+        out.push("\n");
+    }
+    if let Some(language) = language_for_path(path) {
+        out.push("language: ");
+        out.push(language);
+        out.push("\n");
+    }
+    out.push("\n");
+    if body.is_empty() || out.remaining == 0 {
+        return out.text;
+    }
+    for (index, line) in body.split('\n').enumerate() {
+        if index > 0 {
+            out.push("\n");
+        }
+        out.push(clamp_line(line));
+        if out.remaining == 0 {
+            break;
+        }
+    }
+    out.text
+}
+
+/// A line cut to at most 4,000 characters.
+fn clamp_line(line: &str) -> &str {
+    if line.len() <= MAX_EMBEDDING_LINE_CHARS {
+        return line;
+    }
+    match line.char_indices().nth(MAX_EMBEDDING_LINE_CHARS) {
+        Some((end, _)) => &line[..end],
+        None => line,
+    }
+}
+
+/// The query's embedding input: framed as an implementation-location
+/// search when the framing fits the cap, otherwise the bare query, so the
+/// user's words are never cut away for the framing.
+pub fn query_embedding_input(query: &str, max_chars: usize) -> String {
+    let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
+    let framed = format!("implementation entrypoint for {query}");
+    if framed.chars().count() > max_chars { cap_chars(query, max_chars) } else { framed }
+}
+
+fn cap_chars(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => text[..end].to_string(),
+        None => text.to_string(),
+    }
+}
+
+struct CappedText {
+    text: String,
+    remaining: usize,
+}
+
+impl CappedText {
+    fn push(&mut self, piece: &str) {
+        if piece.is_empty() || self.remaining == 0 {
+            return;
+        }
+        if piece.len() <= self.remaining {
+            self.remaining -= piece.chars().count();
+            self.text.push_str(piece);
+            return;
+        }
+        let mut taken = 0;
+        for (index, _) in piece.char_indices() {
+            if taken == self.remaining {
+                self.text.push_str(&piece[..index]);
+                self.remaining = 0;
+                return;
+            }
+            taken += 1;
+        }
+        self.remaining -= taken;
+        self.text.push_str(piece);
+    }
+}
+
+/// Lowercase hexadecimal.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 0xf)] as char);
+    }
+    out
+}
+
+/// Parses 64 lowercase or uppercase hexadecimal digits.
+pub fn parse_hash(text: &str) -> Option<Hash32> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (index, pair) in bytes.chunks_exact(2).enumerate() {
+        let high = (pair[0] as char).to_digit(16)?;
+        let low = (pair[1] as char).to_digit(16)?;
+        out[index] = (high * 16 + low) as u8;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(file: &ChunkedFile) -> Vec<(u32, u32, Option<String>)> {
+        file.chunks
+            .iter()
+            .map(|chunk| {
+                (chunk.start_line, chunk.end_line, chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_files_are_one_chunk_and_long_ones_overlap() {
+        let short = chunk_file("notes.txt", "filesystem", "a\nb\r\nc\n", 0);
+        assert_eq!(short.text, "a\nb\nc");
+        assert_eq!(ranges(&short), [(1, 3, None)]);
+        assert_eq!(short.body(&short.chunks[0]), "a\nb\nc");
+
+        let long: String = (1..=200).map(|n| format!("line {n}\n")).collect();
+        let file = chunk_file("notes.txt", "filesystem", &long, 0);
+        assert_eq!(ranges(&file), [(1, 80, None), (61, 140, None), (121, 200, None)]);
+        assert_eq!(file.body(&file.chunks[1]).lines().next(), Some("line 61"));
+
+        let empty = chunk_file("empty.txt", "filesystem", "", 0);
+        assert_eq!(ranges(&empty), [(1, 1, None)]);
+    }
+
+    #[test]
+    fn go_files_are_cut_at_declarations() {
+        let source = "package demo\n\nimport \"fmt\"\n\n// Hello greets.\nfunc Hello() {\n\tfmt.Println(\"hi\")\n}\n\ntype T struct{}\n";
+        let file = chunk_file("demo.go", "filesystem", source, 0);
+        assert_eq!(
+            ranges(&file),
+            [(1, 5, None), (6, 8, Some("function Hello".into())), (10, 10, Some("type T".into()))]
+        );
+        let input = embedding_input("demo.go", file.chunks[1].symbol.as_ref(), file.body(&file.chunks[1]), 0);
+        assert_eq!(
+            input,
+            "path: demo.go\nsymbol: function Hello\nlanguage: go\n\nfunc Hello() {\n\tfmt.Println(\"hi\")\n}"
+        );
+        assert_eq!(file.chunks[1].input_hash, <Hash32>::from(Sha256::digest(input.as_bytes())));
+    }
+
+    #[test]
+    fn long_go_declarations_are_split() {
+        let body: String = (0..150).map(|n| format!("\tx{n} := {n}\n")).collect();
+        let source = format!("package demo\n\nfunc Big() {{\n{body}}}\n");
+        let file = chunk_file("big.go", "filesystem", &source, 0);
+        let got = ranges(&file);
+        assert_eq!(got[0], (1, 2, None));
+        assert_eq!(got[1], (3, 82, Some("function Big".into())));
+        assert_eq!(got[2], (63, 142, Some("function Big".into())));
+        assert_eq!(got[3], (123, 154, Some("function Big".into())));
+    }
+
+    #[test]
+    fn generated_go_files_are_path_only() {
+        let source = "// Code generated by mockgen. DO NOT EDIT.\n\npackage mocks\n\nfunc Secret() {}\n";
+        let file = chunk_file("mocks/mock.go", "filesystem", source, 0);
+        assert_eq!(file.chunks.len(), 1);
+        let chunk = &file.chunks[0];
+        assert!(chunk.path_only);
+        assert_eq!((chunk.start_line, chunk.end_line, chunk.body_len), (1, 1, 0));
+        let input = embedding_input("mocks/mock.go", None, "", 0);
+        assert_eq!(input, "path: mocks/mock.go\nlanguage: go\n\n");
+        assert_eq!(chunk.input_hash, <Hash32>::from(Sha256::digest(input.as_bytes())));
+        assert_eq!(chunk.content_hash, <Hash32>::from(Sha256::digest(b"path-only:filesystem:mocks/mock.go")));
+
+        let after = "package mocks\n\n// DO NOT EDIT below.\nfunc Secret() {}\n";
+        assert!(!chunk_file("mocks/mock.go", "filesystem", after, 0).chunks[0].path_only);
+    }
+
+    #[test]
+    fn long_lines_are_clamped_before_the_cap() {
+        let long_line = "x".repeat(5_000);
+        let input = embedding_input("a.txt", None, &format!("{long_line}\nshort"), 0);
+        assert_eq!(input, format!("path: a.txt\n\n{}\nshort", "x".repeat(4_000)));
+        let capped = embedding_input("a.txt", None, "ééééé", 15);
+        assert_eq!(capped, "path: a.txt\n\néé");
+        assert_eq!(capped.chars().count(), 15);
+    }
+
+    #[test]
+    fn query_framing_gives_way_to_small_caps() {
+        assert_eq!(query_embedding_input("where is x", 0), "implementation entrypoint for where is x");
+        assert_eq!(query_embedding_input("where is x", 20), "where is x");
+        assert_eq!(query_embedding_input("where is x", 5), "where");
+    }
+
+    #[test]
+    fn hashes_round_trip_through_hex() {
+        let hash: Hash32 = Sha256::digest(b"abc").into();
+        assert_eq!(parse_hash(&hex(&hash)), Some(hash));
+        assert_eq!(parse_hash("zz"), None);
+    }
+}

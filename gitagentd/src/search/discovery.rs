@@ -1,0 +1,560 @@
+//! Filesystem discovery: which files under the search root are candidates,
+//! read exactly as they are on disk (staged, unstaged and untracked alike).
+//!
+//! Skips, in order: paths outside `--scope`; dot paths (unless a scope opts
+//! into them); `.gitignore` and `.gitagentignore` rules, where a deeper
+//! directory's file wins over a shallower one, `.gitagentignore` wins over
+//! `.gitignore` in the same directory, the last matching line of a file
+//! wins, an ignored directory is never entered (so nothing below it can be
+//! re-included), and the built-in low-signal list sits below every file;
+//! symbolic links; non-regular files; files over 1 MiB. Reading a file
+//! ([`read_candidate`]) adds the binary and non-text checks. The walk
+//! itself only stats: the daemon decides which files it must read.
+
+use super::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Files larger than this are skipped as oversized.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The ignore files search reads, in precedence order within a directory
+/// (later wins).
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".gitagentignore"];
+
+/// Built-in low-signal patterns (lock files, checksums, license texts),
+/// matched like root-level `.gitignore` lines against every path's last
+/// component: these exact names...
+const DEFAULT_IGNORED_NAMES: &[&str] = &[
+    "bun.lock",
+    "bun.lockb",
+    "Cartfile.resolved",
+    "cabal.project.freeze",
+    "Cargo.lock",
+    "composer.lock",
+    "conda-lock.yaml",
+    "conda-lock.yml",
+    "cpanfile.snapshot",
+    "deno.lock",
+    "flake.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "mix.lock",
+    "npm-shrinkwrap.json",
+    "package-lock.json",
+    "Package.resolved",
+    "packages.lock.json",
+    "pdm.lock",
+    "Pipfile.lock",
+    "pixi.lock",
+    "Podfile.lock",
+    "poetry.lock",
+    "pnpm-lock.yaml",
+    "pubspec.lock",
+    "renv.lock",
+    "shard.lock",
+    "stack.yaml.lock",
+    "uv.lock",
+    "yarn.lock",
+    "LICENSE",
+    "COPYING",
+    "NOTICE",
+];
+
+/// ...and the patterns `*.lock`, `*.lockfile`, `*.bazel`, `*.sha256`.
+const DEFAULT_IGNORED_SUFFIXES: &[&str] = &[".lock", ".lockfile", ".bazel", ".sha256"];
+
+/// Whether the built-in list ignores `path`.
+fn default_ignored(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    DEFAULT_IGNORED_NAMES.contains(&name) || DEFAULT_IGNORED_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
+
+/// Why discovery passed over a path. The names are the `reason` values of
+/// `--debug` `search_skip` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    DotDir,
+    DotFile,
+    Symlink,
+    NonRegular,
+    Oversized,
+    Binary,
+    NonText,
+    Unreadable,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DotDir => "dot_dir",
+            Self::DotFile => "dot_file",
+            Self::Symlink => "symlink",
+            Self::NonRegular => "non_regular",
+            Self::Oversized => "oversized",
+            Self::Binary => "binary",
+            Self::NonText => "non_text",
+            Self::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// One path passed over by git-agent's own safety rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub path: String,
+    pub reason: SkipReason,
+}
+
+/// Counts reported as `retrieval.skipped`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkipCounts {
+    pub dirs: usize,
+    pub binary: usize,
+    pub non_text: usize,
+    pub oversized: usize,
+    pub symlink: usize,
+    pub unreadable: usize,
+}
+
+impl SkipCounts {
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Counts one skip of a file read (binary, non-text, oversized or
+    /// unreadable).
+    pub fn count(&mut self, reason: SkipReason) {
+        match reason {
+            SkipReason::Binary => self.binary += 1,
+            SkipReason::NonText => self.non_text += 1,
+            SkipReason::Oversized => self.oversized += 1,
+            SkipReason::Symlink => self.symlink += 1,
+            SkipReason::Unreadable => self.unreadable += 1,
+            SkipReason::DotDir => self.dirs += 1,
+            SkipReason::DotFile | SkipReason::NonRegular => {}
+        }
+    }
+}
+
+/// What identifies one version of a file on disk without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub dev: u64,
+}
+
+impl FileStat {
+    pub fn of(metadata: &fs::Metadata) -> Self {
+        Self {
+            size: metadata.len(),
+            mtime_ns: metadata.mtime().saturating_mul(1_000_000_000).saturating_add(metadata.mtime_nsec()),
+            ctime_ns: metadata.ctime().saturating_mul(1_000_000_000).saturating_add(metadata.ctime_nsec()),
+            ino: metadata.ino(),
+            dev: metadata.dev(),
+        }
+    }
+}
+
+/// A regular file the walk accepted, not yet read.
+#[derive(Debug, Clone)]
+pub struct FoundFile {
+    /// Root-relative, `/`-separated.
+    pub path: String,
+    pub stat: FileStat,
+}
+
+/// The outcome of one walk.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Accepted files in walk order (lexical, depth first).
+    pub files: Vec<FoundFile>,
+    pub skipped: SkipCounts,
+    pub skips: Vec<Skip>,
+}
+
+/// The ignore files of one directory.
+#[derive(Debug, Default)]
+struct Level {
+    /// Root-relative directory, empty for the root.
+    dir: String,
+    matchers: Vec<Gitignore>,
+}
+
+impl Level {
+    fn load(root: &Path, dir: &str) -> Self {
+        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
+        let mut matchers = Vec::new();
+        for name in IGNORE_FILES {
+            let Ok(text) = fs::read_to_string(abs.join(name)) else { continue };
+            let mut builder = GitignoreBuilder::new(&abs);
+            for line in text.lines() {
+                // A malformed line is ignored, as Git does.
+                let _ = builder.add_line(None, line);
+            }
+            if let Ok(matcher) = builder.build()
+                && !matcher.is_empty()
+            {
+                matchers.push(matcher);
+            }
+        }
+        Self { dir: dir.to_string(), matchers }
+    }
+
+    fn matched(&self, path: &str, is_dir: bool) -> Option<bool> {
+        let relative = if self.dir.is_empty() { path } else { &path[self.dir.len() + 1..] };
+        for matcher in self.matchers.iter().rev() {
+            match matcher.matched(relative, is_dir) {
+                Match::None => {}
+                Match::Ignore(_) => return Some(true),
+                Match::Whitelist(_) => return Some(false),
+            }
+        }
+        None
+    }
+}
+
+/// `.gitignore`, `.gitagentignore` and the built-in list, loaded lazily per
+/// directory and shared between a walk and later path checks.
+pub struct IgnoreRules {
+    root: PathBuf,
+    levels: HashMap<String, Arc<Level>>,
+}
+
+impl IgnoreRules {
+    pub fn new(root: &Path) -> Self {
+        Self { root: root.to_path_buf(), levels: HashMap::new() }
+    }
+
+    fn level(&mut self, dir: &str) -> Arc<Level> {
+        if let Some(level) = self.levels.get(dir) {
+            return Arc::clone(level);
+        }
+        let level = Arc::new(Level::load(&self.root, dir));
+        self.levels.insert(dir.to_string(), Arc::clone(&level));
+        level
+    }
+
+    /// Whether `path` is ignored, given the ignore levels of its ancestor
+    /// directories (`stack`, root first).
+    fn ignored_with(&self, stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
+        if stack.iter().all(|level| level.matchers.is_empty()) {
+            return default_ignored(path);
+        }
+        for level in stack.iter().rev() {
+            if let Some(ignored) = level.matched(path, is_dir) {
+                return ignored;
+            }
+        }
+        default_ignored(path)
+    }
+
+    /// Whether discovery would pass over the file `path` because of a dot
+    /// component, an ignored ancestor directory or an ignore rule, without
+    /// walking (used to re-check index entries outside a visible scope).
+    pub fn excludes_file(&mut self, path: &str) -> bool {
+        if dot_rule_skips(path, &[]) {
+            return true;
+        }
+        let mut stack = vec![self.level("")];
+        let mut end = 0;
+        let components: Vec<&str> = path.split('/').collect();
+        for (index, part) in components.iter().enumerate() {
+            end += part.len() + usize::from(index > 0);
+            let prefix = &path[..end];
+            let is_dir = index + 1 < components.len();
+            if self.ignored_with(&stack, prefix, is_dir) {
+                return true;
+            }
+            if is_dir {
+                stack.push(self.level(prefix));
+            }
+        }
+        false
+    }
+}
+
+/// Walks `root`, limited to `scope`, applying every rule that needs no
+/// file contents.
+pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
+    let mut out = Walk::default();
+    let root_level = rules.level("");
+    walk_dir(root, "", scope, rules, &mut vec![root_level], &mut out);
+    out
+}
+
+fn walk_dir(
+    root: &Path,
+    dir: &str,
+    scope: &[String],
+    rules: &mut IgnoreRules,
+    stack: &mut Vec<Arc<Level>>,
+    out: &mut Walk,
+) {
+    let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
+    let entries = match fs::read_dir(&abs) {
+        Ok(entries) => entries,
+        Err(_) => {
+            out.skipped.unreadable += 1;
+            let path = if dir.is_empty() { ".".to_string() } else { dir.to_string() };
+            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+            return;
+        }
+    };
+    let mut entries: Vec<(String, fs::DirEntry)> = entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            Some((name, entry))
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    for (name, entry) in entries {
+        let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+        let Ok(file_type) = entry.file_type() else {
+            out.skipped.unreadable += 1;
+            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+            continue;
+        };
+        if file_type.is_dir() {
+            if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
+                continue;
+            }
+            if is_dot_name(&name) && dot_rule_skips(&path, scope) {
+                out.skipped.dirs += 1;
+                out.skips.push(Skip { path, reason: SkipReason::DotDir });
+                continue;
+            }
+            if rules.ignored_with(stack, &path, true) {
+                out.skipped.dirs += 1;
+                continue;
+            }
+            let level = rules.level(&path);
+            stack.push(level);
+            walk_dir(root, &path, scope, rules, stack, out);
+            stack.pop();
+            continue;
+        }
+        if !path_in_scope(&path, scope) {
+            continue;
+        }
+        if is_dot_name(&name) {
+            if IGNORE_FILES.contains(&name.as_str()) {
+                continue;
+            }
+            if dot_rule_skips(&path, scope) {
+                out.skips.push(Skip { path, reason: SkipReason::DotFile });
+                continue;
+            }
+        }
+        if rules.ignored_with(stack, &path, false) {
+            continue;
+        }
+        if file_type.is_symlink() {
+            out.skipped.symlink += 1;
+            out.skips.push(Skip { path, reason: SkipReason::Symlink });
+            continue;
+        }
+        if !file_type.is_file() {
+            out.skips.push(Skip { path, reason: SkipReason::NonRegular });
+            continue;
+        }
+        let metadata = match entry.metadata() {
+            Ok(metadata) => metadata,
+            Err(_) => {
+                out.skipped.unreadable += 1;
+                out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+                continue;
+            }
+        };
+        if metadata.len() > MAX_FILE_BYTES {
+            out.skipped.oversized += 1;
+            out.skips.push(Skip { path, reason: SkipReason::Oversized });
+            continue;
+        }
+        out.files.push(FoundFile { path, stat: FileStat::of(&metadata) });
+    }
+}
+
+/// Reads a found file and applies the content checks: at most 1 MiB,
+/// no NUL byte near the start, a text type. Returns the text (invalid
+/// UTF-8 replaced) or the reason to skip it.
+pub fn read_candidate(root: &Path, path: &str) -> Result<String, SkipReason> {
+    let file = fs::File::open(root.join(path)).map_err(|_| SkipReason::Unreadable)?;
+    let mut data = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data).map_err(|_| SkipReason::Unreadable)?;
+    if data.len() as u64 > MAX_FILE_BYTES {
+        return Err(SkipReason::Oversized);
+    }
+    if super::textkind::is_binary(&data) {
+        return Err(SkipReason::Binary);
+    }
+    if !super::textkind::is_indexable_text(path, &data) {
+        return Err(SkipReason::NonText);
+    }
+    Ok(match String::from_utf8(data) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, path: &str, contents: &[u8]) {
+        let full = root.join(path);
+        fs::create_dir_all(full.parent().unwrap()).unwrap();
+        fs::write(full, contents).unwrap();
+    }
+
+    fn paths(root: &Path, scope: &[&str]) -> Vec<String> {
+        let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+        let walk = walk(root, &scope, &mut IgnoreRules::new(root));
+        walk.files.into_iter().filter(|file| read_candidate(root, &file.path).is_ok()).map(|file| file.path).collect()
+    }
+
+    #[test]
+    fn classifies_every_skip_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "keep.txt", b"release notes\n");
+        write(root, "config.yaml", b"release: notes\n");
+        write(root, "component.tsx", b"export const releaseNotes = true\n");
+        write(root, "icon.svg", br#"<svg xmlns="http://www.w3.org/2000/svg"><title>x</title></svg>"#);
+        write(root, "manual.pdf", b"%PDF-1.7\nrelease notes\n");
+        write(root, "binary.dat", b"release\x00notes\n");
+        write(root, "big.txt", &vec![b'a'; MAX_FILE_BYTES as usize + 1]);
+        write(root, ".env", b"SECRET=1\n");
+        write(root, ".github/workflows/ci.yml", b"on: push\n");
+        write(root, "Cargo.lock", b"lock\n");
+        write(root, "LICENSE", b"license\n");
+        write(root, "sub/go.sum", b"sum\n");
+        write(root, "BUILD.bazel", b"x\n");
+        write(root, "dist/app.tar.sha256", b"x\n");
+        write(root, "web/pnpm-lock.yaml", b"x\n");
+        write(root, "x.lockfile", b"x\n");
+        std::os::unix::fs::symlink(root.join("keep.txt"), root.join("link.txt")).unwrap();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+
+        let walk = walk(root, &[], &mut IgnoreRules::new(root));
+        let mut skips = walk.skips.clone();
+        let mut accepted = Vec::new();
+        let mut counts = walk.skipped;
+        for file in &walk.files {
+            match read_candidate(root, &file.path) {
+                Ok(_) => accepted.push(file.path.clone()),
+                Err(reason) => {
+                    counts.count(reason);
+                    skips.push(Skip { path: file.path.clone(), reason });
+                }
+            }
+        }
+        assert_eq!(accepted, ["component.tsx", "config.yaml", "keep.txt"]);
+        skips.sort_by(|a, b| a.path.cmp(&b.path));
+        let got: Vec<(&str, &str)> = skips.iter().map(|skip| (skip.path.as_str(), skip.reason.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (".env", "dot_file"),
+                (".github", "dot_dir"),
+                ("big.txt", "oversized"),
+                ("binary.dat", "binary"),
+                ("icon.svg", "non_text"),
+                ("link.txt", "symlink"),
+                ("manual.pdf", "non_text"),
+                ("pipe", "non_regular"),
+            ]
+        );
+        assert_eq!(counts, SkipCounts { dirs: 1, binary: 1, non_text: 2, oversized: 1, symlink: 1, unreadable: 0 });
+    }
+
+    #[test]
+    fn allowlist_rules_follow_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(
+            root,
+            ".gitignore",
+            b"*\n!.gitignore\n!allowed/\n!allowed/wanted.txt   \n!allowed/space\\ \n!plain\n!plain/wanted.txt\n",
+        );
+        write(root, "allowed/wanted.txt", b"wanted\n");
+        write(root, "allowed/space ", b"wanted\n");
+        write(root, "allowed/ignored.txt", b"ignored\n");
+        write(root, "ignored/deep.txt", b"ignored\n");
+        write(root, "plain/wanted.txt", b"wanted\n");
+        write(root, "plain/ignored.txt", b"ignored\n");
+        write(root, "plain/plain", b"wanted\n");
+        assert_eq!(paths(root, &[]), ["allowed/space ", "allowed/wanted.txt", "plain/plain", "plain/wanted.txt"]);
+    }
+
+    #[test]
+    fn reincluded_directory_is_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitignore", b"restored/\n!restored/\n");
+        write(root, "restored/file.txt", b"restored\n");
+        write(root, "restored/nested/file.txt", b"restored\n");
+        assert_eq!(paths(root, &[]), ["restored/file.txt", "restored/nested/file.txt"]);
+    }
+
+    #[test]
+    fn deeper_files_and_gitagentignore_take_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // The root ignores Markdown; a deeper .gitignore re-includes it.
+        write(root, ".gitignore", b"*.md\n");
+        write(root, "docs/.gitignore", b"!keep.md\n");
+        write(root, "docs/keep.md", b"kept\n");
+        write(root, "docs/drop.md", b"dropped\n");
+        // In one directory .gitagentignore wins over .gitignore.
+        write(root, "src/.gitignore", b"!gen.go\n");
+        write(root, "src/.gitagentignore", b"gen.go\nvendor/\n");
+        write(root, "src/gen.go", b"package src\n");
+        write(root, "src/main.go", b"package src\n");
+        write(root, "src/vendor/dep.go", b"package dep\n");
+        // A root .gitagentignore pattern applies from the root's base.
+        write(root, ".gitagentignore", b"/fixtures\nbuild/\n");
+        write(root, "fixtures/a.txt", b"a\n");
+        write(root, "lib/fixtures/b.txt", b"b\n");
+        write(root, "lib/build/c.txt", b"c\n");
+        // The built-in list sits below every ignore file.
+        write(root, "pkg/.gitignore", b"!Cargo.lock\n");
+        write(root, "pkg/Cargo.lock", b"lock\n");
+        write(root, "Cargo.lock", b"lock\n");
+        assert_eq!(paths(root, &[]), ["docs/keep.md", "lib/fixtures/b.txt", "pkg/Cargo.lock", "src/main.go"]);
+
+        let mut rules = IgnoreRules::new(root);
+        assert!(rules.excludes_file("src/gen.go"));
+        assert!(rules.excludes_file("src/vendor/dep.go"));
+        assert!(rules.excludes_file("docs/drop.md"));
+        assert!(rules.excludes_file(".env"));
+        assert!(!rules.excludes_file("docs/keep.md"));
+        assert!(!rules.excludes_file("lib/fixtures/b.txt"));
+    }
+
+    #[test]
+    fn scope_keeps_root_rules_and_may_enter_dot_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitagentignore", b"*.gen.go\n");
+        write(root, "foo/a.go", b"package foo\n");
+        write(root, "foo/b.gen.go", b"package foo\n");
+        write(root, "bar/c.go", b"package bar\n");
+        write(root, ".github/workflows/ci.yml", b"on: push\n");
+        write(root, ".github/.gitignore", b"*.tmp\n");
+        write(root, ".github/x.tmp", b"tmp\n");
+        assert_eq!(paths(root, &["foo"]), ["foo/a.go"]);
+        assert_eq!(paths(root, &[".github"]), [".github/workflows/ci.yml"]);
+        assert_eq!(paths(root, &[]), ["bar/c.go", "foo/a.go"]);
+    }
+}

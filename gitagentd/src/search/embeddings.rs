@@ -1,0 +1,447 @@
+//! The embeddings client: `POST <base>/embeddings` (OpenAI-compatible,
+//! `encoding_format: float`, `dimensions`), batched by input count and by
+//! total characters, with a bounded number of requests in flight.
+//!
+//! A batch the endpoint rejects as a bad request is split in halves and
+//! retried, so one oversized input cannot sink its neighbours; rate limits,
+//! server errors and connection failures are retried twice with a short
+//! backoff. Anything else fails the search clearly: search has no lexical
+//! fallback. The API key goes only into the `Authorization` header; it is
+//! never logged or put into an error.
+
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Resolved embedding configuration for one search.
+#[derive(Clone)]
+pub struct EmbeddingSettings {
+    pub api_key: String,
+    pub base_url: String,
+    pub model: String,
+    pub dimensions: usize,
+    pub max_input_chars: usize,
+    pub batch_inputs: usize,
+    pub batch_max_chars: usize,
+    pub concurrency: usize,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for EmbeddingSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingSettings")
+            .field("api_key", &"<redacted>")
+            .field("base_url", &sanitize_url(&self.base_url))
+            .field("model", &self.model)
+            .field("dimensions", &self.dimensions)
+            .field("max_input_chars", &self.max_input_chars)
+            .field("batch_inputs", &self.batch_inputs)
+            .field("batch_max_chars", &self.batch_max_chars)
+            .field("concurrency", &self.concurrency)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl EmbeddingSettings {
+    fn endpoint(&self) -> String {
+        format!("{}/embeddings", self.base_url.trim_end_matches('/'))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddingError {
+    #[error("the embeddings request to {url} failed: {message}{hint}")]
+    Request { url: String, message: String, hint: String },
+    #[error("the embeddings endpoint {url} returned an invalid response: {reason}")]
+    Response { url: String, reason: String },
+    #[error(
+        "the embeddings endpoint {url} returned {got}-dimensional vectors, but {want} were requested\nhint: choose dimensions the model supports with --embedding-dimensions or OPENAI_EMBEDDING_DIMENSIONS"
+    )]
+    Dimensions { url: String, got: usize, want: usize },
+    #[error("cannot set up the embeddings client: {0}")]
+    Client(String),
+    #[error("the search was cancelled")]
+    Cancelled,
+}
+
+/// The URL without credentials, query or fragment, for messages.
+pub fn sanitize_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => "<invalid url>".to_string(),
+    }
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    model: &'a str,
+    input: &'a [String],
+    encoding_format: &'static str,
+    dimensions: usize,
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    data: Vec<ReplyItem>,
+}
+
+#[derive(Deserialize)]
+struct ReplyItem {
+    index: usize,
+    embedding: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorReply {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    message: Option<String>,
+}
+
+/// The future of one (possibly split) embeddings request.
+type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbeddingError>> + Send + 'a>>;
+
+/// Shared HTTP connection pool for embeddings requests.
+#[derive(Clone)]
+pub struct EmbeddingsClient {
+    http: reqwest::Client,
+}
+
+/// The outcome of one attempt.
+enum Attempt {
+    Done(Vec<Vec<f32>>),
+    /// The endpoint rejected the input itself: worth splitting.
+    Rejected(EmbeddingError),
+    /// Temporary: worth retrying.
+    Transient(EmbeddingError),
+    Fatal(EmbeddingError),
+}
+
+impl EmbeddingsClient {
+    pub fn new() -> Result<Self, EmbeddingError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+        Ok(Self { http })
+    }
+
+    /// Embeds `inputs` in one request (split on rejection), returning one
+    /// vector per input in order.
+    pub fn embed<'a>(
+        &'a self,
+        settings: &'a EmbeddingSettings,
+        inputs: &'a [String],
+        cancel: &'a CancellationToken,
+    ) -> EmbedFuture<'a> {
+        Box::pin(async move {
+            let mut retries = 0;
+            loop {
+                let attempt = tokio::select! {
+                    attempt = self.attempt(settings, inputs) => attempt,
+                    _ = cancel.cancelled() => return Err(EmbeddingError::Cancelled),
+                };
+                match attempt {
+                    Attempt::Done(vectors) => return Ok(vectors),
+                    Attempt::Rejected(error) if inputs.len() > 1 => {
+                        tracing::debug!(%error, inputs = inputs.len(), "embedding batch rejected; splitting");
+                        let middle = inputs.len() / 2;
+                        let mut left = self.embed(settings, &inputs[..middle], cancel).await?;
+                        let right = self.embed(settings, &inputs[middle..], cancel).await?;
+                        left.extend(right);
+                        return Ok(left);
+                    }
+                    Attempt::Transient(error) if retries < 2 => {
+                        retries += 1;
+                        tracing::debug!(%error, retries, "embedding request failed; retrying");
+                        let backoff = Duration::from_millis(250 << retries);
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = cancel.cancelled() => return Err(EmbeddingError::Cancelled),
+                        }
+                    }
+                    Attempt::Rejected(error) | Attempt::Transient(error) | Attempt::Fatal(error) => return Err(error),
+                }
+            }
+        })
+    }
+
+    async fn attempt(&self, settings: &EmbeddingSettings, inputs: &[String]) -> Attempt {
+        let endpoint = settings.endpoint();
+        let url = sanitize_url(&endpoint);
+        let body = Request {
+            model: &settings.model,
+            input: inputs,
+            encoding_format: "float",
+            dimensions: settings.dimensions,
+        };
+        let response =
+            self.http.post(&endpoint).bearer_auth(&settings.api_key).timeout(settings.timeout).json(&body).send().await;
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                let message = describe_transport_error(&error);
+                let error = EmbeddingError::Request {
+                    url,
+                    message,
+                    hint: "\nhint: check OPENAI_EMBEDDING_BASE_URL (or --base-url); search does not fall back to lexical retrieval"
+                        .into(),
+                };
+                return Attempt::Transient(error);
+            }
+        };
+        let status = response.status();
+        let bytes = match response.bytes().await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                return Attempt::Transient(EmbeddingError::Request {
+                    url,
+                    message: describe_transport_error(&error),
+                    hint: String::new(),
+                });
+            }
+        };
+        if !status.is_success() {
+            let detail = serde_json::from_slice::<ErrorReply>(&bytes)
+                .ok()
+                .and_then(|reply| reply.error.message)
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).trim().to_string());
+            let message = if detail.is_empty() { status.to_string() } else { format!("{status}: {detail}") };
+            let hint = match status.as_u16() {
+                401 | 403 => {
+                    "\nhint: check OPENAI_EMBEDDING_API_KEY (or OPENAI_API_KEY); the account needs embeddings access"
+                }
+                404 => {
+                    "\nhint: check OPENAI_EMBEDDING_BASE_URL and OPENAI_EMBEDDING_MODEL (or --base-url, --embedding-model)"
+                }
+                429 => {
+                    "\nhint: the embeddings account is rate-limited or out of quota; search does not fall back to lexical retrieval"
+                }
+                _ => "\nhint: search needs embeddings and does not fall back to lexical retrieval",
+            };
+            let error = EmbeddingError::Request { url, message, hint: hint.into() };
+            return match status.as_u16() {
+                429 | 500..=599 => Attempt::Transient(error),
+                400 | 413 | 422 => Attempt::Rejected(error),
+                _ => Attempt::Fatal(error),
+            };
+        }
+        match decode(&bytes, inputs.len(), settings.dimensions, &url) {
+            Ok(vectors) => Attempt::Done(vectors),
+            Err(error) => Attempt::Fatal(error),
+        }
+    }
+}
+
+fn describe_transport_error(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "cannot connect"
+    } else {
+        "transport error"
+    };
+    // reqwest's message includes the URL; strip it so credentials in a
+    // base URL never surface.
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
+    let mut detail = String::new();
+    while let Some(cause) = source {
+        detail = cause.to_string();
+        source = cause.source();
+    }
+    if detail.is_empty() { kind.to_string() } else { format!("{kind}: {detail}") }
+}
+
+fn decode(bytes: &[u8], expected: usize, dimensions: usize, url: &str) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    let invalid = |reason: String| EmbeddingError::Response { url: url.to_string(), reason };
+    let reply: Reply = serde_json::from_slice(bytes).map_err(|error| invalid(error.to_string()))?;
+    if reply.data.len() != expected {
+        return Err(invalid(format!("{} vectors for {expected} inputs", reply.data.len())));
+    }
+    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; expected];
+    for item in reply.data {
+        if item.index >= expected {
+            return Err(invalid(format!("index {} out of range", item.index)));
+        }
+        if item.embedding.is_empty() {
+            return Err(invalid(format!("index {} is empty", item.index)));
+        }
+        if item.embedding.len() != dimensions {
+            return Err(EmbeddingError::Dimensions {
+                url: url.to_string(),
+                got: item.embedding.len(),
+                want: dimensions,
+            });
+        }
+        vectors[item.index] = Some(item.embedding.into_iter().map(|value| value as f32).collect());
+    }
+    vectors
+        .into_iter()
+        .enumerate()
+        .map(|(index, vector)| vector.ok_or_else(|| invalid(format!("missing index {index}"))))
+        .collect()
+}
+
+/// Groups inputs into request batches: at most `max_inputs` inputs and at
+/// most `max_chars` bytes each (a single larger input gets its own batch).
+pub fn plan_batches(sizes: &[usize], max_inputs: usize, max_chars: usize) -> Vec<std::ops::Range<usize>> {
+    let max_inputs = max_inputs.max(1);
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < sizes.len() {
+        let mut end = start;
+        let mut chars = 0;
+        while end < sizes.len() && end - start < max_inputs {
+            if end > start && chars + sizes[end] > max_chars {
+                break;
+            }
+            chars += sizes[end];
+            end += 1;
+        }
+        batches.push(start..end);
+        start = end;
+    }
+    batches
+}
+
+/// Progress of a multi-batch embedding run, reported after each batch.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchDone {
+    pub done: usize,
+    pub total: usize,
+    pub elapsed: Duration,
+    pub request: Duration,
+}
+
+/// Embeds many inputs: batches are planned from `sizes`, their inputs built
+/// by `build` only when the batch is sent, at most `settings.concurrency`
+/// requests run at once, and `on_batch` sees each finished batch (its
+/// range and vectors) in completion order. The first failure cancels the
+/// rest.
+pub async fn embed_many<B, F>(
+    client: &EmbeddingsClient,
+    settings: &EmbeddingSettings,
+    sizes: &[usize],
+    build: B,
+    mut on_batch: F,
+    cancel: &CancellationToken,
+) -> Result<(), EmbeddingError>
+where
+    B: Fn(std::ops::Range<usize>) -> Vec<String> + Send + Sync + 'static,
+    F: FnMut(std::ops::Range<usize>, Vec<Vec<f32>>, BatchDone),
+{
+    let batches = plan_batches(sizes, settings.batch_inputs, settings.batch_max_chars);
+    let total = sizes.len();
+    let build = Arc::new(build);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1)));
+    let local_cancel = cancel.child_token();
+    let mut tasks = tokio::task::JoinSet::new();
+    for range in batches {
+        let client = client.clone();
+        let settings = settings.clone();
+        let build = Arc::clone(&build);
+        let semaphore = Arc::clone(&semaphore);
+        let cancel = local_cancel.clone();
+        tasks.spawn(async move {
+            let _permit = tokio::select! {
+                permit = semaphore.acquire_owned() => permit.map_err(|_| EmbeddingError::Cancelled)?,
+                _ = cancel.cancelled() => return Err(EmbeddingError::Cancelled),
+            };
+            let started = Instant::now();
+            let build_range = range.clone();
+            let inputs = tokio::task::spawn_blocking(move || build(build_range))
+                .await
+                .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+            let vectors = client.embed(&settings, &inputs, &cancel).await?;
+            Ok::<_, EmbeddingError>((range, vectors, started.elapsed()))
+        });
+    }
+    let started = Instant::now();
+    let mut done = 0;
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok((range, vectors, request))) => {
+                if failure.is_some() {
+                    continue;
+                }
+                done += range.len();
+                on_batch(range, vectors, BatchDone { done, total, elapsed: started.elapsed(), request });
+            }
+            Ok(Err(error)) => {
+                local_cancel.cancel();
+                if failure.is_none() || matches!(failure, Some(EmbeddingError::Cancelled)) {
+                    failure = Some(error);
+                }
+            }
+            Err(error) => {
+                local_cancel.cancel();
+                failure.get_or_insert(EmbeddingError::Client(error.to_string()));
+            }
+        }
+    }
+    if cancel.is_cancelled() {
+        return Err(EmbeddingError::Cancelled);
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_inputs_and_characters() {
+        assert_eq!(plan_batches(&[1, 1, 1, 1, 1], 2, 100), vec![0..2, 2..4, 4..5]);
+        assert_eq!(plan_batches(&[60, 60, 10, 200, 5], 32, 100), vec![0..1, 1..3, 3..4, 4..5]);
+        assert!(plan_batches(&[], 32, 100).is_empty());
+    }
+
+    #[test]
+    fn urls_lose_credentials_in_messages() {
+        assert_eq!(sanitize_url("https://user:secret@example.test/v1?key=abc#x"), "https://example.test/v1");
+        assert_eq!(sanitize_url("not a url"), "<invalid url>");
+    }
+
+    #[test]
+    fn debug_output_redacts_the_key() {
+        let settings = EmbeddingSettings {
+            api_key: "sk-secret".into(),
+            base_url: "https://example.test/v1".into(),
+            model: "m".into(),
+            dimensions: 3,
+            max_input_chars: 10,
+            batch_inputs: 1,
+            batch_max_chars: 10,
+            concurrency: 1,
+            timeout: Duration::from_secs(1),
+        };
+        assert!(!format!("{settings:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn responses_are_validated() {
+        let ok = br#"{"data":[{"index":1,"embedding":[0.5,0.5]},{"index":0,"embedding":[1,0]}],"model":"m"}"#;
+        assert_eq!(decode(ok, 2, 2, "u").unwrap(), vec![vec![1.0, 0.0], vec![0.5, 0.5]]);
+        assert!(matches!(decode(ok, 3, 2, "u"), Err(EmbeddingError::Response { .. })));
+        assert!(matches!(decode(ok, 2, 3, "u"), Err(EmbeddingError::Dimensions { got: 2, want: 3, .. })));
+        assert!(matches!(decode(b"{}", 1, 2, "u"), Err(EmbeddingError::Response { .. })));
+    }
+}

@@ -1,0 +1,446 @@
+//! Top-level declarations of a Go source file, found by a small lexer
+//! rather than a full parser: Go ends every top-level declaration with a
+//! semicolon at bracket depth zero, written or inserted at a line end after
+//! an identifier, a literal, `)`, `]`, `}`, `++`, `--` or one of the
+//! keywords `break`, `continue`, `fallthrough`, `return`. That is enough to
+//! find each `func`, `type`, `const` and `var` declaration's first and last
+//! line and its names, and the comments before the `package` clause.
+//!
+//! A file the lexer cannot follow (an unterminated string or comment,
+//! unbalanced brackets, no `package` clause, a statement that is not a
+//! declaration) yields `None`, and the caller falls back to line chunks.
+
+/// The kind and name of one declaration, as search reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decl {
+    pub kind: &'static str,
+    pub name: String,
+    /// First and last line, 1-based, inclusive.
+    pub start_line: usize,
+    pub end_line: usize,
+}
+
+/// What the lexer learned about a file.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct GoFile {
+    pub decls: Vec<Decl>,
+    /// A comment before the `package` clause says `DO NOT EDIT`.
+    pub generated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Ident(String),
+    Literal,
+    Open(u8),
+    Close(u8),
+    Semi,
+    Comma,
+    IncDec,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    tok: Tok,
+    line: usize,
+    end_line: usize,
+}
+
+/// Scans `source`; `None` when it does not look like valid Go.
+pub fn scan(source: &str) -> Option<GoFile> {
+    let (tokens, comments) = lex(source)?;
+    let statements = split_statements(&tokens)?;
+    let mut file = GoFile::default();
+    let mut iter = statements.into_iter();
+    let package = iter.next()?;
+    match package.first().map(|token| &token.tok) {
+        Some(Tok::Ident(word)) if word == "package" => {}
+        _ => return None,
+    }
+    file.generated = comments.iter().any(|comment| comment.before_package && comment.do_not_edit);
+    for statement in iter {
+        let Some(Tok::Ident(keyword)) = statement.first().map(|token| &token.tok) else { return None };
+        let start_line = statement[0].line;
+        let end_line = statement.last().map_or(start_line, |token| token.end_line);
+        let (kind, name) = match keyword.as_str() {
+            "import" => continue,
+            "func" => func_name(&statement[1..])?,
+            "type" => ("type", spec_names(&statement[1..], true)?),
+            "const" => ("const", spec_names(&statement[1..], false)?),
+            "var" => ("var", spec_names(&statement[1..], false)?),
+            _ => return None,
+        };
+        file.decls.push(Decl { kind, name, start_line, end_line });
+    }
+    Some(file)
+}
+
+struct Comment {
+    before_package: bool,
+    do_not_edit: bool,
+}
+
+fn lex(source: &str) -> Option<(Vec<Token>, Vec<Comment>)> {
+    let bytes = source.as_bytes();
+    let mut tokens: Vec<Token> = Vec::new();
+    let mut comments = Vec::new();
+    let mut line = 1usize;
+    let mut index = 0usize;
+    let mut seen_package = false;
+    let push = |tokens: &mut Vec<Token>, tok: Tok, line: usize, end_line: usize| {
+        tokens.push(Token { tok, line, end_line });
+    };
+    while index < bytes.len() {
+        let byte = bytes[index];
+        match byte {
+            b'\n' => {
+                insert_semicolon(&mut tokens, line);
+                line += 1;
+                index += 1;
+            }
+            b' ' | b'\t' | b'\r' => index += 1,
+            b'/' if bytes.get(index + 1) == Some(&b'/') => {
+                let end = bytes[index..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |offset| index + offset);
+                let text = &source[index..end];
+                comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                index = end;
+            }
+            b'/' if bytes.get(index + 1) == Some(&b'*') => {
+                let close = source[index + 2..].find("*/")? + index + 2;
+                let text = &source[index..close + 2];
+                let newlines = text.bytes().filter(|&b| b == b'\n').count();
+                comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                if newlines > 0 {
+                    insert_semicolon(&mut tokens, line);
+                }
+                line += newlines;
+                index = close + 2;
+            }
+            b'"' | b'\'' => {
+                let mut cursor = index + 1;
+                loop {
+                    match bytes.get(cursor)? {
+                        b'\\' => cursor += 2,
+                        b'\n' => return None,
+                        &b if b == byte => break,
+                        _ => cursor += 1,
+                    }
+                }
+                push(&mut tokens, Tok::Literal, line, line);
+                index = cursor + 1;
+            }
+            b'`' => {
+                let close = source[index + 1..].find('`')? + index + 1;
+                let newlines = source[index..close].bytes().filter(|&b| b == b'\n').count();
+                push(&mut tokens, Tok::Literal, line, line + newlines);
+                line += newlines;
+                index = close + 1;
+            }
+            b'(' | b'[' | b'{' => {
+                push(&mut tokens, Tok::Open(byte), line, line);
+                index += 1;
+            }
+            b')' | b']' | b'}' => {
+                push(&mut tokens, Tok::Close(byte), line, line);
+                index += 1;
+            }
+            b';' => {
+                push(&mut tokens, Tok::Semi, line, line);
+                index += 1;
+            }
+            b',' => {
+                push(&mut tokens, Tok::Comma, line, line);
+                index += 1;
+            }
+            b'+' | b'-' if bytes.get(index + 1) == Some(&byte) => {
+                push(&mut tokens, Tok::IncDec, line, line);
+                index += 2;
+            }
+            b'0'..=b'9' => {
+                index = skip_number(bytes, index);
+                push(&mut tokens, Tok::Literal, line, line);
+            }
+            b'.' if bytes.get(index + 1).is_some_and(u8::is_ascii_digit) => {
+                index = skip_number(bytes, index);
+                push(&mut tokens, Tok::Literal, line, line);
+            }
+            _ if byte == b'_' || byte.is_ascii_alphabetic() || byte >= 0x80 => {
+                let start = index;
+                while index < bytes.len() {
+                    let b = bytes[index];
+                    if b == b'_' || b.is_ascii_alphanumeric() {
+                        index += 1;
+                    } else if b >= 0x80 {
+                        let ch = source[index..].chars().next()?;
+                        if !ch.is_alphanumeric() {
+                            break;
+                        }
+                        index += ch.len_utf8();
+                    } else {
+                        break;
+                    }
+                }
+                if index == start {
+                    // A non-ASCII character that is not a letter: an
+                    // operator-like token Go would reject.
+                    return None;
+                }
+                let word = &source[start..index];
+                if word == "package" {
+                    seen_package = true;
+                }
+                push(&mut tokens, Tok::Ident(word.to_string()), line, line);
+            }
+            _ => {
+                push(&mut tokens, Tok::Other, line, line);
+                index += 1;
+            }
+        }
+    }
+    insert_semicolon(&mut tokens, line);
+    Some((tokens, comments))
+}
+
+fn skip_number(bytes: &[u8], mut index: usize) -> usize {
+    while index < bytes.len() {
+        let b = bytes[index];
+        let exponent_sign = (b == b'+' || b == b'-') && matches!(bytes[index - 1], b'e' | b'E' | b'p' | b'P');
+        if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || exponent_sign) {
+            break;
+        }
+        index += 1;
+    }
+    index
+}
+
+/// Go's automatic semicolon insertion at a line end.
+fn insert_semicolon(tokens: &mut Vec<Token>, line: usize) {
+    let Some(last) = tokens.last() else { return };
+    let inserts = match &last.tok {
+        Tok::Ident(word) => !matches!(
+            word.as_str(),
+            "package"
+                | "import"
+                | "func"
+                | "type"
+                | "const"
+                | "var"
+                | "if"
+                | "else"
+                | "for"
+                | "switch"
+                | "select"
+                | "case"
+                | "default"
+                | "go"
+                | "defer"
+                | "chan"
+                | "map"
+                | "struct"
+                | "interface"
+                | "range"
+                | "goto"
+        ),
+        Tok::Literal | Tok::Close(_) | Tok::IncDec => true,
+        Tok::Open(_) | Tok::Semi | Tok::Comma | Tok::Other => false,
+    };
+    if inserts {
+        tokens.push(Token { tok: Tok::Semi, line, end_line: line });
+    }
+}
+
+/// Splits tokens into top-level statements at depth-zero semicolons.
+fn split_statements(tokens: &[Token]) -> Option<Vec<Vec<Token>>> {
+    let mut statements = Vec::new();
+    let mut current: Vec<Token> = Vec::new();
+    let mut stack: Vec<u8> = Vec::new();
+    for token in tokens {
+        match token.tok {
+            Tok::Open(open) => stack.push(open),
+            Tok::Close(close) => {
+                let open = stack.pop()?;
+                if !matches!((open, close), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
+                    return None;
+                }
+            }
+            Tok::Semi if stack.is_empty() => {
+                if !current.is_empty() {
+                    statements.push(std::mem::take(&mut current));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        current.push(token.clone());
+    }
+    if !stack.is_empty() {
+        return None;
+    }
+    if !current.is_empty() {
+        statements.push(current);
+    }
+    Some(statements)
+}
+
+fn func_name(rest: &[Token]) -> Option<(&'static str, String)> {
+    match rest.first()?.tok {
+        Tok::Open(b'(') => {
+            let close = matching_close(rest, 0)?;
+            match &rest.get(close + 1)?.tok {
+                Tok::Ident(name) => Some(("method", name.clone())),
+                _ => None,
+            }
+        }
+        Tok::Ident(ref name) => Some(("function", name.clone())),
+        _ => None,
+    }
+}
+
+/// The index of the token closing the bracket opened at `open`.
+fn matching_close(tokens: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (index, token) in tokens.iter().enumerate().skip(open) {
+        match token.tok {
+            Tok::Open(_) => depth += 1,
+            Tok::Close(_) => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Names declared by a `type`, `const` or `var` declaration, grouped or
+/// not, joined with ", ".
+fn spec_names(rest: &[Token], type_spec: bool) -> Option<String> {
+    let mut names = Vec::new();
+    let mut collect = |spec: &[Token]| {
+        let mut tokens = spec.iter();
+        while let Some(Token { tok: Tok::Ident(name), .. }) = tokens.next() {
+            names.push(name.clone());
+            if type_spec || !matches!(tokens.next(), Some(Token { tok: Tok::Comma, .. })) {
+                break;
+            }
+        }
+    };
+    match rest.first()?.tok {
+        Tok::Open(b'(') => {
+            let close = matching_close(rest, 0)?;
+            let inner = &rest[1..close];
+            let mut depth = 0usize;
+            let mut start = 0usize;
+            for (index, token) in inner.iter().enumerate() {
+                match token.tok {
+                    Tok::Open(_) => depth += 1,
+                    Tok::Close(_) => depth = depth.saturating_sub(1),
+                    Tok::Semi if depth == 0 => {
+                        collect_spec(&inner[start..index], &mut collect);
+                        start = index + 1;
+                    }
+                    _ => {}
+                }
+            }
+            collect_spec(&inner[start..], &mut collect);
+        }
+        Tok::Ident(_) => collect_spec(rest, &mut collect),
+        _ => return None,
+    }
+    Some(names.join(", "))
+}
+
+fn collect_spec(spec: &[Token], collect: &mut impl FnMut(&[Token])) {
+    if !spec.is_empty() {
+        collect(spec);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decls(source: &str) -> Vec<(String, String, usize, usize)> {
+        scan(source)
+            .unwrap()
+            .decls
+            .into_iter()
+            .map(|decl| (decl.kind.to_string(), decl.name, decl.start_line, decl.end_line))
+            .collect()
+    }
+
+    fn decl(kind: &str, name: &str, start: usize, end: usize) -> (String, String, usize, usize) {
+        (kind.to_string(), name.to_string(), start, end)
+    }
+
+    #[test]
+    fn finds_declarations_and_their_lines() {
+        let source = r#"// Package demo shows declarations.
+package demo
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Greeting is a type.
+type Greeting struct {
+	Name string // a comment with } and "
+}
+
+const (
+	A = iota
+	B, C = 1, 2
+)
+
+var x, y = `raw
+string`, 'r'
+
+func (g *Greeting) Say() string {
+	if g.Name == "" {
+		return "nobody"
+	}
+	return fmt.Sprintf("hi %s", strings.TrimSpace(g.Name))
+}
+
+func Generic[T any](v T) T { return v }
+
+type (
+	One int
+	Two = string
+)
+"#;
+        assert_eq!(
+            decls(source),
+            [
+                decl("type", "Greeting", 10, 12),
+                decl("const", "A, B, C", 14, 17),
+                decl("var", "x, y", 19, 20),
+                decl("method", "Say", 22, 27),
+                decl("function", "Generic", 29, 29),
+                decl("type", "One, Two", 31, 34),
+            ]
+        );
+        assert!(!scan(source).unwrap().generated);
+    }
+
+    #[test]
+    fn generated_heading_is_detected_only_before_package() {
+        let generated = "// Code generated by protoc-gen-go. DO NOT EDIT.\n\npackage pb\n\nfunc X() {}\n";
+        assert!(scan(generated).unwrap().generated);
+        let after = "package pb\n\n// DO NOT EDIT this function by hand.\nfunc X() {}\n";
+        assert!(!scan(after).unwrap().generated);
+    }
+
+    #[test]
+    fn invalid_sources_are_refused() {
+        assert!(scan("func main() {}\n").is_none());
+        assert!(scan("package x\nfunc main() {\n").is_none());
+        assert!(scan("package x\nvar s = \"unterminated\n").is_none());
+        assert!(scan("package x\n/* open comment\n").is_none());
+        assert!(scan("package x\nfmt.Println(1)\n").is_none());
+    }
+}

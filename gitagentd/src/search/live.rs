@@ -1,0 +1,229 @@
+//! The daemon's in-memory view of one physical index: the snapshot as
+//! published (records plus mapped vectors), the file versions it was last
+//! matched against (chunks and body snapshot), and the links between them.
+//! A `LiveIndex` is immutable; a refresh builds a new one and the daemon
+//! swaps it in, so a running search keeps the view it started with.
+
+use super::bodies::BodyRef;
+use super::chunking::{ChunkDraft, Hash32, parse_hash};
+use super::discovery::{FileStat, SkipReason};
+use super::ranking::{self, FileTerms};
+use super::store::Snapshot;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// A file modified this close to when it was read may have changed again
+/// within the timestamp's granularity: it is read again next time.
+pub const RACY_WINDOW_NS: i128 = 2_000_000_000;
+
+/// One version of a file as a search read it.
+#[derive(Debug)]
+pub struct FileContent {
+    pub path: String,
+    pub stat: FileStat,
+    /// When reading started, nanoseconds since the epoch.
+    pub read_started_ns: i128,
+    /// The embedding input cap the chunk hashes were computed with.
+    pub max_input_chars: usize,
+    pub chunks: Vec<ChunkDraft>,
+    pub body: BodyRef,
+    terms: OnceLock<FileTerms>,
+}
+
+impl FileContent {
+    pub fn new(
+        path: String,
+        stat: FileStat,
+        read_started_ns: i128,
+        max_input_chars: usize,
+        chunks: Vec<ChunkDraft>,
+        body: BodyRef,
+    ) -> Self {
+        Self { path, stat, read_started_ns, max_input_chars, chunks, body, terms: OnceLock::new() }
+    }
+
+    /// Whether this version still describes the file with `stat`.
+    pub fn is_fresh_for(&self, stat: &FileStat, max_input_chars: usize) -> bool {
+        self.stat == *stat && self.max_input_chars == max_input_chars && !self.is_racy()
+    }
+
+    pub fn is_racy(&self) -> bool {
+        i128::from(self.stat.mtime_ns) + RACY_WINDOW_NS >= self.read_started_ns
+    }
+
+    pub fn chunk_body(&self, chunk: &ChunkDraft) -> &str {
+        let text = self.body.text();
+        let start = chunk.body_start as usize;
+        text.get(start..start + chunk.body_len as usize).unwrap_or("")
+    }
+
+    /// Whether the term statistics were computed already.
+    pub fn has_terms(&self) -> bool {
+        self.terms.get().is_some()
+    }
+
+    /// Body term statistics, computed on first use from the snapshot.
+    pub fn terms(&self) -> &FileTerms {
+        self.terms.get_or_init(|| {
+            FileTerms::build(
+                &self.path,
+                self.chunks.iter().map(|chunk| {
+                    let symbol = chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default();
+                    (self.chunk_body(chunk), symbol)
+                }),
+            )
+        })
+    }
+}
+
+/// A record's link to the chunk it was matched with.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub content: Arc<FileContent>,
+    pub chunk: u32,
+}
+
+/// The records of one path.
+#[derive(Debug, Clone, Default)]
+pub struct PathEntry {
+    pub records: Vec<usize>,
+    /// Every record is usable and linked, one per chunk of the content.
+    pub complete: bool,
+}
+
+/// See the module documentation.
+pub struct LiveIndex {
+    pub snapshot: Arc<Snapshot>,
+    pub model: String,
+    pub dimensions: usize,
+    /// Per record: the norm of its vector when the vector is usable for
+    /// this model and these dimensions.
+    pub norms: Vec<Option<f64>>,
+    pub input_hashes: Vec<Option<Hash32>>,
+    pub links: Vec<Option<Link>>,
+    pub paths: HashMap<String, PathEntry>,
+    /// First usable record of each embedding input.
+    pub by_input: HashMap<Hash32, usize>,
+    /// File versions this daemon has read, by path.
+    pub contents: HashMap<String, Arc<FileContent>>,
+    /// Files rejected by their contents (binary, non-text, ...), by path.
+    pub rejected: HashMap<String, (FileStat, SkipReason)>,
+}
+
+impl std::fmt::Debug for LiveIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveIndex")
+            .field("dir", &self.snapshot.dir)
+            .field("records", &self.snapshot.records.len())
+            .field("contents", &self.contents.len())
+            .finish()
+    }
+}
+
+impl LiveIndex {
+    /// Builds the view of `snapshot` for `model`/`dimensions`, linking its
+    /// records to `contents`. Norms are reused from `previous` when it has
+    /// the same snapshot.
+    pub fn build(
+        snapshot: Arc<Snapshot>,
+        model: &str,
+        dimensions: usize,
+        contents: HashMap<String, Arc<FileContent>>,
+        rejected: HashMap<String, (FileStat, SkipReason)>,
+        previous: Option<&LiveIndex>,
+    ) -> Self {
+        let count = snapshot.records.len();
+        let input_hashes: Vec<Option<Hash32>> =
+            snapshot.records.iter().map(|record| parse_hash(&record.embedding_input_hash)).collect();
+        let norms = match previous {
+            Some(previous)
+                if Arc::ptr_eq(&previous.snapshot, &snapshot)
+                    && previous.model == model
+                    && previous.dimensions == dimensions =>
+            {
+                previous.norms.clone()
+            }
+            _ => compute_norms(&snapshot, &input_hashes, model, dimensions),
+        };
+        let mut paths: HashMap<String, PathEntry> = HashMap::new();
+        for (index, record) in snapshot.records.iter().enumerate() {
+            paths.entry(record.path.clone()).or_default().records.push(index);
+        }
+        let mut links: Vec<Option<Link>> = vec![None; count];
+        let mut by_input = HashMap::with_capacity(count);
+        for (index, hash) in input_hashes.iter().enumerate() {
+            if let (Some(hash), Some(_)) = (hash, norms[index]) {
+                by_input.entry(*hash).or_insert(index);
+            }
+        }
+        for (path, entry) in paths.iter_mut() {
+            let Some(content) = contents.get(path) else { continue };
+            let mut used = vec![false; content.chunks.len()];
+            let mut linked = 0;
+            for &index in &entry.records {
+                let record = &snapshot.records[index];
+                let Some(hash) = input_hashes[index] else { continue };
+                let found = content.chunks.iter().enumerate().position(|(chunk_index, chunk)| {
+                    !used[chunk_index]
+                        && i64::from(chunk.start_line) == record.start_line
+                        && i64::from(chunk.end_line) == record.end_line
+                        && chunk.input_hash == hash
+                });
+                if let Some(chunk_index) = found {
+                    used[chunk_index] = true;
+                    links[index] = Some(Link { content: Arc::clone(content), chunk: chunk_index as u32 });
+                    if norms[index].is_some() {
+                        linked += 1;
+                    }
+                }
+            }
+            entry.complete = linked == entry.records.len() && linked == content.chunks.len();
+        }
+        Self {
+            snapshot,
+            model: model.to_string(),
+            dimensions,
+            norms,
+            input_hashes,
+            links,
+            paths,
+            by_input,
+            contents,
+            rejected,
+        }
+    }
+
+    /// The vector of a usable record.
+    pub fn vector(&self, index: usize) -> Option<&[f32]> {
+        self.norms[index]?;
+        self.snapshot.vector(index)
+    }
+}
+
+fn compute_norms(snapshot: &Snapshot, hashes: &[Option<Hash32>], model: &str, dimensions: usize) -> Vec<Option<f64>> {
+    let count = snapshot.records.len();
+    let norm_of = |index: usize| -> Option<f64> {
+        let record = &snapshot.records[index];
+        if record.embedding_model != model || record.dimensions != dimensions as i64 || hashes[index].is_none() {
+            return None;
+        }
+        snapshot.vector(index).map(ranking::norm)
+    };
+    if count < 4096 {
+        return (0..count).map(norm_of).collect();
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per = count.div_ceil(threads);
+    let mut out = vec![None; count];
+    std::thread::scope(|scope| {
+        for (part, slot) in out.chunks_mut(per).enumerate() {
+            let norm_of = &norm_of;
+            scope.spawn(move || {
+                for (offset, value) in slot.iter_mut().enumerate() {
+                    *value = norm_of(part * per + offset);
+                }
+            });
+        }
+    });
+    out
+}

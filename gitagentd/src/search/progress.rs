@@ -1,0 +1,380 @@
+//! How a running search reports itself on the caller's stderr:
+//!
+//! - transient progress lines (waiting for the index worker, building or
+//!   updating embeddings) when stderr is a terminal and neither `--debug`
+//!   nor `--agent` is set; the client clears them before stdout;
+//! - `--agent`: a private HTTP endpoint on a Unix socket serving
+//!   `GET /progress` JSON, started only when the search has to wait or
+//!   embed, announced by one endpoint JSON line on stderr, stopped when the
+//!   command ends;
+//! - `--debug`: console diagnostic events (`search_skip`, `search_timing`,
+//!   `search_embed_plan`, `search_embed_progress`, `search_index`).
+//!
+//! Updates are serialized behind one lock, so they never interleave.
+
+use super::discovery::SkipReason;
+use super::refresh::Reporter;
+use super::timefmt;
+use crate::commands::Output;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio_util::sync::CancellationToken;
+
+/// A value of a diagnostic field.
+pub enum Field {
+    Str(String),
+    Int(i64),
+    Duration(Duration),
+}
+
+/// The progress JSON served by `--agent`.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Snapshot {
+    status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    detail: String,
+    done: usize,
+    total: usize,
+    reused: usize,
+    percent: f64,
+    elapsed_ms: u128,
+    updated_at: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    error: String,
+}
+
+impl Snapshot {
+    fn new(status: &str) -> Self {
+        Self {
+            status: status.into(),
+            detail: String::new(),
+            done: 0,
+            total: 0,
+            reused: 0,
+            percent: 0.0,
+            elapsed_ms: 0,
+            updated_at: now_text(),
+            error: String::new(),
+        }
+    }
+}
+
+fn now_text() -> String {
+    timefmt::format_rfc3339_nanos(timefmt::unix_nanos(SystemTime::now()))
+}
+
+/// The `--agent` endpoint while it runs.
+struct AgentServer {
+    snapshot: Arc<Mutex<Snapshot>>,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for AgentServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+enum Agent {
+    Off,
+    NotStarted { temp_dir: PathBuf },
+    Running(AgentServer),
+    Failed,
+}
+
+struct State {
+    agent: Agent,
+    progress_shown: bool,
+}
+
+/// See the module documentation.
+pub struct Feedback {
+    output: Output,
+    debug: bool,
+    terminal: bool,
+    runtime: tokio::runtime::Handle,
+    state: Mutex<State>,
+}
+
+/// One progress update.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Update {
+    pub waiting: bool,
+    pub done: usize,
+    pub total: usize,
+    pub reused: usize,
+    pub elapsed: Duration,
+}
+
+impl Feedback {
+    pub fn new(output: Output, debug: bool, agent: bool, stderr_is_terminal: bool, temp_dir: &Path) -> Self {
+        let agent = if agent { Agent::NotStarted { temp_dir: temp_dir.to_path_buf() } } else { Agent::Off };
+        let terminal = stderr_is_terminal && !debug && matches!(agent, Agent::Off);
+        Self {
+            output,
+            debug,
+            terminal,
+            runtime: tokio::runtime::Handle::current(),
+            state: Mutex::new(State { agent, progress_shown: false }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reports progress to the terminal or the `--agent` endpoint.
+    pub fn update(&self, update: Update) {
+        let mut state = self.state();
+        if self.terminal {
+            let text = terminal_text(&update);
+            if text.is_empty() {
+                if state.progress_shown {
+                    self.output.progress("");
+                    state.progress_shown = false;
+                }
+            } else {
+                self.output.progress(text);
+                state.progress_shown = true;
+            }
+        }
+        if let Agent::NotStarted { temp_dir } = &state.agent {
+            state.agent = match self.start_agent(&temp_dir.clone()) {
+                Ok(server) => Agent::Running(server),
+                Err(error) => {
+                    self.output.stderr(format!("warning: cannot start the progress endpoint: {error}\n"));
+                    Agent::Failed
+                }
+            };
+        }
+        if let Agent::Running(server) = &state.agent {
+            let mut snapshot = lock(&server.snapshot);
+            let mut status = if update.waiting { "waiting".to_string() } else { "indexing".to_string() };
+            let mut percent = if update.total > 0 { update.done as f64 / update.total as f64 * 100.0 } else { 0.0 };
+            if status == "indexing" && update.total > 0 && update.done >= update.total {
+                status = "done".into();
+                percent = 100.0;
+            }
+            *snapshot = Snapshot {
+                status,
+                done: update.done,
+                total: update.total,
+                reused: update.reused,
+                percent,
+                elapsed_ms: update.elapsed.as_millis(),
+                ..Snapshot::new("")
+            };
+        }
+    }
+
+    /// Ends the reporting: clears terminal progress and marks the endpoint
+    /// complete or failed.
+    pub fn finish(&self, error: Option<&str>) {
+        let mut state = self.state();
+        if state.progress_shown {
+            self.output.progress("");
+            state.progress_shown = false;
+        }
+        if let Agent::Running(server) = &state.agent {
+            let mut snapshot = lock(&server.snapshot);
+            match error {
+                Some(error) => {
+                    snapshot.status = "error".into();
+                    snapshot.error = error.to_string();
+                }
+                None if snapshot.status != "done" && snapshot.status != "error" => snapshot.status = "complete".into(),
+                None => {}
+            }
+            snapshot.updated_at = now_text();
+        }
+    }
+
+    /// Writes one console diagnostic event when `--debug` is on.
+    pub fn event(&self, kind: &str, fields: &[(&str, Field)]) {
+        if !self.debug {
+            return;
+        }
+        let _state = self.state();
+        self.output.stderr(render_event(SystemTime::now(), kind, fields));
+    }
+
+    pub fn debug(&self) -> bool {
+        self.debug
+    }
+
+    fn start_agent(&self, temp_dir: &Path) -> std::io::Result<AgentServer> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new().prefix("git-agent-").tempdir_in(temp_dir)?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        let address = dir.path().join("http.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&address)?;
+        std::fs::set_permissions(&address, std::fs::Permissions::from_mode(0o600))?;
+        listener.set_nonblocking(true)?;
+        let snapshot = Arc::new(Mutex::new(Snapshot::new("waiting")));
+        let stop = CancellationToken::new();
+        let served = Arc::clone(&snapshot);
+        let stopped = stop.clone();
+        let _guard = self.runtime.enter();
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        self.runtime.spawn(async move {
+            let router = axum::Router::new().route(
+                "/progress",
+                axum::routing::get(move || {
+                    let served = Arc::clone(&served);
+                    async move {
+                        let body = super::output::to_json_line(&*lock(&served));
+                        ([(axum::http::header::CONTENT_TYPE, "application/json")], body)
+                    }
+                }),
+            );
+            let serve = axum::serve(listener, router).with_graceful_shutdown(stopped.cancelled_owned());
+            if let Err(error) = serve.await {
+                tracing::warn!(%error, "the search progress endpoint stopped");
+            }
+        });
+        let endpoint = serde_json::json!({
+            "network": "unix",
+            "address": address.display().to_string(),
+            "url": "http://localhost/progress",
+        });
+        self.output.stderr(format!("{endpoint}\n"));
+        Ok(AgentServer { snapshot, stop, _dir: dir })
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn terminal_text(update: &Update) -> String {
+    if update.waiting {
+        return "search: waiting for index worker".into();
+    }
+    if update.total == 0 || update.done >= update.total {
+        return String::new();
+    }
+    let action = if update.reused > 0 { "updating" } else { "building" };
+    if update.done == 0 {
+        if update.reused > 0 {
+            return format!("search: {action} embeddings 0/{} chunks ({} reused)", update.total, update.reused);
+        }
+        return format!("search: {action} embeddings 0/{} chunks", update.total);
+    }
+    let percent = update.done as f64 / update.total as f64 * 100.0;
+    format!(
+        "search: {action} embeddings {}/{} chunks ({percent:.1}%, {})",
+        update.done,
+        update.total,
+        timefmt::format_duration_ms(update.elapsed)
+    )
+}
+
+/// The console diagnostic line(s) of one event.
+pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> String {
+    const INLINE_FIELDS: usize = 6;
+    const INLINE_WIDTH: usize = 140;
+    let rendered: Vec<(String, String)> = fields
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Field::Str(text) => quote_if_needed(text),
+                Field::Int(number) => number.to_string(),
+                Field::Duration(duration) => timefmt::format_duration_ms(*duration),
+            };
+            (key.to_string(), value)
+        })
+        .collect();
+    let mut out = format!("{} INF {kind}", timefmt::format_clock(at));
+    let width: usize = rendered.iter().map(|(key, value)| key.len() + 1 + value.len()).sum::<usize>()
+        + rendered.len().saturating_sub(1);
+    if rendered.len() <= INLINE_FIELDS && width <= INLINE_WIDTH {
+        for (key, value) in &rendered {
+            out.push_str(&format!(" {key}={value}"));
+        }
+        out.push('\n');
+        return out;
+    }
+    out.push('\n');
+    out.push_str("  ");
+    let mut line = 0;
+    for (index, (key, value)) in rendered.iter().enumerate() {
+        let item = key.len() + 1 + value.len();
+        if index > 0 {
+            if line + 1 + item > INLINE_WIDTH {
+                out.push_str("\n  ");
+                line = 0;
+            } else {
+                out.push(' ');
+                line += 1;
+            }
+        }
+        out.push_str(&format!("{key}={value}"));
+        line += item;
+    }
+    out.push('\n');
+    out
+}
+
+fn quote_if_needed(text: &str) -> String {
+    if text.is_empty() || text.contains([' ', '\t', '\r', '\n', '"', '=']) {
+        serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+    } else {
+        text.to_string()
+    }
+}
+
+impl Reporter for Feedback {
+    fn skip(&self, path: &str, reason: SkipReason) {
+        self.event("search_skip", &[("path", Field::Str(path.into())), ("reason", Field::Str(reason.as_str().into()))]);
+    }
+
+    fn timing(&self, step: &str, duration: Duration) {
+        self.event("search_timing", &[("step", Field::Str(step.into())), ("duration", Field::Duration(duration))]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_render_inline_or_wrapped() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(3 * 3600 + 4 * 60 + 5);
+        assert_eq!(
+            render_event(
+                at,
+                "search_skip",
+                &[("path", Field::Str(".env".into())), ("reason", Field::Str("dot_file".into()))]
+            ),
+            "03:04:05 INF search_skip path=.env reason=dot_file\n"
+        );
+        assert_eq!(
+            render_event(
+                at,
+                "x",
+                &[("path", Field::Str("a b".into())), ("took", Field::Duration(Duration::from_millis(1500)))]
+            ),
+            "03:04:05 INF x path=\"a b\" took=1.5s\n"
+        );
+        let many: Vec<(&str, Field)> =
+            ["a", "b", "c", "d", "e", "f", "g"].iter().map(|k| (*k, Field::Int(1))).collect();
+        assert_eq!(render_event(at, "many", &many), "03:04:05 INF many\n  a=1 b=1 c=1 d=1 e=1 f=1 g=1\n");
+    }
+
+    #[test]
+    fn terminal_lines() {
+        assert_eq!(terminal_text(&Update { waiting: true, ..Update::default() }), "search: waiting for index worker");
+        assert_eq!(terminal_text(&Update { total: 4, ..Update::default() }), "search: building embeddings 0/4 chunks");
+        assert_eq!(
+            terminal_text(&Update { total: 4, reused: 2, ..Update::default() }),
+            "search: updating embeddings 0/4 chunks (2 reused)"
+        );
+        assert_eq!(
+            terminal_text(&Update { done: 1, total: 4, elapsed: Duration::from_millis(20), ..Update::default() }),
+            "search: building embeddings 1/4 chunks (25.0%, 20ms)"
+        );
+        assert_eq!(terminal_text(&Update { done: 4, total: 4, ..Update::default() }), "");
+    }
+}

@@ -1,0 +1,505 @@
+//! Hybrid ranking: exact cosine between the query vector and every
+//! candidate's stored vector, plus normalized BM25 over chunk bodies and
+//! term matches against paths and symbol names.
+//!
+//! - terms: letter/digit runs, lower-cased, split at camelCase and
+//!   initialism boundaries (`HTTPServer` gives `http`, `server`); a term
+//!   longer than three bytes ending in a single `s` also counts as its
+//!   singular.
+//! - vector relatedness = clamp((cosine + 1) / 2, 1e-9, 1).
+//! - text = BM25 (k1 1.2, b 0.75) over all candidates, squashed to s/(s+1).
+//! - path, symbol = share of the unique query terms found in the path or in
+//!   `<kind> <name>` of the symbol.
+//! - lexical = min(1, 0.45 text + 0.30 path + 0.35 symbol).
+//! - rank = relatedness + (1 - relatedness) * lexical; `--min-score`
+//!   applies to it, results sort by it (then shorter range, path, line).
+//!
+//! Body term counts are computed once per file version and kept as hashed
+//! postings, so a search touches only the query's terms.
+
+use std::collections::HashMap;
+
+/// FNV-1a over the term's bytes: terms are compared by hash.
+#[derive(Clone, Copy)]
+struct TermHasher(u64);
+
+impl TermHasher {
+    const START: Self = Self(0xcbf2_9ce4_8422_2325);
+
+    fn push(&mut self, byte: u8) {
+        self.0 ^= u64::from(byte);
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+}
+
+/// Hash of one whole term.
+pub fn term_hash(term: &str) -> u64 {
+    let mut hasher = TermHasher::START;
+    for byte in term.bytes() {
+        hasher.push(byte);
+    }
+    hasher.0
+}
+
+/// Visits every term of `text` (with singular duplicates) as a hash.
+pub fn for_each_term_hash(text: &str, mut visit: impl FnMut(u64)) {
+    let mut state = TermState::default();
+    let mut previous: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch.is_alphanumeric() {
+            if ch.is_uppercase()
+                && let Some(prev) = previous
+            {
+                let split = prev.is_lowercase()
+                    || prev.is_numeric()
+                    || (prev.is_uppercase() && chars.peek().is_some_and(|next| next.is_lowercase()));
+                if split {
+                    state.flush(&mut visit);
+                }
+            }
+            if ch.is_ascii() {
+                state.push(ch.to_ascii_lowercase() as u8);
+            } else {
+                let mut buffer = [0u8; 4];
+                for lower in ch.to_lowercase() {
+                    for byte in lower.encode_utf8(&mut buffer).bytes() {
+                        state.push(byte);
+                    }
+                }
+            }
+            previous = Some(ch);
+        } else {
+            state.flush(&mut visit);
+            previous = None;
+        }
+    }
+    state.flush(&mut visit);
+}
+
+#[derive(Default)]
+struct TermState {
+    hash: Option<TermHasher>,
+    before_last: Option<TermHasher>,
+    len: usize,
+    last: u8,
+    second_last: u8,
+}
+
+impl TermState {
+    fn push(&mut self, byte: u8) {
+        let hasher = self.hash.get_or_insert(TermHasher::START);
+        self.before_last = Some(*hasher);
+        hasher.push(byte);
+        self.second_last = self.last;
+        self.last = byte;
+        self.len += 1;
+    }
+
+    fn flush(&mut self, visit: &mut impl FnMut(u64)) {
+        if let Some(hash) = self.hash.take() {
+            visit(hash.0);
+            if self.len > 3
+                && self.last == b's'
+                && self.second_last != b's'
+                && let Some(singular) = self.before_last
+            {
+                visit(singular.0);
+            }
+        }
+        *self = Self::default();
+    }
+}
+
+/// The terms of `text` as strings, in order, with singular duplicates.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    let flush = |current: &mut String, out: &mut Vec<String>| {
+        if current.is_empty() {
+            return;
+        }
+        let term = std::mem::take(current);
+        let singular = (term.len() > 3 && term.ends_with('s') && !term.ends_with("ss"))
+            .then(|| term[..term.len() - 1].to_string());
+        out.push(term);
+        out.extend(singular);
+    };
+    while let Some(ch) = chars.next() {
+        if ch.is_alphanumeric() {
+            if ch.is_uppercase()
+                && let Some(prev) = previous
+                && (prev.is_lowercase()
+                    || prev.is_numeric()
+                    || (prev.is_uppercase() && chars.peek().is_some_and(|next| next.is_lowercase())))
+            {
+                flush(&mut current, &mut out);
+            }
+            current.extend(ch.to_lowercase());
+            previous = Some(ch);
+        } else {
+            flush(&mut current, &mut out);
+            previous = None;
+        }
+    }
+    flush(&mut current, &mut out);
+    out
+}
+
+/// Unique query terms in first-seen order, with their hashes.
+pub fn query_terms(query: &str) -> Vec<(String, u64)> {
+    let mut seen = std::collections::HashSet::new();
+    terms(query)
+        .into_iter()
+        .filter(|term| seen.insert(term.clone()))
+        .map(|term| {
+            let hash = term_hash(&term);
+            (term, hash)
+        })
+        .collect()
+}
+
+/// Body term statistics of one file's chunks.
+#[derive(Debug, Default)]
+pub struct FileTerms {
+    /// Sorted by term hash: (term hash, chunk index, count).
+    postings: Vec<(u64, u32, u32)>,
+    /// Number of terms in each chunk body.
+    pub chunk_lengths: Vec<u32>,
+    /// Sorted unique term hashes of the path.
+    path_terms: Vec<u64>,
+    /// Sorted (term hash, chunk index) of each chunk's `<kind> <name>`.
+    symbol_terms: Vec<(u64, u32)>,
+}
+
+impl FileTerms {
+    /// Computes statistics for a file given each chunk's body and symbol
+    /// text (`<kind> <name>`, empty without a symbol).
+    pub fn build<'a>(path: &str, chunks: impl Iterator<Item = (&'a str, String)>) -> Self {
+        let mut out = Self::default();
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        for (index, (body, symbol)) in chunks.enumerate() {
+            counts.clear();
+            let mut length = 0u32;
+            for_each_term_hash(body, |hash| {
+                length += 1;
+                *counts.entry(hash).or_insert(0) += 1;
+            });
+            out.chunk_lengths.push(length);
+            out.postings.extend(counts.iter().map(|(&hash, &count)| (hash, index as u32, count)));
+            out.symbol_terms.extend(unique_hashes(&symbol).into_iter().map(|hash| (hash, index as u32)));
+        }
+        out.postings.sort_unstable();
+        out.symbol_terms.sort_unstable();
+        out.path_terms = unique_hashes(path);
+        out
+    }
+
+    /// How often term `hash` occurs in chunk `chunk`.
+    pub fn count(&self, hash: u64, chunk: u32) -> u32 {
+        let start = self.postings.partition_point(|posting| (posting.0, posting.1) < (hash, chunk));
+        match self.postings.get(start) {
+            Some(&(found_hash, found_chunk, count)) if found_hash == hash && found_chunk == chunk => count,
+            _ => 0,
+        }
+    }
+
+    /// (chunk, count) of every chunk containing term `hash`, by chunk.
+    pub fn occurrences(&self, hash: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let start = self.postings.partition_point(|posting| posting.0 < hash);
+        self.postings[start..].iter().take_while(move |posting| posting.0 == hash).map(|posting| (posting.1, posting.2))
+    }
+
+    pub fn path_has(&self, hash: u64) -> bool {
+        self.path_terms.binary_search(&hash).is_ok()
+    }
+
+    pub fn symbol_has(&self, chunk: u32, hash: u64) -> bool {
+        self.symbol_terms.binary_search(&(hash, chunk)).is_ok()
+    }
+
+    /// Chunks whose symbol contains term `hash`.
+    pub fn symbol_occurrences(&self, hash: u64) -> impl Iterator<Item = u32> + '_ {
+        let start = self.symbol_terms.partition_point(|entry| entry.0 < hash);
+        self.symbol_terms[start..].iter().take_while(move |entry| entry.0 == hash).map(|entry| entry.1)
+    }
+
+    pub fn has_symbol_terms(&self, chunk: u32) -> bool {
+        self.symbol_terms.iter().any(|entry| entry.1 == chunk)
+    }
+
+    /// Approximate heap size, for cache accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.postings.len() * 16 + self.chunk_lengths.len() * 4 + self.symbol_terms.len() * 16
+    }
+}
+
+fn unique_hashes(text: &str) -> Vec<u64> {
+    let mut hashes = Vec::new();
+    for_each_term_hash(text, |hash| hashes.push(hash));
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
+}
+
+/// Cosine similarity of two vectors given the norm of `b`.
+pub fn cosine(query: &[f32], query_norm: f64, vector: &[f32], vector_norm: f64) -> f64 {
+    if query.len() != vector.len() || query_norm == 0.0 || vector_norm == 0.0 {
+        return 0.0;
+    }
+    dot(query, vector) / (query_norm * vector_norm)
+}
+
+/// The Euclidean norm.
+pub fn norm(vector: &[f32]) -> f64 {
+    vector.iter().map(|value| f64::from(*value) * f64::from(*value)).sum::<f64>().sqrt()
+}
+
+/// Dot product with independent accumulators so the compiler vectorizes.
+pub fn dot(a: &[f32], b: &[f32]) -> f64 {
+    dot_function()(a, b)
+}
+
+/// The fastest dot product this processor supports.
+pub fn dot_function() -> fn(&[f32], &[f32]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            return dot_avx2;
+        }
+    }
+    dot_portable
+}
+
+#[cfg(target_arch = "x86_64")]
+fn dot_avx2(a: &[f32], b: &[f32]) -> f64 {
+    #[target_feature(enable = "avx2,fma")]
+    fn inner(a: &[f32], b: &[f32]) -> f64 {
+        dot_body(a, b)
+    }
+    // SAFETY: `dot_function` returns this function only after detecting
+    // AVX2 and FMA on the running processor.
+    unsafe { inner(a, b) }
+}
+
+fn dot_portable(a: &[f32], b: &[f32]) -> f64 {
+    dot_body(a, b)
+}
+
+#[inline(always)]
+fn dot_body(a: &[f32], b: &[f32]) -> f64 {
+    const LANES: usize = 16;
+    let mut sums = [0f32; LANES];
+    let chunks = a.len() / LANES;
+    for chunk in 0..chunks {
+        let base = chunk * LANES;
+        let left = &a[base..base + LANES];
+        let right = &b[base..base + LANES];
+        for lane in 0..LANES {
+            sums[lane] += left[lane] * right[lane];
+        }
+    }
+    let mut total: f64 = sums.iter().map(|sum| f64::from(*sum)).sum();
+    for index in chunks * LANES..a.len() {
+        total += f64::from(a[index]) * f64::from(b[index]);
+    }
+    total
+}
+
+/// Vector relatedness from a cosine.
+pub fn relatedness(cosine: f64) -> f64 {
+    ((cosine + 1.0) / 2.0).clamp(0.0, 1.0).max(1e-9)
+}
+
+/// Every score component of one candidate.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Scores {
+    pub cosine: f64,
+    pub vector_relatedness: f64,
+    pub text: f64,
+    pub path: f64,
+    pub symbol: f64,
+    pub lexical: f64,
+    pub rank: f64,
+}
+
+/// What BM25 needs about every candidate for the query's terms, in flat
+/// arrays: candidate `i`'s count of query term `t` is
+/// `counts[i * terms + t]`.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalInputs {
+    terms: usize,
+    counts: Vec<u32>,
+    lengths: Vec<u32>,
+    path_matches: Vec<u32>,
+    symbol_matches: Vec<u32>,
+}
+
+impl LexicalInputs {
+    pub fn with_capacity(candidates: usize, terms: usize) -> Self {
+        Self {
+            terms,
+            counts: Vec::with_capacity(candidates * terms),
+            lengths: Vec::with_capacity(candidates),
+            path_matches: Vec::with_capacity(candidates),
+            symbol_matches: Vec::with_capacity(candidates),
+        }
+    }
+
+    /// Appends one candidate; `counts` yields one count per query term.
+    pub fn push(&mut self, counts: impl Iterator<Item = u32>, length: u32, path_matches: usize, symbol_matches: usize) {
+        let before = self.counts.len();
+        self.counts.extend(counts);
+        self.counts.resize(before + self.terms, 0);
+        self.lengths.push(length);
+        self.path_matches.push(path_matches as u32);
+        self.symbol_matches.push(symbol_matches as u32);
+    }
+
+    /// Appends a candidate with no counts yet and returns its index.
+    pub fn push_empty(&mut self, length: u32, path_matches: usize, symbol_matches: usize) -> usize {
+        self.counts.resize(self.counts.len() + self.terms, 0);
+        self.lengths.push(length);
+        self.path_matches.push(path_matches as u32);
+        self.symbol_matches.push(symbol_matches as u32);
+        self.lengths.len() - 1
+    }
+
+    /// Counts one more query term in candidate `candidate`'s symbol.
+    pub fn add_symbol_match(&mut self, candidate: usize) {
+        self.symbol_matches[candidate] += 1;
+    }
+
+    /// Sets candidate `candidate`'s count of query term `term`.
+    pub fn set_count(&mut self, candidate: usize, term: usize, count: u32) {
+        self.counts[candidate * self.terms + term] = count;
+    }
+
+    /// Moves `other`'s candidates after this one's.
+    pub fn append(&mut self, mut other: Self) {
+        self.counts.append(&mut other.counts);
+        self.lengths.append(&mut other.lengths);
+        self.path_matches.append(&mut other.path_matches);
+        self.symbol_matches.append(&mut other.symbol_matches);
+    }
+
+    fn counts(&self, candidate: usize) -> &[u32] {
+        &self.counts[candidate * self.terms..(candidate + 1) * self.terms]
+    }
+}
+
+/// Completes `scores` (whose cosine fields are set) with the lexical
+/// components; candidate `i` of `inputs` belongs to `scores[i]`.
+pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms: usize) {
+    if scores.is_empty() || query_terms == 0 {
+        return;
+    }
+    let docs = scores.len() as f64;
+    let mut df = vec![0usize; query_terms];
+    let mut total_length = 0f64;
+    for candidate in 0..scores.len() {
+        total_length += f64::from(inputs.lengths[candidate]);
+        for (term, count) in inputs.counts(candidate).iter().enumerate() {
+            if *count > 0 {
+                df[term] += 1;
+            }
+        }
+    }
+    let mut average = total_length / docs;
+    if average == 0.0 {
+        average = 1.0;
+    }
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    for (candidate, score) in scores.iter_mut().enumerate() {
+        let length = inputs.lengths[candidate];
+        let mut bm25 = 0.0;
+        if length > 0 {
+            for (term, &count) in inputs.counts(candidate).iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                let df = df[term] as f64;
+                let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+                let freq = f64::from(count);
+                let denominator = freq + K1 * (1.0 - B + B * f64::from(length) / average);
+                bm25 += idf * (freq * (K1 + 1.0) / denominator);
+            }
+        }
+        score.text = bm25 / (bm25 + 1.0);
+        score.path = f64::from(inputs.path_matches[candidate]) / query_terms as f64;
+        score.symbol = f64::from(inputs.symbol_matches[candidate]) / query_terms as f64;
+        score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
+        score.rank = score.vector_relatedness + (1.0 - score.vector_relatedness) * score.lexical;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_split_initialisms_and_add_singulars() {
+        let got = terms("HTTPServerCommand URLParser JSONEncoder");
+        for want in ["http", "server", "command", "url", "parser", "json", "encoder"] {
+            assert!(got.contains(&want.to_string()), "{got:?} misses {want}");
+        }
+        assert_eq!(terms("parseFiles v2Value class"), ["parse", "files", "file", "v2", "value", "class"]);
+        assert_eq!(terms("bus gas"), ["bus", "gas"]);
+    }
+
+    #[test]
+    fn hashed_terms_match_string_terms() {
+        for text in ["HTTPServerCommand parses Files", "naïve Ünïcode wordS", "a_b-c.d9E"] {
+            let mut hashed = Vec::new();
+            for_each_term_hash(text, |hash| hashed.push(hash));
+            let expected: Vec<u64> = terms(text).iter().map(|term| term_hash(term)).collect();
+            assert_eq!(hashed, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn postings_answer_counts() {
+        let file = FileTerms::build(
+            "src/search/ranking.rs",
+            [("score the scores", "function Score".to_string()), ("other", String::new())].into_iter(),
+        );
+        assert_eq!(file.count(term_hash("score"), 0), 2);
+        assert_eq!(file.count(term_hash("scores"), 0), 1);
+        assert_eq!(file.count(term_hash("score"), 1), 0);
+        assert_eq!(file.chunk_lengths, [4, 1]);
+        assert!(file.path_has(term_hash("ranking")));
+        assert!(file.symbol_has(0, term_hash("score")));
+        assert!(!file.has_symbol_terms(1));
+    }
+
+    #[test]
+    fn hybrid_rank_lifts_lexical_matches() {
+        let mut scores = vec![
+            Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
+            Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
+        ];
+        let mut inputs = LexicalInputs::with_capacity(2, 2);
+        inputs.push([3, 0].into_iter(), 10, 1, 2);
+        inputs.push([0, 0].into_iter(), 10, 0, 0);
+        apply_lexical(&mut scores, &inputs, 2);
+        assert!(scores[0].rank > scores[1].rank);
+        assert_eq!(scores[1].rank, scores[1].vector_relatedness);
+        assert!((scores[0].path - 0.5).abs() < 1e-12);
+        assert!((scores[0].symbol - 1.0).abs() < 1e-12);
+        assert!(scores[0].lexical <= 1.0);
+        assert_eq!(relatedness(-1.0), 1e-9);
+        assert_eq!(relatedness(1.0), 1.0);
+    }
+
+    #[test]
+    fn dot_and_norm() {
+        let a: Vec<f32> = (0..37).map(|i| i as f32).collect();
+        let expected: f64 = a.iter().map(|v| f64::from(*v) * f64::from(*v)).sum();
+        assert!((dot(&a, &a) - expected).abs() < 1e-3);
+        assert!((norm(&a) - expected.sqrt()).abs() < 1e-9);
+        assert_eq!(cosine(&a, 0.0, &a, 1.0), 0.0);
+    }
+}

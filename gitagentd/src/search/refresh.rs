@@ -1,0 +1,781 @@
+//! Bringing one physical index up to date with the files on disk. Runs
+//! while the caller holds the global index single flight.
+//!
+//! 1. `prepare` (blocking): reload the snapshot if its files changed under
+//!    the daemon, walk the source, read only files whose stat changed (or
+//!    that were read too soon after their last change), chunk them into a
+//!    new body snapshot segment, and resolve each candidate chunk's vector:
+//!    from this index by exact embedding input, else (not for `--reindex`)
+//!    from another complete index of the metadata root, else "missing".
+//! 2. the caller embeds the missing inputs (async, outside this module).
+//! 3. `finish` (blocking): assemble the records (candidates, plus entries
+//!    `--code` and visible scopes must preserve), publish when anything
+//!    differs from the snapshot, and build the new [`LiveIndex`].
+//!
+//! When nothing changed, `prepare` says so and the cached view is reused
+//! as is: that is the warm path.
+
+use super::bodies::{BodyWriter, body_ref};
+use super::chunking::{self, ChunkDraft, Hash32, hex};
+use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
+use super::live::{FileContent, LiveIndex};
+use super::paths::{is_code_path, path_in_scope};
+use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError};
+use super::timefmt;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// What one refresh is asked to do.
+#[derive(Debug, Clone)]
+pub struct RefreshRequest {
+    pub root: PathBuf,
+    pub metadata_dir: PathBuf,
+    pub index_dir: PathBuf,
+    /// Limits the walk; empty for the whole root.
+    pub scope: Vec<String>,
+    /// A visible scope shares the root's cache: entries outside it are
+    /// kept while their files are unchanged.
+    pub shared_scope: bool,
+    pub code_only: bool,
+    pub reindex: bool,
+    /// When the command started (to let parallel `--reindex` requests
+    /// reuse a rebuild that completed after they started).
+    pub started_ns: i128,
+    pub model: String,
+    pub dimensions: usize,
+    pub max_input_chars: usize,
+    pub manifest: Manifest,
+    pub temp_dir: PathBuf,
+    pub crash_at: Option<CrashPoint>,
+}
+
+/// Receives discovery diagnostics and timings.
+pub trait Reporter: Send + Sync {
+    fn skip(&self, path: &str, reason: SkipReason);
+    fn timing(&self, step: &str, duration: Duration);
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "cannot create the search snapshot in {dir}: {source}\nhint: set TMPDIR to a writable folder with free space"
+    )]
+    Snapshot {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a candidate chunk's vector comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// A usable record of the current snapshot.
+    Record(usize),
+    /// Another index's entry in the shared store.
+    Shared(Arc<Vec<f32>>, CatalogEntry),
+    /// To be embedded.
+    Missing,
+}
+
+/// One candidate file.
+#[derive(Debug, Clone)]
+struct Candidate {
+    content: Arc<FileContent>,
+}
+
+/// The state between `prepare` and `finish`.
+pub struct Prepared {
+    request: RefreshRequest,
+    pub live: Arc<LiveIndex>,
+    /// Candidate paths in walk order.
+    pub candidate_paths: Vec<String>,
+    candidates: Vec<Candidate>,
+    /// Accepted files that are not candidates (`--code`), with their stat.
+    others: Vec<(String, FileStat)>,
+    sources: Vec<Vec<Source>>,
+    /// Unique embedding inputs to embed, with the chunks that need them.
+    pub missing: Vec<MissingInput>,
+    pub reindex: bool,
+    pub unchanged: bool,
+    pub files: usize,
+    pub chunks: usize,
+    pub reused: usize,
+    pub embedded_chunks: usize,
+    pub skipped: SkipCounts,
+    contents: HashMap<String, Arc<FileContent>>,
+    rejected: HashMap<String, (FileStat, SkipReason)>,
+}
+
+/// One input the embeddings endpoint must see.
+#[derive(Debug, Clone)]
+pub struct MissingInput {
+    pub hash: Hash32,
+    pub input_bytes: usize,
+    /// (candidate index, chunk index) of one chunk with this input.
+    first: (usize, usize),
+}
+
+impl Prepared {
+    /// The exact input text of a missing entry, built from the snapshot.
+    pub fn input_text(&self, missing: &MissingInput) -> String {
+        let candidate = &self.candidates[missing.first.0];
+        input_text(&candidate.content, missing.first.1, self.request.max_input_chars)
+    }
+
+    /// A builder for inputs that owns what it needs.
+    pub fn input_builder(&self) -> impl Fn(std::ops::Range<usize>) -> Vec<String> + Send + Sync + 'static {
+        let parts: Vec<(Arc<FileContent>, usize)> = self
+            .missing
+            .iter()
+            .map(|missing| (Arc::clone(&self.candidates[missing.first.0].content), missing.first.1))
+            .collect();
+        let cap = self.request.max_input_chars;
+        move |range| parts[range].iter().map(|(content, chunk)| input_text(content, *chunk, cap)).collect()
+    }
+}
+
+fn input_text(content: &FileContent, chunk: usize, cap: usize) -> String {
+    let draft = &content.chunks[chunk];
+    let body = if draft.path_only { "" } else { content.chunk_body(draft) };
+    chunking::embedding_input(&content.path, draft.symbol.as_ref(), body, cap)
+}
+
+fn now_ns() -> i128 {
+    timefmt::unix_nanos(SystemTime::now())
+}
+
+/// Loads the snapshot of `request.index_dir` as a fresh view.
+pub fn load_live(
+    request: &RefreshRequest,
+    previous: Option<&LiveIndex>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Arc<LiveIndex>, RefreshError> {
+    let reusable = previous.filter(|live| live.snapshot.fingerprint.is_current());
+    if let Some(live) = reusable {
+        if live.model == request.model && live.dimensions == request.dimensions {
+            return Ok(Arc::new(LiveIndex::build(
+                Arc::clone(&live.snapshot),
+                &request.model,
+                request.dimensions,
+                live.contents.clone(),
+                live.rejected.clone(),
+                Some(live),
+            )));
+        }
+        return Ok(Arc::new(LiveIndex::build(
+            Arc::clone(&live.snapshot),
+            &request.model,
+            request.dimensions,
+            live.contents.clone(),
+            live.rejected.clone(),
+            None,
+        )));
+    }
+    let snapshot = store::load(&request.metadata_dir, &request.index_dir, cancelled)?;
+    let (contents, rejected) = previous.map(|live| (live.contents.clone(), live.rejected.clone())).unwrap_or_default();
+    Ok(Arc::new(LiveIndex::build(Arc::new(snapshot), &request.model, request.dimensions, contents, rejected, None)))
+}
+
+/// Step 1: walk, read what changed, resolve vectors.
+pub fn prepare(
+    request: RefreshRequest,
+    previous: Option<Arc<LiveIndex>>,
+    reporter: &dyn Reporter,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Prepared, RefreshError> {
+    let mut phase = Instant::now();
+    let live = match previous {
+        Some(live)
+            if live.snapshot.fingerprint.is_current()
+                && live.model == request.model
+                && live.dimensions == request.dimensions =>
+        {
+            live
+        }
+        other => load_live(&request, other.as_deref(), cancelled)?,
+    };
+    let built_since_start = live.snapshot.manifest.created_nanos().is_some_and(|created| created >= request.started_ns);
+    let reindex = request.reindex && !built_since_start;
+
+    let mut rules = IgnoreRules::new(&request.root);
+    let walk = discovery::walk(&request.root, &request.scope, &mut rules);
+    let mut skipped = walk.skipped;
+    for skip in &walk.skips {
+        reporter.skip(&skip.path, skip.reason);
+    }
+
+    // Decide which files need reading.
+    enum State {
+        Fresh(Arc<FileContent>),
+        Rejected,
+        Read,
+    }
+    let mut states = Vec::with_capacity(walk.files.len());
+    let mut to_read = Vec::new();
+    for (index, file) in walk.files.iter().enumerate() {
+        if let Some((stat, reason)) = live.rejected.get(&file.path)
+            && *stat == file.stat
+            && !racy(stat, now_ns())
+        {
+            skipped.count(*reason);
+            reporter.skip(&file.path, *reason);
+            states.push(State::Rejected);
+            continue;
+        }
+        match live.contents.get(&file.path) {
+            Some(content) if content.is_fresh_for(&file.stat, request.max_input_chars) => {
+                states.push(State::Fresh(Arc::clone(content)));
+            }
+            _ => {
+                states.push(State::Read);
+                to_read.push(index);
+            }
+        }
+    }
+    let read = read_files(&request, &walk.files, &to_read, cancelled)?;
+    if cancelled() {
+        return Err(StoreError::Cancelled.into());
+    }
+    reporter.timing("discover", phase.elapsed());
+    phase = Instant::now();
+
+    let mut read_results = read.into_iter();
+    let mut accepted: Vec<Arc<FileContent>> = Vec::with_capacity(walk.files.len());
+    // Content and rejection changes, applied to copies of the caches only
+    // when something changed.
+    let mut read_contents: Vec<Arc<FileContent>> = Vec::new();
+    let mut read_rejections: Vec<(String, FileStat, SkipReason)> = Vec::new();
+    let mut rejected_now = 0;
+    for (file, state) in walk.files.iter().zip(states) {
+        match state {
+            State::Fresh(content) => accepted.push(content),
+            State::Rejected => rejected_now += 1,
+            State::Read => match read_results.next() {
+                Some(Ok(content)) => {
+                    read_contents.push(Arc::clone(&content));
+                    accepted.push(content);
+                }
+                Some(Err(reason)) => {
+                    skipped.count(reason);
+                    reporter.skip(&file.path, reason);
+                    read_rejections.push((file.path.clone(), file.stat, reason));
+                }
+                None => {}
+            },
+        }
+    }
+    let any_read = !to_read.is_empty();
+    let in_universe = |path: &str| path_in_scope(path, &request.scope);
+    let cached_in_universe = if request.scope.is_empty() {
+        live.contents.len()
+    } else {
+        live.contents.keys().filter(|path| in_universe(path)).count()
+    };
+    let rejected_in_universe = if request.scope.is_empty() {
+        live.rejected.len()
+    } else {
+        live.rejected.keys().filter(|path| in_universe(path)).count()
+    };
+    let caches_change = any_read || cached_in_universe != accepted.len() || rejected_in_universe != rejected_now;
+    let (contents, rejected) = if caches_change {
+        let mut contents = live.contents.clone();
+        let mut rejected = live.rejected.clone();
+        for content in read_contents {
+            rejected.remove(&content.path);
+            contents.insert(content.path.clone(), content);
+        }
+        for (path, stat, reason) in read_rejections {
+            contents.remove(&path);
+            rejected.insert(path, (stat, reason));
+        }
+        // Files of the walked universe that are gone (deleted, ignored, now
+        // skipped) leave the caches.
+        let accepted_paths: HashSet<&str> = accepted.iter().map(|content| content.path.as_str()).collect();
+        contents.retain(|path, _| !in_universe(path) || accepted_paths.contains(path.as_str()));
+        let found_paths: HashSet<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+        rejected.retain(|path, _| !in_universe(path) || found_paths.contains(path.as_str()));
+        (contents, rejected)
+    } else {
+        (HashMap::new(), HashMap::new())
+    };
+
+    let (candidates, others): (Vec<Arc<FileContent>>, Vec<Arc<FileContent>>) =
+        accepted.into_iter().partition(|content| !request.code_only || is_code_path(&content.path));
+    let others: Vec<(String, FileStat)> = others.iter().map(|content| (content.path.clone(), content.stat)).collect();
+    let candidate_paths: Vec<String> = candidates.iter().map(|content| content.path.clone()).collect();
+    let chunks: usize = candidates.iter().map(|content| content.chunks.len()).sum();
+    reporter.timing("chunk", phase.elapsed());
+    phase = Instant::now();
+
+    let unchanged = !reindex && !caches_change && is_unchanged(&live, &request, &candidates, &others);
+    let (contents, rejected) = if !caches_change && !unchanged {
+        (live.contents.clone(), live.rejected.clone())
+    } else {
+        (contents, rejected)
+    };
+    let mut prepared = Prepared {
+        files: candidates.len(),
+        chunks,
+        candidate_paths,
+        candidates: candidates.into_iter().map(|content| Candidate { content }).collect(),
+        others,
+        sources: Vec::new(),
+        missing: Vec::new(),
+        reindex,
+        unchanged,
+        reused: 0,
+        embedded_chunks: 0,
+        skipped,
+        contents,
+        rejected,
+        live,
+        request,
+    };
+    if unchanged {
+        prepared.reused = chunks;
+        reporter.timing("cache", phase.elapsed());
+        return Ok(prepared);
+    }
+    resolve_sources(&mut prepared, cancelled)?;
+    reporter.timing("cache", phase.elapsed());
+    Ok(prepared)
+}
+
+fn racy(stat: &FileStat, now: i128) -> bool {
+    i128::from(stat.mtime_ns) + super::live::RACY_WINDOW_NS >= now
+}
+
+/// A file read into a content version, or the reason it was skipped.
+type ReadOutcome = Result<Arc<FileContent>, SkipReason>;
+
+/// A file read and chunked, before its segment is mapped.
+struct PendingFile {
+    path: String,
+    stat: FileStat,
+    started: i128,
+    chunks: Vec<ChunkDraft>,
+    offset: usize,
+    len: usize,
+}
+
+/// Reads and chunks files into new snapshot segments, in parallel.
+fn read_files(
+    request: &RefreshRequest,
+    files: &[discovery::FoundFile],
+    indexes: &[usize],
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<ReadOutcome>, RefreshError> {
+    if indexes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let threads =
+        if indexes.len() < 64 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) };
+    let per = indexes.len().div_ceil(threads);
+    let parts: Vec<&[usize]> = indexes.chunks(per).collect();
+    let results: Vec<Result<Vec<ReadOutcome>, RefreshError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            parts.into_iter().map(|part| scope.spawn(move || read_part(request, files, part, cancelled))).collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(RefreshError::Snapshot {
+                        dir: request.temp_dir.clone(),
+                        source: std::io::Error::other("a reader thread panicked"),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(indexes.len());
+    for part in results {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+fn read_part(
+    request: &RefreshRequest,
+    files: &[discovery::FoundFile],
+    part: &[usize],
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<ReadOutcome>, RefreshError> {
+    let snapshot_error = |source| RefreshError::Snapshot { dir: request.temp_dir.clone(), source };
+    let mut writer = BodyWriter::new(&request.temp_dir).map_err(snapshot_error)?;
+    let mut pending: Vec<Result<PendingFile, SkipReason>> = Vec::with_capacity(part.len());
+    for &index in part {
+        if cancelled() {
+            return Err(StoreError::Cancelled.into());
+        }
+        let file = &files[index];
+        let started = now_ns();
+        match discovery::read_candidate(&request.root, &file.path) {
+            Ok(text) => {
+                let chunked = chunking::chunk_file(&file.path, "filesystem", &text, request.max_input_chars);
+                drop(text);
+                let (offset, len) = writer.append(&chunked.text).map_err(snapshot_error)?;
+                pending.push(Ok(PendingFile {
+                    path: file.path.clone(),
+                    stat: file.stat,
+                    started,
+                    chunks: chunked.chunks,
+                    offset,
+                    len,
+                }));
+            }
+            Err(reason) => pending.push(Err(reason)),
+        }
+    }
+    let segment = writer.finish().map_err(snapshot_error)?;
+    Ok(pending
+        .into_iter()
+        .map(|item| {
+            item.map(|file| {
+                Arc::new(FileContent::new(
+                    file.path,
+                    file.stat,
+                    file.started,
+                    request.max_input_chars,
+                    file.chunks,
+                    body_ref(&segment, file.offset, file.len),
+                ))
+            })
+        })
+        .collect())
+}
+
+/// The warm path: every candidate's records are linked to the very file
+/// version just confirmed, nothing left the universe, and `--code`'s other
+/// files still match their records.
+fn is_unchanged(
+    live: &LiveIndex,
+    request: &RefreshRequest,
+    candidates: &[Arc<FileContent>],
+    others: &[(String, FileStat)],
+) -> bool {
+    if !live.snapshot.is_complete() || live.snapshot.manifest.version != store::INDEX_VERSION {
+        return false;
+    }
+    let mut with_records = 0;
+    for content in candidates {
+        let Some(entry) = live.paths.get(&content.path) else { return false };
+        if !entry.complete {
+            return false;
+        }
+        let linked_here = entry.records.first().and_then(|index| live.links[*index].as_ref());
+        if !linked_here.is_some_and(|link| Arc::ptr_eq(&link.content, content)) {
+            return false;
+        }
+        with_records += 1;
+    }
+    for (path, stat) in others {
+        if let Some(entry) = live.paths.get(path) {
+            if !entry
+                .records
+                .iter()
+                .all(|&index| record_matches_stat(&live.snapshot.records[index], stat) && live.norms[index].is_some())
+            {
+                return false;
+            }
+            with_records += 1;
+        }
+    }
+    let indexed_in_universe = live.paths.keys().filter(|path| path_in_scope(path, &request.scope)).count();
+    indexed_in_universe == with_records
+}
+
+fn record_matches_stat(record: &IndexRecord, stat: &FileStat) -> bool {
+    (record.size == stat.size as i64 && record.mtime_unix_nano == stat.mtime_ns)
+        || (record.size == 0 && record.mtime_unix_nano == 0)
+}
+
+fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Result<(), RefreshError> {
+    let live = &prepared.live;
+    let mut sources: Vec<Vec<Source>> = Vec::with_capacity(prepared.candidates.len());
+    let mut missing_hashes: HashSet<Hash32> = HashSet::new();
+    for candidate in &prepared.candidates {
+        let mut file_sources = Vec::with_capacity(candidate.content.chunks.len());
+        for chunk in &candidate.content.chunks {
+            let source = match (prepared.reindex, live.by_input.get(&chunk.input_hash)) {
+                (false, Some(&index)) => Source::Record(index),
+                _ => {
+                    missing_hashes.insert(chunk.input_hash);
+                    Source::Missing
+                }
+            };
+            file_sources.push(source);
+        }
+        sources.push(file_sources);
+    }
+    if !prepared.reindex && !missing_hashes.is_empty() {
+        let request = &prepared.request;
+        let dimensions = request.dimensions as i64;
+        let referenced = store::referenced_inputs(
+            &request.metadata_dir,
+            &request.index_dir,
+            &request.model,
+            dimensions,
+            &missing_hashes,
+        );
+        let found =
+            store::read_shared_vectors(&request.metadata_dir, &referenced, &request.model, dimensions, cancelled)?;
+        let shared: HashMap<Hash32, (Arc<Vec<f32>>, CatalogEntry)> =
+            found.into_iter().map(|(hash, (vector, entry))| (hash, (Arc::new(vector), entry))).collect();
+        for (candidate, file_sources) in prepared.candidates.iter().zip(sources.iter_mut()) {
+            for (chunk, source) in candidate.content.chunks.iter().zip(file_sources.iter_mut()) {
+                if matches!(source, Source::Missing)
+                    && let Some((vector, entry)) = shared.get(&chunk.input_hash)
+                {
+                    *source = Source::Shared(Arc::clone(vector), *entry);
+                }
+            }
+        }
+    }
+    let mut seen: HashSet<Hash32> = HashSet::new();
+    let mut missing = Vec::new();
+    let mut reused = 0;
+    let mut embedded = 0;
+    for (candidate_index, (candidate, file_sources)) in prepared.candidates.iter().zip(&sources).enumerate() {
+        for (chunk_index, (chunk, source)) in candidate.content.chunks.iter().zip(file_sources).enumerate() {
+            if matches!(source, Source::Missing) {
+                embedded += 1;
+                if seen.insert(chunk.input_hash) {
+                    missing.push(MissingInput {
+                        hash: chunk.input_hash,
+                        input_bytes: chunk.input_bytes as usize,
+                        first: (candidate_index, chunk_index),
+                    });
+                }
+            } else {
+                reused += 1;
+            }
+        }
+    }
+    prepared.sources = sources;
+    prepared.missing = missing;
+    prepared.reused = reused;
+    prepared.embedded_chunks = embedded;
+    Ok(())
+}
+
+/// A record to assemble, with its vector source and content link.
+struct Assembled {
+    record: IndexRecord,
+    vector: AssembledVector,
+}
+
+enum AssembledVector {
+    Record(usize),
+    Shared(Arc<Vec<f32>>, CatalogEntry),
+    New(Arc<Vec<f32>>),
+}
+
+/// Step 3: publish when needed and build the new view. `vectors` holds
+/// the embeddings of `prepared.missing`, by input hash.
+pub fn finish(
+    prepared: Prepared,
+    vectors: HashMap<Hash32, Arc<Vec<f32>>>,
+    reporter: &dyn Reporter,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Arc<LiveIndex>, RefreshError> {
+    let started = Instant::now();
+    let Prepared { request, live, candidates, others, sources, reindex, unchanged, contents, rejected, .. } = prepared;
+    if unchanged {
+        reporter.timing("persist", started.elapsed());
+        return Ok(live);
+    }
+    let snapshot = &live.snapshot;
+    let mut assembled: Vec<Assembled> = Vec::new();
+    let mut fresh_sources = false;
+    let mut counter = 0usize;
+    for (candidate, file_sources) in candidates.iter().zip(&sources) {
+        let content = &candidate.content;
+        for (chunk, source) in content.chunks.iter().zip(file_sources) {
+            counter += 1;
+            let vector = match source {
+                Source::Record(index) => AssembledVector::Record(*index),
+                Source::Shared(vector, entry) => {
+                    fresh_sources = true;
+                    AssembledVector::Shared(Arc::clone(vector), *entry)
+                }
+                Source::Missing => {
+                    fresh_sources = true;
+                    match vectors.get(&chunk.input_hash) {
+                        Some(vector) => AssembledVector::New(Arc::clone(vector)),
+                        None => {
+                            return Err(StoreError::Publish {
+                                path: request.index_dir.clone(),
+                                reason: format!("no embedding for {}:{}", content.path, chunk.start_line),
+                            }
+                            .into());
+                        }
+                    }
+                }
+            };
+            assembled.push(Assembled { record: chunk_record(&request, content, chunk, counter), vector });
+        }
+    }
+    // Entries outside the candidate set that stay in the shared cache.
+    let mut preserved: Vec<usize> = Vec::new();
+    for (path, stat) in &others {
+        if let Some(entry) = live.paths.get(path)
+            && entry
+                .records
+                .iter()
+                .all(|&index| record_matches_stat(&snapshot.records[index], stat) && live.norms[index].is_some())
+        {
+            preserved.extend(entry.records.iter().copied());
+        }
+    }
+    let mut outside: Vec<usize> = Vec::new();
+    if request.shared_scope {
+        for (path, entry) in &live.paths {
+            if !path_in_scope(path, &request.scope) {
+                outside.extend(entry.records.iter().copied().filter(|&index| live.norms[index].is_some()));
+            }
+        }
+    }
+    let in_universe_old: Vec<usize> = (0..snapshot.records.len())
+        .filter(|&index| path_in_scope(&snapshot.records[index].path, &request.scope))
+        .collect();
+    let mut new_keys: Vec<String> = assembled.iter().map(|item| cache_key(&item.record)).collect();
+    new_keys.extend(preserved.iter().map(|&index| cache_key(&snapshot.records[index])));
+    let mut old_keys: Vec<String> = in_universe_old.iter().map(|&index| cache_key(&snapshot.records[index])).collect();
+    new_keys.sort();
+    old_keys.sort();
+    let must_save = reindex
+        || fresh_sources
+        || !snapshot.is_complete()
+        || snapshot.manifest.version != store::INDEX_VERSION
+        || new_keys != old_keys
+        || in_universe_old.iter().any(|&index| live.norms[index].is_none());
+
+    if !must_save {
+        reporter.timing("persist", started.elapsed());
+        return Ok(Arc::new(LiveIndex::build(
+            Arc::clone(snapshot),
+            &request.model,
+            request.dimensions,
+            contents,
+            rejected,
+            Some(&live),
+        )));
+    }
+
+    if request.shared_scope && !outside.is_empty() {
+        let mut rules = IgnoreRules::new(&request.root);
+        let mut verdicts: HashMap<String, bool> = HashMap::new();
+        outside.retain(|&index| {
+            let record = &snapshot.records[index];
+            *verdicts
+                .entry(record.path.clone())
+                .or_insert_with(|| still_valid_outside(&request.root, &mut rules, record))
+                && (record.size == 0 && record.mtime_unix_nano == 0
+                    || file_stat(&request.root, &record.path)
+                        .is_some_and(|stat| stat.size as i64 == record.size && stat.mtime_ns == record.mtime_unix_nano))
+        });
+    }
+    for index in preserved.into_iter().chain(outside) {
+        assembled.push(Assembled { record: snapshot.records[index].clone(), vector: AssembledVector::Record(index) });
+    }
+    assembled.sort_by(|a, b| {
+        (a.record.path.as_str(), a.record.start_line, a.record.end_line).cmp(&(
+            b.record.path.as_str(),
+            b.record.start_line,
+            b.record.end_line,
+        ))
+    });
+    let mut to_write = Vec::with_capacity(assembled.len());
+    for item in &assembled {
+        let (vector, stored): (&[f32], Option<CatalogEntry>) = match &item.vector {
+            AssembledVector::Record(index) => {
+                let Some(vector) = live.vector(*index) else { continue };
+                let stored = match snapshot.vectors[*index] {
+                    Some(store::VectorLoc::Shared { offset }) => Some(CatalogEntry {
+                        offset,
+                        dimensions: snapshot.records[*index].dimensions,
+                        checksum: snapshot.records[*index].vector_checksum,
+                    }),
+                    _ => None,
+                };
+                (vector, stored)
+            }
+            AssembledVector::Shared(vector, entry) => (vector.as_slice(), Some(*entry)),
+            AssembledVector::New(vector) => (vector.as_slice(), None),
+        };
+        let mut record = item.record.clone();
+        record.embedding_model = request.model.clone();
+        record.dimensions = request.dimensions as i64;
+        to_write.push(RecordToWrite { record, vector, stored });
+    }
+    let mut manifest = request.manifest.clone();
+    manifest.embedding_model = request.model.clone();
+    manifest.dimensions = request.dimensions as i64;
+    manifest.created_at = timefmt::format_rfc3339_nanos(now_ns());
+    let published = store::publish(
+        store::Publication {
+            metadata_dir: &request.metadata_dir,
+            index_dir: &request.index_dir,
+            manifest,
+            records: to_write,
+            force_new: reindex,
+            crash_at: request.crash_at,
+        },
+        cancelled,
+    )?;
+    reporter.timing("persist", started.elapsed());
+    Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
+}
+
+fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDraft, ordinal: usize) -> IndexRecord {
+    let (size, mtime) = if chunk.path_only { (0, 0) } else { (content.stat.size as i64, content.stat.mtime_ns) };
+    IndexRecord {
+        chunk_id: format!("c{ordinal:06}"),
+        path: content.path.clone(),
+        source: "filesystem".into(),
+        blob: String::new(),
+        start_line: i64::from(chunk.start_line),
+        end_line: i64::from(chunk.end_line),
+        content_hash: hex(&chunk.content_hash),
+        embedding_input_hash: hex(&chunk.input_hash),
+        embedding_model: request.model.clone(),
+        dimensions: request.dimensions as i64,
+        size,
+        mtime_unix_nano: mtime,
+        offset: 0,
+        vector_key: String::new(),
+        vector_checksum: 0,
+    }
+}
+
+/// The identity of a record for "did the cache change" comparisons.
+fn cache_key(record: &IndexRecord) -> String {
+    format!(
+        "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
+        record.source,
+        record.path,
+        record.blob,
+        record.start_line,
+        record.end_line,
+        record.size,
+        record.mtime_unix_nano,
+        record.content_hash,
+        record.embedding_input_hash,
+        record.embedding_model,
+        record.dimensions
+    )
+}
+
+fn file_stat(root: &Path, path: &str) -> Option<FileStat> {
+    let metadata = std::fs::symlink_metadata(root.join(path)).ok()?;
+    (metadata.is_file() && metadata.len() <= MAX_FILE_BYTES).then(|| FileStat::of(&metadata))
+}
+
+fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, record: &IndexRecord) -> bool {
+    !rules.excludes_file(&record.path) && file_stat(root, &record.path).is_some()
+}

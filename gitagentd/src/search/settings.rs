@@ -1,0 +1,183 @@
+//! Embedding settings from the caller's flags and environment, in the
+//! spec's order: flag, then `OPENAI_EMBEDDING_*`, then the general
+//! `OPENAI_*` fallback, then the default. Never the daemon's own
+//! environment.
+
+use super::chunking::DEFAULT_MAX_INPUT_CHARS;
+use super::embeddings::EmbeddingSettings;
+use super::timefmt::parse_go_duration;
+use git_agent_shared::Environment;
+use git_agent_shared::environment::vars;
+use std::time::Duration;
+
+pub const DEFAULT_MODEL: &str = "text-embedding-3-small";
+pub const DEFAULT_DIMENSIONS: usize = 1024;
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_BATCH_INPUTS: usize = 32;
+pub const DEFAULT_BATCH_MAX_CHARS: usize = 700_000;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const MAX_CONCURRENCY: usize = 8;
+
+/// Why the settings cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A flag value is wrong (a usage error).
+    #[error("{0}")]
+    Flag(String),
+    /// The environment is incomplete or wrong.
+    #[error("{0}")]
+    Environment(String),
+}
+
+/// The flags that feed the settings.
+#[derive(Debug, Default, Clone)]
+pub struct SettingFlags {
+    pub model: Option<String>,
+    pub dimensions: Option<i64>,
+    pub base_url: Option<String>,
+    pub timeout: Option<String>,
+}
+
+/// Model and dimensions alone (what `--ls-files` and index selection need).
+pub fn model_and_dimensions(flags: &SettingFlags, env: &Environment) -> Result<(String, usize), SettingsError> {
+    let model = flags
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|model| !model.is_empty())
+        .or_else(|| env.get(vars::OPENAI_EMBEDDING_MODEL))
+        .unwrap_or(DEFAULT_MODEL)
+        .to_string();
+    let dimensions = match flags.dimensions {
+        Some(value) if value >= 1 => usize::try_from(value)
+            .map_err(|_| SettingsError::Flag("--embedding-dimensions must be a positive integer".into()))?,
+        Some(_) => return Err(SettingsError::Flag("--embedding-dimensions must be a positive integer".into())),
+        None => positive_env(env, vars::OPENAI_EMBEDDING_DIMENSIONS)?.unwrap_or(DEFAULT_DIMENSIONS),
+    };
+    Ok((model, dimensions))
+}
+
+/// Everything a search needs to call the embeddings endpoint.
+pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<EmbeddingSettings, SettingsError> {
+    let (model, dimensions) = model_and_dimensions(flags, env)?;
+    let timeout = match flags.timeout.as_deref() {
+        Some(text) => match parse_go_duration(text) {
+            Some(timeout) if !timeout.is_zero() => timeout,
+            _ => {
+                return Err(SettingsError::Flag(format!(
+                    "invalid --timeout {text:?}: expected a positive duration such as 30s or 2m"
+                )));
+            }
+        },
+        None => DEFAULT_TIMEOUT,
+    };
+    let api_key = env.get(vars::OPENAI_EMBEDDING_API_KEY).or_else(|| env.get(vars::OPENAI_API_KEY)).ok_or_else(|| {
+        SettingsError::Environment(
+            "search requires OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY; Codex auth does not support embeddings\nhint: export OPENAI_EMBEDDING_API_KEY=<key> (and OPENAI_EMBEDDING_BASE_URL for another provider)"
+                .into(),
+        )
+    })?;
+    let base_url = flags
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .or_else(|| env.get(vars::OPENAI_EMBEDDING_BASE_URL))
+        .or_else(|| env.get(vars::OPENAI_BASE_URL))
+        .unwrap_or(DEFAULT_BASE_URL)
+        .trim()
+        .to_string();
+    if reqwest::Url::parse(&base_url).map(|url| !matches!(url.scheme(), "http" | "https")).unwrap_or(true) {
+        return Err(SettingsError::Environment(format!(
+            "the embeddings base URL {} is not an http(s) URL\nhint: set OPENAI_EMBEDDING_BASE_URL (or --base-url) to something like https://api.openai.com/v1",
+            super::embeddings::sanitize_url(&base_url)
+        )));
+    }
+    Ok(EmbeddingSettings {
+        api_key: api_key.to_string(),
+        base_url,
+        model,
+        dimensions,
+        max_input_chars: positive_env(env, vars::OPENAI_EMBEDDING_MAX_INPUT_CHARS)?.unwrap_or(DEFAULT_MAX_INPUT_CHARS),
+        batch_inputs: positive_env(env, vars::OPENAI_EMBEDDING_BATCH_INPUTS)?.unwrap_or(DEFAULT_BATCH_INPUTS),
+        batch_max_chars: positive_env(env, vars::OPENAI_EMBEDDING_BATCH_MAX_CHARS)?.unwrap_or(DEFAULT_BATCH_MAX_CHARS),
+        concurrency: positive_env(env, vars::OPENAI_EMBEDDING_CONCURRENCY)?
+            .unwrap_or_else(|| cores.clamp(1, MAX_CONCURRENCY)),
+        timeout,
+    })
+}
+
+/// The embedding input cap alone.
+pub fn max_input_chars(env: &Environment) -> Result<usize, SettingsError> {
+    Ok(positive_env(env, vars::OPENAI_EMBEDDING_MAX_INPUT_CHARS)?.unwrap_or(DEFAULT_MAX_INPUT_CHARS))
+}
+
+fn positive_env(env: &Environment, name: &str) -> Result<Option<usize>, SettingsError> {
+    let Some(text) = env.get(name) else { return Ok(None) };
+    match text.trim().parse::<i64>() {
+        Ok(value) if value >= 1 => Ok(Some(usize::try_from(value).unwrap_or(usize::MAX))),
+        Ok(_) => Err(SettingsError::Environment(format!("{name} must be positive, got {text:?}"))),
+        Err(_) => Err(SettingsError::Environment(format!("invalid {name} {text:?}: expected a positive integer"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        Environment::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>())
+    }
+
+    #[test]
+    fn defaults_and_fallbacks() {
+        let settings = resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), 12).unwrap();
+        assert_eq!(settings.api_key, "k");
+        assert_eq!(settings.base_url, DEFAULT_BASE_URL);
+        assert_eq!(settings.model, DEFAULT_MODEL);
+        assert_eq!(settings.dimensions, 1024);
+        assert_eq!(settings.max_input_chars, 32_000);
+        assert_eq!(settings.batch_inputs, 32);
+        assert_eq!(settings.batch_max_chars, 700_000);
+        assert_eq!(settings.concurrency, 8);
+        assert_eq!(settings.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), 2).unwrap().concurrency, 2);
+
+        let specific = env(&[
+            ("OPENAI_API_KEY", "general"),
+            ("OPENAI_EMBEDDING_API_KEY", "embed"),
+            ("OPENAI_BASE_URL", "http://general.test/v1"),
+            ("OPENAI_EMBEDDING_BASE_URL", "http://embed.test/v1"),
+            ("OPENAI_EMBEDDING_MODEL", "m"),
+            ("OPENAI_EMBEDDING_DIMENSIONS", "8"),
+            ("OPENAI_EMBEDDING_CONCURRENCY", "3"),
+        ]);
+        let settings = resolve(&SettingFlags::default(), &specific, 2).unwrap();
+        assert_eq!((settings.api_key.as_str(), settings.base_url.as_str()), ("embed", "http://embed.test/v1"));
+        assert_eq!((settings.model.as_str(), settings.dimensions, settings.concurrency), ("m", 8, 3));
+        let flags = SettingFlags {
+            model: Some("flag-model".into()),
+            dimensions: Some(4),
+            base_url: Some("http://flag.test".into()),
+            timeout: Some("5s".into()),
+        };
+        let settings = resolve(&flags, &specific, 2).unwrap();
+        assert_eq!((settings.model.as_str(), settings.dimensions), ("flag-model", 4));
+        assert_eq!(settings.base_url, "http://flag.test");
+        assert_eq!(settings.timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn errors_are_reported() {
+        assert!(matches!(resolve(&SettingFlags::default(), &env(&[]), 1), Err(SettingsError::Environment(_))));
+        let with_key = env(&[("OPENAI_API_KEY", "k"), ("OPENAI_EMBEDDING_BATCH_INPUTS", "0")]);
+        assert!(matches!(resolve(&SettingFlags::default(), &with_key, 1), Err(SettingsError::Environment(_))));
+        let flags = SettingFlags { dimensions: Some(0), ..SettingFlags::default() };
+        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), 1), Err(SettingsError::Flag(_))));
+        let flags = SettingFlags { timeout: Some("soon".into()), ..SettingFlags::default() };
+        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), 1), Err(SettingsError::Flag(_))));
+        let error = resolve(&SettingFlags::default(), &env(&[]), 1).unwrap_err().to_string();
+        assert!(error.contains("OPENAI_EMBEDDING_API_KEY"), "{error}");
+    }
+}

@@ -1,0 +1,595 @@
+//! The daemon's detached task table. A launch validates the command line,
+//! creates the task's durable running record, prepares the scope and the
+//! budget, and hands the work to a worker that outlives the launching
+//! client (it holds an activity guard, so idle exit and drain wait for it).
+//! The worker refreshes the record's heartbeat, runs the engine (dry-run
+//! fixture or the provider-backed engine), runs host checks, and replaces
+//! the record with the exact terminal event *before* anyone can observe
+//! completion. SQLite (WAL) under the metadata root lists tasks per
+//! project for editors; the JSON record stays the durable contract, so
+//! `--wait` works without a daemon too.
+
+use crate::activity::Activity;
+use crate::inspect::budget::{self, ChangeMetrics};
+use crate::inspect::checks;
+use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest, UnavailableEngine};
+use crate::inspect::git::GitEnv;
+use crate::inspect::prepare::{self, Mode, OperatorHint};
+use crate::inspect::report;
+use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
+use git_agent_shared::environment::vars;
+use git_agent_shared::identity::ProjectIdentity;
+use git_agent_shared::task_record::{
+    self, FailureDiagnostic, HEARTBEAT_INTERVAL, Record, TaskCommand, TaskId, TaskState, TerminalEvent, WaitError,
+};
+use git_agent_shared::{Environment, paths};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const POLL: Duration = Duration::from_millis(100);
+const TABLE_FILE: &str = "tasks.sqlite3";
+
+/// A task's state as the table and watchers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStatus {
+    pub id: String,
+    pub command: String,
+    pub project_id: String,
+    /// running, succeeded or failed.
+    pub state: String,
+    pub phase: String,
+    pub started_ms: i64,
+    pub updated_ms: i64,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(&self) -> bool {
+        self.state != "running"
+    }
+}
+
+/// The launch object: what `git-agent review` prints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Launched {
+    pub command: String,
+    pub id: String,
+    pub pid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The command line is wrong: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// The launch or the wait failed: exit 1.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl TaskError {
+    fn failed(error: impl std::fmt::Display) -> Self {
+        Self::Failed(error.to_string())
+    }
+}
+
+/// The task table and the live workers of this daemon.
+#[derive(Debug)]
+pub struct TaskService {
+    live: Mutex<HashMap<String, watch::Receiver<TaskStatus>>>,
+    tables: Mutex<HashMap<PathBuf, Arc<Mutex<rusqlite::Connection>>>>,
+    engine: Arc<dyn InspectionEngine>,
+    /// The daemon's own environment, for editors' calls without one.
+    fallback_env: Environment,
+}
+
+impl Default for TaskService {
+    fn default() -> Self {
+        Self::new(Arc::new(UnavailableEngine), Environment::default())
+    }
+}
+
+impl TaskService {
+    pub fn new(engine: Arc<dyn InspectionEngine>, fallback_env: Environment) -> Self {
+        Self { live: Mutex::default(), tables: Mutex::default(), engine, fallback_env }
+    }
+
+    /// The number of tasks running in this daemon.
+    pub fn running(&self) -> usize {
+        self.live.lock().map(|live| live.values().filter(|rx| !rx.borrow().is_terminal()).count()).unwrap_or(0)
+    }
+
+    fn is_live(&self, id: &str) -> Option<watch::Receiver<TaskStatus>> {
+        self.live.lock().ok()?.get(id).cloned()
+    }
+
+    fn env_or_fallback<'a>(&'a self, env: Option<&'a Environment>) -> &'a Environment {
+        env.filter(|env| env.get(vars::HOME).is_some()).unwrap_or(&self.fallback_env)
+    }
+
+    fn table(&self, metadata_root: &Path) -> Result<Arc<Mutex<rusqlite::Connection>>, TaskError> {
+        let mut tables = self.tables.lock().map_err(|_| TaskError::Failed("the task table lock is poisoned".into()))?;
+        if let Some(table) = tables.get(metadata_root) {
+            return Ok(Arc::clone(table));
+        }
+        let connection = open_table(metadata_root).map_err(|error| {
+            TaskError::Failed(format!("cannot open the task table under {}: {error}", metadata_root.display()))
+        })?;
+        let table = Arc::new(Mutex::new(connection));
+        tables.insert(metadata_root.to_path_buf(), Arc::clone(&table));
+        Ok(table)
+    }
+
+    /// Launches `review` or `simplify` as described by the invocation.
+    pub async fn launch(
+        self: &Arc<Self>,
+        activity: &Arc<Activity>,
+        cwd: &Path,
+        args: &[String],
+        env: &Environment,
+    ) -> Result<Launched, TaskError> {
+        let (command, args) = match cli::parse_command(args) {
+            Ok(Command::Review(args)) => (TaskCommand::Review, args),
+            Ok(Command::Simplify(args)) => (TaskCommand::Simplify, args),
+            Ok(_) => return Err(TaskError::Usage("only review and simplify launch detached tasks".into())),
+            Err(error) => {
+                return Err(TaskError::Usage(error.to_string().trim_end().trim_start_matches("error: ").into()));
+            }
+        };
+        if args.wait.is_some() || args.help_agent {
+            return Err(TaskError::Usage("--wait and --help-agent launch no task".into()));
+        }
+        let mode = if args.codebase {
+            Mode::Codebase
+        } else if args.staged {
+            Mode::Staged
+        } else {
+            Mode::Uncommitted
+        };
+        let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
+        let start = cwd.to_path_buf();
+        let identity = tokio::task::spawn_blocking(move || ProjectIdentity::resolve(&start))
+            .await
+            .map_err(TaskError::failed)?
+            .map_err(TaskError::failed)?;
+        let project_id = identity.id();
+        let id = TaskId::generate().map_err(TaskError::failed)?;
+        let record_path = task_record::record_path(&metadata_root, &project_id, &id);
+        let pid = std::process::id();
+        let record = Record::running(&id, command, pid, jiff::Timestamp::now());
+        write(&record_path, &record).await?;
+
+        let failed = |message: String, diagnostic: Option<FailureDiagnostic>| {
+            let record_path = record_path.clone();
+            let record = record.clone();
+            async move {
+                let completed = record.complete(error_event(&message), diagnostic, jiff::Timestamp::now());
+                let _ = write(&record_path, &completed).await;
+                TaskError::Failed(message)
+            }
+        };
+
+        // Preparation happens before the launch object exists: an empty or
+        // unreadable scope fails the launch (and the stored record).
+        let git_env = GitEnv::from_environment(env);
+        let prepare_cwd = cwd.to_path_buf();
+        let prepare_env = git_env.clone();
+        let prepared =
+            match tokio::task::spawn_blocking(move || prepare::prepare(&prepare_cwd, mode, &prepare_env)).await {
+                Ok(Ok(prepared)) => Arc::new(prepared),
+                Ok(Err(error)) => {
+                    let diagnostic = FailureDiagnostic { mode: mode.as_str().into(), ..FailureDiagnostic::default() };
+                    return Err(failed(error.to_string(), Some(diagnostic)).await);
+                }
+                Err(error) => return Err(failed(error.to_string(), None).await),
+            };
+        let depth = args.depth.unwrap_or(Depth::Balanced);
+        let tools = budget::standard_tools(mode);
+        let plan = match budget::plan(
+            command,
+            mode,
+            &ChangeMetrics::from_prepared(&prepared),
+            &tools,
+            depth,
+            args.max_steps,
+        ) {
+            Ok(plan) => plan,
+            Err(error) => return Err(failed(format!("plan {command} budget: {error}"), None).await),
+        };
+        let request = InspectionRequest {
+            task_id: id.to_string(),
+            command,
+            cwd: cwd.to_path_buf(),
+            prepared: Arc::clone(&prepared),
+            model: budget::model(command, args.generation.model.as_deref(), env.get(vars::OPENAI_MODEL)),
+            reasoning_effort: budget::reasoning_effort(command, depth, args.generation.reasoning_effort()),
+            budget: plan,
+            operator_hint: args.operator_hint().as_deref().and_then(OperatorHint::new),
+            timeout: args.generation.timeout,
+            max_web_searches: args.max_web_searches,
+            priority: args.generation.fast,
+            base_url: args.generation.base_url.clone(),
+            guidance_family: args.generation.guidance_family.clone(),
+            env: env.clone(),
+            git_env,
+        };
+
+        let now_ms = jiff::Timestamp::now().as_millisecond();
+        let status = TaskStatus {
+            id: id.to_string(),
+            command: command.as_str().into(),
+            project_id: project_id.clone(),
+            state: "running".into(),
+            phase: "running".into(),
+            started_ms: now_ms,
+            updated_ms: now_ms,
+        };
+        let table = self.table(&metadata_root)?;
+        upsert(&table, &status, &record_path, pid);
+        let (status_tx, status_rx) = watch::channel(status);
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(id.to_string(), status_rx);
+        }
+        let guard = activity.begin();
+        let service = Arc::clone(self);
+        let worker = Worker { record, record_path, table, status: status_tx, dry_run: args.dry_run, request, args };
+        tokio::spawn(async move {
+            worker.run(&service).await;
+            drop(guard);
+        });
+        Ok(Launched { command: command.as_str().into(), id: id.to_string(), pid })
+    }
+
+    /// Blocks until the task is terminal and returns its report line, or
+    /// the reason `--wait` fails.
+    pub async fn wait(&self, id: &str, command: &str, env: Option<&Environment>) -> Result<String, TaskError> {
+        let command = TaskCommand::parse(command)
+            .ok_or_else(|| TaskError::Usage(format!("invalid background task command {command:?}")))?;
+        let id = TaskId::parse(id).map_err(TaskError::failed)?;
+        let env = self.env_or_fallback(env);
+        let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
+        let path = task_record::find_record(&metadata_root, &id).map_err(TaskError::failed)?;
+        loop {
+            let state = self.state_of(&path, &id, command).await.map_err(TaskError::failed)?;
+            if let Some(result) = task_record::wait_result(state, command, &id) {
+                return result.map_err(TaskError::failed);
+            }
+            match self.is_live(id.as_str()) {
+                Some(mut live) => {
+                    let _ = live.wait_for(TaskStatus::is_terminal).await;
+                }
+                None => tokio::time::sleep(POLL).await,
+            }
+        }
+    }
+
+    async fn state_of(&self, path: &Path, id: &TaskId, command: TaskCommand) -> Result<TaskState, WaitError> {
+        let read_path = path.to_path_buf();
+        let read_id = id.clone();
+        let record = tokio::task::spawn_blocking(move || task_record::read_record(&read_path, &read_id))
+            .await
+            .map_err(|error| WaitError::NoReport { id: format!("{id} ({error})") })??;
+        let own_pid = i64::from(std::process::id());
+        let live = self.is_live(id.as_str()).is_some();
+        task_record::evaluate(
+            &record,
+            command,
+            |pid| if pid == own_pid { live } else { task_record::process_alive(pid) },
+            jiff::Timestamp::now(),
+        )
+    }
+
+    /// The tasks of one project, newest first.
+    pub fn list(&self, project_id: &str, env: Option<&Environment>) -> Result<Vec<TaskStatus>, TaskError> {
+        let env = self.env_or_fallback(env);
+        let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
+        let table = self.table(&metadata_root)?;
+        let rows =
+            list_rows(&table, project_id).map_err(|error| TaskError::Failed(format!("cannot list tasks: {error}")))?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut status, path)| {
+                if let Some(live) = self.is_live(&status.id) {
+                    return live.borrow().clone();
+                }
+                if status.state == "running" {
+                    status = self.status_from_record(status, &path);
+                }
+                status
+            })
+            .collect())
+    }
+
+    fn status_from_record(&self, mut status: TaskStatus, path: &Path) -> TaskStatus {
+        let Ok(id) = TaskId::parse(&status.id) else { return status };
+        let Some(command) = TaskCommand::parse(&status.command) else { return status };
+        let record = task_record::read_record(path, &id);
+        let state = record.as_ref().map_err(|error| error.to_string()).and_then(|record| {
+            task_record::evaluate(record, command, task_record::process_alive, jiff::Timestamp::now())
+                .map_err(|error| error.to_string())
+        });
+        match state {
+            Ok(TaskState::Running { .. }) => {}
+            Ok(TaskState::Succeeded { .. }) => {
+                status.state = "succeeded".into();
+                status.phase = "done".into();
+            }
+            Ok(TaskState::Failed { .. }) => {
+                status.state = "failed".into();
+                status.phase = "error".into();
+            }
+            Err(_) => {
+                status.state = "failed".into();
+                status.phase = "dead_producer".into();
+            }
+        }
+        if let Ok(record) = record {
+            status.updated_ms = task_record::unix_millis(&record.updated_at);
+        }
+        status
+    }
+
+    /// The status of one task now, and a receiver of its changes when this
+    /// daemon runs it.
+    pub fn watch(
+        &self,
+        id: &str,
+        command: &str,
+        env: Option<&Environment>,
+    ) -> Result<(TaskStatus, Option<watch::Receiver<TaskStatus>>), TaskError> {
+        let id = TaskId::parse(id).map_err(TaskError::failed)?;
+        if let Some(live) = self.is_live(id.as_str()) {
+            let current = live.borrow().clone();
+            return Ok((current, Some(live)));
+        }
+        let env = self.env_or_fallback(env);
+        let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
+        let path = task_record::find_record(&metadata_root, &id).map_err(TaskError::failed)?;
+        let record = task_record::read_record(&path, &id).map_err(TaskError::failed)?;
+        if !command.is_empty() && record.command != command {
+            return Err(TaskError::Failed(format!(
+                "background task {id} belongs to {}, not {command}",
+                record.command
+            )));
+        }
+        let project_id = path
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let status = TaskStatus {
+            id: id.to_string(),
+            command: record.command.clone(),
+            project_id,
+            state: "running".into(),
+            phase: "running".into(),
+            started_ms: task_record::unix_millis(&record.started_at),
+            updated_ms: task_record::unix_millis(&record.updated_at),
+        };
+        Ok((self.status_from_record(status, &path), None))
+    }
+}
+
+/// One running task.
+struct Worker {
+    record: Record,
+    record_path: PathBuf,
+    table: Arc<Mutex<rusqlite::Connection>>,
+    status: watch::Sender<TaskStatus>,
+    dry_run: bool,
+    request: InspectionRequest,
+    args: InspectArgs,
+}
+
+impl Worker {
+    async fn run(mut self, service: &TaskService) {
+        let engine: Arc<dyn InspectionEngine> =
+            if self.dry_run { Arc::new(DryRunEngine) } else { Arc::clone(&service.engine) };
+        let cancel = CancellationToken::new();
+        let deadline = self.args.generation.timeout;
+        let status = self.status.clone();
+        let progress = move |phase: &str| {
+            status.send_modify(|status| status.phase = phase.to_string());
+        };
+        let outcome = {
+            let run = engine.run(&self.request, &progress, cancel.clone());
+            let timed = async {
+                match deadline {
+                    Some(deadline) => match tokio::time::timeout(deadline, run).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => {
+                            cancel.cancel();
+                            Err(crate::inspect::engine::EngineFailure {
+                                message: format!("the inspection exceeded its --timeout of {deadline:?}"),
+                                diagnostic: FailureDiagnostic::default(),
+                            })
+                        }
+                    },
+                    None => run.await,
+                }
+            };
+            tokio::pin!(timed);
+            let mut heartbeat = tokio::time::interval(HEARTBEAT_INTERVAL);
+            heartbeat.tick().await;
+            loop {
+                tokio::select! {
+                    outcome = &mut timed => break outcome,
+                    _ = heartbeat.tick() => {
+                        self.record.updated_at = task_record::format_time(jiff::Timestamp::now());
+                        let _ = write(&self.record_path, &self.record).await;
+                        let now = jiff::Timestamp::now().as_millisecond();
+                        self.status.send_modify(|status| status.updated_ms = now);
+                    }
+                }
+            }
+        };
+        let terminal = match outcome {
+            Ok(outcome) => match self.final_report(&outcome.report_text, &cancel).await {
+                Ok(report) => Ok((report, outcome)),
+                Err(message) => Err((message, FailureDiagnostic::default())),
+            },
+            Err(failure) => Err((failure.message, failure.diagnostic)),
+        };
+        let now = jiff::Timestamp::now();
+        let (event, diagnostic, state) = match terminal {
+            Ok((report, outcome)) => {
+                let mut value = Map::new();
+                value.insert("text".into(), report);
+                value.insert("tool_calls".into(), Value::from(outcome.tool_calls));
+                value.insert("repair_calls".into(), Value::from(outcome.repair_calls));
+                let event = TerminalEvent {
+                    seq: crate::inspect::engine::DRY_RUN_STEPS.len() as i64 + 2,
+                    at: task_record::format_time(now),
+                    kind: "final".into(),
+                    value,
+                };
+                (event, None, "succeeded")
+            }
+            Err((message, mut diagnostic)) => {
+                if diagnostic.mode.is_empty() {
+                    diagnostic.mode = self.request.prepared.mode.as_str().into();
+                    diagnostic.model = self.request.model.clone();
+                    diagnostic.max_steps = i64::from(self.request.budget.selected_steps);
+                    diagnostic.max_tool_calls = i64::from(self.request.budget.max_tool_calls);
+                    diagnostic.repository_fingerprint = self.request.prepared.fingerprint.clone();
+                }
+                (error_event(&message), Some(diagnostic), "failed")
+            }
+        };
+        let completed = self.record.clone().complete(event, diagnostic, now);
+        // Durable first: the terminal record is on disk before any waiter
+        // or watcher learns that the task ended.
+        if let Err(error) = write(&self.record_path, &completed).await {
+            tracing::error!(%error, "cannot store the terminal task record");
+        }
+        let now_ms = now.as_millisecond();
+        self.status.send_modify(|status| {
+            status.state = state.into();
+            status.phase = if state == "succeeded" { "done".into() } else { "error".into() };
+            status.updated_ms = now_ms;
+        });
+        upsert(&self.table, &self.status.borrow(), &self.record_path, std::process::id());
+    }
+
+    /// The terminal report: the provider fields, plus host checks for a
+    /// review.
+    async fn final_report(&self, report_text: &str, cancel: &CancellationToken) -> Result<Value, String> {
+        let command = self.request.command;
+        if command == TaskCommand::Simplify {
+            return serde_json::from_str(report_text)
+                .map_err(|error| format!("decode validated simplify report: {error}"));
+        }
+        let mut results = Vec::new();
+        if let Some(plan) = checks::plan_golangci(&self.request.prepared, self.request.env.get(vars::PATH)) {
+            self.status.send_modify(|status| status.phase = "running_static_checks".into());
+            if self.dry_run {
+                results.push(checks::synthetic_result(&plan));
+            } else {
+                results.push(checks::run_golangci(&plan, &self.request.env, cancel).await?);
+            }
+            let prepared = Arc::clone(&self.request.prepared);
+            let git_env = self.request.git_env.clone();
+            tokio::task::spawn_blocking(move || prepare::recheck(&prepared, &git_env))
+                .await
+                .map_err(|error| error.to_string())?
+                .map_err(|error| error.to_string())?;
+        }
+        let report = report::final_review_report(report_text, results)?;
+        serde_json::to_value(report).map_err(|error| error.to_string())
+    }
+}
+
+fn error_event(message: &str) -> TerminalEvent {
+    let mut value = Map::new();
+    value.insert("message".into(), Value::from(message));
+    TerminalEvent { seq: 1, at: task_record::format_time(jiff::Timestamp::now()), kind: "error".into(), value }
+}
+
+async fn write(path: &Path, record: &Record) -> Result<(), TaskError> {
+    let path = path.to_path_buf();
+    let record = record.clone();
+    tokio::task::spawn_blocking(move || task_record::write_record(&path, &record))
+        .await
+        .map_err(TaskError::failed)?
+        .map_err(TaskError::failed)
+}
+
+fn open_table(metadata_root: &Path) -> Result<rusqlite::Connection, Box<dyn std::error::Error + Send + Sync>> {
+    git_agent_shared::private_fs::ensure_private_dir(metadata_root)?;
+    let connection = rusqlite::Connection::open(metadata_root.join(TABLE_FILE))?;
+    connection.busy_timeout(Duration::from_secs(5))?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS tasks (
+            id TEXT PRIMARY KEY,
+            command TEXT NOT NULL,
+            project_id TEXT NOT NULL,
+            record_path TEXT NOT NULL,
+            state TEXT NOT NULL,
+            phase TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS tasks_by_project ON tasks (project_id, started_ms);",
+    )?;
+    // Rows still running belong to a daemon that is gone: no worker of
+    // this process exists yet for this table.
+    connection.execute(
+        "UPDATE tasks SET state = 'failed', phase = 'dead_producer' WHERE state = 'running' AND pid != ?1",
+        [i64::from(std::process::id())],
+    )?;
+    Ok(connection)
+}
+
+fn upsert(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path: &Path, pid: u32) {
+    let Ok(connection) = table.lock() else { return };
+    let result = connection.execute(
+        "INSERT INTO tasks (id, command, project_id, record_path, state, phase, pid, started_ms, updated_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT(id) DO UPDATE SET state = excluded.state, phase = excluded.phase, updated_ms = excluded.updated_ms",
+        rusqlite::params![
+            status.id,
+            status.command,
+            status.project_id,
+            record_path.to_string_lossy(),
+            status.state,
+            status.phase,
+            i64::from(pid),
+            status.started_ms,
+            status.updated_ms
+        ],
+    );
+    if let Err(error) = result {
+        tracing::warn!(%error, id = %status.id, "cannot update the task table");
+    }
+}
+
+fn list_rows(table: &Mutex<rusqlite::Connection>, project_id: &str) -> rusqlite::Result<Vec<(TaskStatus, PathBuf)>> {
+    let Ok(connection) = table.lock() else { return Ok(Vec::new()) };
+    let mut statement = connection.prepare(
+        "SELECT id, command, project_id, state, phase, started_ms, updated_ms, record_path
+         FROM tasks WHERE project_id = ?1 ORDER BY started_ms DESC, id",
+    )?;
+    let rows = statement.query_map([project_id], |row| {
+        Ok((
+            TaskStatus {
+                id: row.get(0)?,
+                command: row.get(1)?,
+                project_id: row.get(2)?,
+                state: row.get(3)?,
+                phase: row.get(4)?,
+                started_ms: row.get(5)?,
+                updated_ms: row.get(6)?,
+            },
+            PathBuf::from(row.get::<_, String>(7)?),
+        ))
+    })?;
+    rows.collect()
+}

@@ -1,0 +1,223 @@
+//! `inspect_file`: a file's exact size and line count and a bounded
+//! outline (Go types and functions, Markdown headings, JSON pointers),
+//! without its content.
+
+use super::paths::RepoFiles;
+use super::repository::{read_prefix, source_schema};
+use super::schema;
+use super::{Tool, ToolFuture, ToolOutput, blocking};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Outline parsing keeps at most this much of a file.
+const OUTLINE_CONTENT: usize = 4 << 20;
+const OUTLINE_ENTRIES: usize = 200;
+const OUTLINE_BYTES: usize = 64 << 10;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    source: Option<String>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+struct OutlineEntry {
+    kind: String,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+}
+
+#[derive(Default)]
+struct Outline {
+    entries: Vec<OutlineEntry>,
+    bytes: usize,
+    truncated: bool,
+}
+
+impl Outline {
+    fn add(&mut self, kind: impl Into<String>, name: impl Into<String>, line: Option<usize>) -> bool {
+        let (kind, name) = (kind.into(), name.into());
+        if self.entries.len() == OUTLINE_ENTRIES || self.bytes + kind.len() + name.len() > OUTLINE_BYTES {
+            self.truncated = true;
+            return false;
+        }
+        self.bytes += kind.len() + name.len();
+        self.entries.push(OutlineEntry { kind, name, line });
+        true
+    }
+}
+
+pub(super) struct InspectFile(pub(super) Arc<RepoFiles>);
+
+impl Tool for InspectFile {
+    fn name(&self) -> &'static str {
+        "inspect_file"
+    }
+    fn description(&self) -> &'static str {
+        "Size, line count and a bounded outline (Go declarations, Markdown headings, JSON pointers) of a file, without its content."
+    }
+    fn parameters(&self) -> Value {
+        schema::object(&[("path", schema::string("Repository-relative file path.")), ("source", source_schema())])
+    }
+    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
+        let files = Arc::clone(&self.0);
+        blocking("inspect_file", arguments, cancel, move |args: Args, cancel| {
+            let source = files.source(args.source.as_deref())?;
+            let kind = outline_kind(&args.path);
+            let (content, size, lines, cut) = read_prefix(&files, source, &args.path, OUTLINE_CONTENT, cancel)?;
+            let text = String::from_utf8_lossy(&content);
+            let outline = match kind {
+                "code" => go_outline(&text),
+                "markdown" => markdown_outline(&text),
+                "json" if !cut => json_outline(&text),
+                _ => Outline::default(),
+            };
+            Ok(ToolOutput::new(
+                json!({
+                    "path": args.path, "source": source.as_str(), "outline_kind": kind,
+                    "size_bytes": size, "lines": lines, "outline": outline.entries,
+                }),
+                (cut && kind != "none") || outline.truncated,
+            ))
+        })
+    }
+}
+
+fn outline_kind(path: &str) -> &'static str {
+    let extension = path.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).unwrap_or_default();
+    match extension.as_str() {
+        "go" => "code",
+        "md" | "markdown" => "markdown",
+        "json" => "json",
+        _ => "none",
+    }
+}
+
+/// Top-level Go declarations, read line by line.
+fn go_outline(text: &str) -> Outline {
+    let mut outline = Outline::default();
+    for (index, line) in text.lines().enumerate() {
+        let entry = if let Some(rest) = line.strip_prefix("func ") {
+            let (kind, rest) = match rest.strip_prefix('(') {
+                Some(receiver) => match receiver.split_once(')') {
+                    Some((receiver, rest)) => {
+                        let receiver = receiver.split_whitespace().last().unwrap_or("").trim_start_matches('*');
+                        let receiver = receiver.split('[').next().unwrap_or(receiver);
+                        ("method", format!("{receiver}.{}", identifier(rest.trim_start())))
+                    }
+                    None => continue,
+                },
+                None => ("function", identifier(rest).to_string()),
+            };
+            Some((kind, rest))
+        } else {
+            line.strip_prefix("type ").map(|rest| ("type", identifier(rest).to_string()))
+        };
+        if let Some((kind, name)) = entry.filter(|(_, name)| !name.is_empty() && !name.ends_with('.'))
+            && !outline.add(kind, name, Some(index + 1))
+        {
+            break;
+        }
+    }
+    outline
+}
+
+fn identifier(text: &str) -> &str {
+    let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len());
+    &text[..end]
+}
+
+/// ATX headings outside fenced code blocks.
+fn markdown_outline(text: &str) -> Outline {
+    let mut outline = Outline::default();
+    let mut fence: Option<(char, usize)> = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start_matches(' ');
+        if line.len() - trimmed.len() > 3 {
+            continue;
+        }
+        let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
+        if let Some(marker) = marker {
+            let run = trimmed.chars().take_while(|c| *c == marker).count();
+            if run >= 3 {
+                fence = match fence {
+                    None => Some((marker, run)),
+                    Some((open, length)) if open == marker && run >= length && trimmed[run..].trim().is_empty() => None,
+                    other => other,
+                };
+                continue;
+            }
+        }
+        if fence.is_some() {
+            continue;
+        }
+        let level = trimmed.chars().take_while(|c| *c == '#').count();
+        if (1..=6).contains(&level) && trimmed[level..].starts_with(' ') {
+            let title = trimmed[level..].trim();
+            if !outline.add(format!("heading{level}"), title, Some(index + 1)) {
+                break;
+            }
+        }
+    }
+    outline
+}
+
+/// Every JSON pointer with its value kind, depth first, keys sorted.
+fn json_outline(text: &str) -> Outline {
+    let mut outline = Outline::default();
+    let Ok(value) = serde_json::from_str::<Value>(text) else { return outline };
+    fn walk(value: &Value, pointer: &str, outline: &mut Outline) -> bool {
+        let children: Vec<(String, &Value)> = match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                keys.into_iter().map(|key| (key.replace('~', "~0").replace('/', "~1"), &map[key])).collect()
+            }
+            Value::Array(items) => items.iter().enumerate().map(|(i, item)| (i.to_string(), item)).collect(),
+            _ => return true,
+        };
+        for (token, child) in children {
+            let next = format!("{pointer}/{token}");
+            if !outline.add(super::jq::kind_of(child), next.clone(), None) || !walk(child, &next, outline) {
+                return false;
+            }
+        }
+        true
+    }
+    walk(&value, "", &mut outline);
+    outline
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_outlines_find_types_functions_and_methods() {
+        let outline =
+            go_outline("package x\n\ntype Repo struct{}\n\nfunc Open() {}\nfunc (r *Repo) Close() error {}\n");
+        let names: Vec<(&str, &str)> = outline.entries.iter().map(|e| (e.kind.as_str(), e.name.as_str())).collect();
+        assert_eq!(names, [("type", "Repo"), ("function", "Open"), ("method", "Repo.Close")]);
+    }
+
+    #[test]
+    fn markdown_headings_skip_fenced_code() {
+        let outline = markdown_outline("# Title\n```\n# not a heading\n```\n## Part\n");
+        let names: Vec<&str> = outline.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["Title", "Part"]);
+        assert_eq!(outline.entries[1].kind, "heading2");
+    }
+
+    #[test]
+    fn json_outlines_are_pointers_with_kinds_and_capped() {
+        let outline = json_outline(r#"{"b":[1],"a/x":{"c":null}}"#);
+        let names: Vec<(&str, &str)> = outline.entries.iter().map(|e| (e.kind.as_str(), e.name.as_str())).collect();
+        assert_eq!(names, [("object", "/a~1x"), ("null", "/a~1x/c"), ("array", "/b"), ("number", "/b/0")]);
+        let big = format!("[{}]", vec!["0"; 500].join(","));
+        let capped = json_outline(&big);
+        assert!(capped.truncated && capped.entries.len() == OUTLINE_ENTRIES);
+    }
+}

@@ -1,0 +1,188 @@
+//! The model's tools: typed, read-only functions with strict JSON schemas
+//! and one stable result envelope (`ok`, `tool`, `data` or `error`,
+//! `truncated`).
+//!
+//! A command builds a [`ToolRegistry`] from tool sets ([`repository`],
+//! [`commit`], [`skills`], and those later tasks add) and hands it to the
+//! agent loop, which only sees the [`Tool`] trait: adding a tool never
+//! touches the loop. Recoverable failures (a wrong path, a bad pattern)
+//! become `ok: false` envelopes the model can correct; cancellation is
+//! terminal. Tools never write, never run a shell, and stay inside the
+//! repository root.
+
+pub mod commit;
+mod inspect;
+mod jq;
+mod paths;
+pub mod repository;
+pub mod schema;
+pub mod skills;
+
+pub use paths::RepoFiles;
+
+use crate::provider::ToolSpec;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub data: Value,
+    /// Whether a cap cut the data; the model should ask for less.
+    pub truncated: bool,
+}
+
+impl ToolOutput {
+    pub fn new(data: impl Serialize, truncated: bool) -> Self {
+        Self { data: serde_json::to_value(data).unwrap_or(Value::Null), truncated }
+    }
+}
+
+/// Why a tool produced no data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The model can fix this: it goes back as an `ok: false` envelope.
+    #[error("{0}")]
+    Recoverable(String),
+    /// The run was cancelled or hit its deadline: the loop stops.
+    #[error("the tool call was cancelled")]
+    Cancelled,
+}
+
+impl ToolError {
+    pub fn recoverable(message: impl std::fmt::Display) -> Self {
+        Self::Recoverable(message.to_string())
+    }
+}
+
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+
+/// A function the model may call.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// The strict JSON schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Runs the call with the model's JSON `arguments`.
+    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture;
+}
+
+/// The tools one request offers, in a stable order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.iter().map(|tool| tool.name())).finish()
+    }
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds tools; a later tool of the same name replaces the earlier one.
+    pub fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
+        for tool in tools {
+            self.tools.retain(|existing| existing.name() != tool.name());
+            self.tools.push(tool);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|tool| tool.name() == name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The definitions sent to the provider.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_string(),
+                description: tool.description().to_string(),
+                parameters: tool.parameters(),
+            })
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    ok: bool,
+    tool: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    truncated: bool,
+}
+
+/// The envelope of a successful call.
+pub fn success_envelope(tool: &str, output: &ToolOutput) -> String {
+    let envelope = Envelope { ok: true, tool, data: Some(&output.data), error: None, truncated: output.truncated };
+    serde_json::to_string(&envelope).unwrap_or_default()
+}
+
+/// The envelope of a failed call; long messages are capped.
+pub fn error_envelope(tool: &str, message: &str) -> String {
+    let bounded = crate::bounded::bound(message, 4 * 1024, 40);
+    let envelope =
+        Envelope { ok: false, tool, data: None, error: Some(bounded.text.trim_end()), truncated: bounded.truncated };
+    serde_json::to_string(&envelope).unwrap_or_default()
+}
+
+/// Parses the model's arguments into `A`; a mismatch is recoverable.
+pub fn parse_arguments<A: DeserializeOwned>(tool: &str, arguments: &str) -> Result<A, ToolError> {
+    let arguments = arguments.trim().trim_start_matches('\u{feff}');
+    let arguments = if arguments.is_empty() { "{}" } else { arguments };
+    serde_json::from_str(arguments)
+        .map_err(|error| ToolError::Recoverable(format!("invalid arguments for {tool}: {error}")))
+}
+
+/// Runs a blocking tool body on the blocking pool with typed arguments.
+pub fn blocking<A, F>(tool: &'static str, arguments: &str, cancel: CancellationToken, work: F) -> ToolFuture
+where
+    A: DeserializeOwned + Send + 'static,
+    F: FnOnce(A, &CancellationToken) -> Result<ToolOutput, ToolError> + Send + 'static,
+{
+    let parsed = parse_arguments::<A>(tool, arguments);
+    Box::pin(async move {
+        let arguments = parsed?;
+        let guard = cancel.clone();
+        tokio::task::spawn_blocking(move || work(arguments, &guard))
+            .await
+            .map_err(|error| ToolError::Recoverable(format!("{tool} failed: {error}")))?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn envelopes_have_the_stable_fields() {
+        let ok = success_envelope("git_staged_diff", &ToolOutput::new(json!({"diff": ""}), false));
+        assert_eq!(ok, r#"{"ok":true,"tool":"git_staged_diff","data":{"diff":""},"truncated":false}"#);
+        let failed = error_envelope("read_file", "missing.go: no such file");
+        assert_eq!(failed, r#"{"ok":false,"tool":"read_file","error":"missing.go: no such file","truncated":false}"#);
+        let long = error_envelope("grep", &"x\n".repeat(100));
+        assert!(long.contains("\"truncated\":true"));
+    }
+}

@@ -1,0 +1,288 @@
+//! The Responses adapter against the fake OpenAI server: the request wire
+//! shape, finish states, the one-retry rule and its classification,
+//! cancellation, and error unwrapping.
+
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, ResetReply, ResettingServer, events};
+use gitagentd::provider::{
+    Credentials, Item, ModelRequest, Provider, ProviderConfig, ProviderError, RetryReason, RunOptions, Secret,
+    StreamNotice, TextFormat, ToolSpec,
+};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn config(url: String) -> ProviderConfig {
+    ProviderConfig {
+        base_url: url,
+        model: "test-model".into(),
+        credentials: Credentials::ApiKey(Secret::new("sk-test-key")),
+        timeout: Duration::from_secs(20),
+        http2_prior_knowledge: false,
+    }
+}
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        instructions: "be terse".into(),
+        input: vec![Item::developer("policy"), Item::user("write")],
+        tools: vec![ToolSpec {
+            name: "repo_summary".into(),
+            description: "metadata".into(),
+            parameters: json!({"type":"object","properties":{},"required":[],"additionalProperties":false}),
+        }],
+        parallel_tool_calls: true,
+        text_format: None,
+    }
+}
+
+fn quiet(_: StreamNotice) {}
+
+#[tokio::test]
+async fn requests_carry_the_documented_wire_fields() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::text_reply("done", events::usage(10, 2, 3))));
+    let options = RunOptions {
+        reasoning_effort: Some("high".into()),
+        service_tier: Some("priority".into()),
+        prompt_cache_key: Some("key".into()),
+        ..Default::default()
+    };
+    let provider = Provider::new(config(fake.url()), options).unwrap();
+    let mut request = request();
+    request.text_format =
+        Some(TextFormat { name: "report".into(), description: None, schema: json!({"type":"object"}) });
+    let response = provider.respond(&request, &CancellationToken::new(), &quiet).await.unwrap();
+    assert_eq!(response.text, "done");
+    assert_eq!((response.usage.input_tokens, response.usage.cached_input_tokens), (10, 2));
+
+    let recorded = &fake.requests()[0];
+    assert_eq!(recorded.header("authorization"), Some("Bearer sk-test-key"));
+    let body = &recorded.body;
+    assert_eq!(body["store"], json!(false));
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["model"], json!("test-model"));
+    assert_eq!(body["instructions"], json!("be terse"));
+    assert_eq!(body["parallel_tool_calls"], json!(true));
+    assert_eq!(body["reasoning"], json!({"effort": "high"}));
+    assert_eq!(body["service_tier"], json!("priority"));
+    assert_eq!(body["tools"][0]["strict"], json!(true));
+    assert_eq!(body["tools"][0]["type"], json!("function"));
+    assert_eq!(body["text"]["format"]["type"], json!("json_schema"));
+    assert_eq!(body["text"]["format"]["strict"], json!(true));
+    assert_eq!(body["input"][0]["role"], json!("developer"));
+    assert_eq!(body["input"][1]["content"][0], json!({"type": "input_text", "text": "write"}));
+    assert!(body.get("prompt_cache_key").is_none() && body.get("include").is_none(), "custom endpoints get neither");
+}
+
+#[tokio::test]
+async fn tool_free_requests_omit_parallel_tool_calls_and_defaults_omit_reasoning() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::text_reply("x", events::usage(1, 0, 1))));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let request = ModelRequest { tools: Vec::new(), ..request() };
+    provider.respond(&request, &CancellationToken::new(), &quiet).await.unwrap();
+    let body = &fake.requests()[0].body;
+    for absent in ["tools", "parallel_tool_calls", "reasoning", "service_tier", "text"] {
+        assert!(body.get(absent).is_none(), "{absent} must be omitted: {body}");
+    }
+}
+
+#[tokio::test]
+async fn chatgpt_auth_sends_its_identity_headers() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::text_reply("x", events::usage(1, 0, 1))));
+    let mut config = config(fake.url());
+    config.credentials = Credentials::ChatGpt { access_token: Secret::new("tok"), account_id: "acct".into() };
+    let provider = Provider::new(config, RunOptions::default()).unwrap();
+    provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap();
+    let recorded = &fake.requests()[0];
+    assert_eq!(recorded.header("authorization"), Some("Bearer tok"));
+    assert_eq!(recorded.header("chatgpt-account-id"), Some("acct"));
+    assert_eq!(recorded.header("originator"), Some("codex_cli_rs"));
+    assert_eq!(recorded.header("user-agent"), Some("codex_cli_rs"));
+}
+
+#[tokio::test]
+async fn tool_calls_and_replayable_continuation_are_returned_in_order() {
+    let fake = FakeOpenAi::start();
+    let output = vec![
+        events::reasoning("enc"),
+        events::function_call("c1", "read_file", r#"{"path":"a"}"#),
+        events::function_call("c2", "grep", "{}"),
+    ];
+    fake.push(Reply::Events(vec![events::completed("r", output, json!({}))]));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let response = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap();
+    let names: Vec<&str> = response.tool_calls.iter().map(|call| call.name.as_str()).collect();
+    assert_eq!(names, ["read_file", "grep"]);
+    assert_eq!(response.tool_calls[0].call_id, "c1");
+    assert_eq!(response.continuation.len(), 3, "reasoning is replayed before the calls");
+    assert_eq!(response.continuation[1].function_call().unwrap().name, "read_file");
+}
+
+async fn retried(first: Reply) -> (FakeOpenAi, Result<String, ProviderError>, Vec<StreamNotice>) {
+    let fake = FakeOpenAi::start();
+    fake.push(first);
+    fake.push(Reply::Events(events::text_reply("recovered", events::usage(1, 0, 1))));
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notices);
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let result = provider
+        .respond(&request(), &CancellationToken::new(), &move |notice| sink.lock().unwrap().push(notice))
+        .await
+        .map(|response| response.text);
+    let notices = notices.lock().unwrap().clone();
+    (fake, result, notices)
+}
+
+fn assert_one_equivalent_retry(fake: &FakeOpenAi, notices: &[StreamNotice]) {
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "exactly one retry");
+    assert_eq!(requests[0].body, requests[1].body, "the retry is the same request");
+    assert_eq!(requests[0].header("authorization"), requests[1].header("authorization"));
+    let retries: Vec<_> = notices.iter().filter(|n| matches!(n, StreamNotice::Retrying { .. })).collect();
+    assert_eq!(retries.len(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_event_gets_one_equivalent_retry() {
+    let (fake, result, notices) = retried(Reply::Raw("data: {\"type\":\n\n".into())).await;
+    assert_eq!(result.unwrap(), "recovered");
+    assert_one_equivalent_retry(&fake, &notices);
+    assert!(matches!(notices[0], StreamNotice::Retrying { reason: RetryReason::MalformedStream, .. }));
+}
+
+#[tokio::test]
+async fn a_stream_without_completed_gets_one_retry_with_a_fresh_accumulator() {
+    let partial = vec![json!({"type":"response.output_text.delta","output_index":0,"content_index":0,
+                              "delta":"discarded partial text"})];
+    let (fake, result, notices) = retried(Reply::Events(partial)).await;
+    assert_eq!(result.unwrap(), "recovered", "nothing of the broken attempt leaks into the retry");
+    assert_one_equivalent_retry(&fake, &notices);
+}
+
+#[tokio::test]
+async fn a_body_cut_mid_stream_gets_one_retry() {
+    let (fake, result, notices) = retried(Reply::EventsThenAbort(vec![json!({"type":"response.created"})])).await;
+    assert_eq!(result.unwrap(), "recovered");
+    assert_one_equivalent_retry(&fake, &notices);
+}
+
+#[tokio::test]
+async fn the_retry_happens_once_and_its_failure_carries_both() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Raw("data: {\"first\n\n".into()));
+    fake.push(Reply::Raw("data: {\"second\n\n".into()));
+    fake.push(Reply::Events(events::text_reply("never", json!({}))));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let error = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, ProviderError::RetryFailed { .. }), "{text}");
+    assert!(text.contains("first") && text.contains("second"), "{text}");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn http_errors_are_terminal_and_unwrapped() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Status(500, r#"{"error":{"message":"unexpected EOF; INTERNAL_ERROR","type":"server"}}"#.into()));
+    fake.push(Reply::Events(events::text_reply("never", json!({}))));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let error = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Http { status: 500, .. }), "an error text that collides with retry words");
+    assert!(error.to_string().contains("unexpected EOF; INTERNAL_ERROR"));
+    assert!(!error.to_string().contains("sk-test-key"));
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn failed_and_incomplete_finish_states_are_terminal() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(vec![json!({"type":"response.failed","response":{"error":{"message":"overloaded"}}})]));
+    fake.push(Reply::Events(vec![json!({"type":"response.incomplete",
+                                        "response":{"incomplete_details":{"reason":"max_output_tokens"}}})]));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let failed = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap_err();
+    assert!(failed.to_string().contains("overloaded"));
+    let incomplete = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap_err();
+    assert!(incomplete.to_string().contains("max_output_tokens"));
+    assert_eq!(fake.requests().len(), 2, "neither was retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_ends_a_hanging_stream_and_closes_it() {
+    let fake = Arc::new(FakeOpenAi::start());
+    fake.push(Reply::EventsThenHang(vec![json!({"type":"response.created"})]));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let cancel = CancellationToken::new();
+    let waiter = Arc::clone(&fake);
+    let trigger = cancel.clone();
+    tokio::task::spawn_blocking(move || {
+        assert!(waiter.wait_for_requests(1, WAIT));
+        trigger.cancel();
+    });
+    let error = provider.respond(&request(), &cancel, &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Cancelled));
+    let waiter = Arc::clone(&fake);
+    let closed = tokio::task::spawn_blocking(move || waiter.wait_for_abandoned(1, WAIT)).await.unwrap();
+    assert!(closed, "the provider connection was dropped");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn cancellation_prevents_the_retry() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Raw("data: {\n\n".into()));
+    fake.push(Reply::Events(events::text_reply("never", json!({}))));
+    let provider = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let error = provider
+        .respond(&request(), &cancel, &move |notice| {
+            if matches!(notice, StreamNotice::Retrying { .. }) {
+                trigger.cancel();
+            }
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ProviderError::Cancelled), "{error}");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+async fn against_resets(script: Vec<ResetReply>) -> (ResettingServer, Result<String, ProviderError>) {
+    let server = ResettingServer::start(script);
+    let mut config = config(server.url());
+    config.http2_prior_knowledge = true;
+    let provider = Provider::new(config, RunOptions::default()).unwrap();
+    let result = provider.respond(&request(), &CancellationToken::new(), &quiet).await.map(|r| r.text);
+    (server, result)
+}
+
+fn complete() -> ResetReply {
+    ResetReply::Events(events::text_reply("after reset", events::usage(1, 0, 1)))
+}
+
+#[tokio::test]
+async fn peer_resets_with_internal_error_or_refused_stream_are_retried() {
+    for code in [0x2, 0x7] {
+        let (server, result) = against_resets(vec![ResetReply::Reset(code), complete()]).await;
+        assert_eq!(result.unwrap(), "after reset", "code {code:#x}");
+        assert_eq!(server.request_count(), 2);
+    }
+    let (server, result) = against_resets(vec![ResetReply::Reset(0x2), ResetReply::Reset(0x2)]).await;
+    assert!(matches!(result, Err(ProviderError::RetryFailed { .. })));
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn other_and_unknown_reset_codes_are_terminal() {
+    for code in [0x8, 0xb, 0x77] {
+        let (server, result) = against_resets(vec![ResetReply::Reset(code), complete()]).await;
+        let error = result.unwrap_err();
+        assert!(matches!(error, ProviderError::Transport { .. }), "code {code:#x}: {error}");
+        assert_eq!(server.request_count(), 1, "code {code:#x} must not be retried");
+    }
+}

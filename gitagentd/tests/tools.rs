@@ -1,0 +1,237 @@
+//! The repository and staged tools on temporary repositories: caps and
+//! truncation metadata, root confinement (`..`, absolute paths, internal
+//! folders, escaping symlinks), and worktree versus index versus HEAD.
+
+use git_agent_tests::{GitRepo, TestEnv};
+use gitagentd::git::{FileSource, Repository};
+use gitagentd::tools::{self, RepoFiles, ToolError, ToolOutput, ToolRegistry};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+struct Fixture {
+    _env: TestEnv,
+    repo: GitRepo,
+    registry: ToolRegistry,
+}
+
+fn fixture() -> Fixture {
+    let env = TestEnv::new();
+    let repo = env.repo("tools");
+    repo.write("src/lib.rs", &(1..=50).map(|n| format!("line {n}\n")).collect::<String>());
+    repo.write("src/main.go", "package main\n\ntype Server struct{}\n\nfunc (s *Server) Run() {}\n\nfunc main() {}\n");
+    repo.write("docs/guide.md", "# Guide\n\n## Install\n");
+    repo.write("data.json", r#"{"name":"x","items":[1,2,3],"nested":{"big":"abcdefghijklmnopqrstuvwxyz"}}"#);
+    repo.write(".gitignore", "target/\n");
+    repo.write("target/ignored.rs", "line ignored\n");
+    repo.commit_all("init");
+    repo.write("src/lib.rs", "staged version\n");
+    repo.git(&["add", "src/lib.rs"]);
+    repo.write("src/lib.rs", "worktree version\n");
+    let outside = env.work().join("secret.txt");
+    std::fs::write(&outside, "outside the repository\n").unwrap();
+    std::os::unix::fs::symlink(&outside, repo.path().join("escape.txt")).unwrap();
+    std::os::unix::fs::symlink("docs/guide.md", repo.path().join("inside.md")).unwrap();
+    let git = Repository::discover(repo.path()).unwrap();
+    let files = Arc::new(RepoFiles::new(git.clone(), FileSource::Worktree));
+    let mut registry = ToolRegistry::new();
+    registry.extend(tools::repository::tools(&files));
+    registry.extend(tools::commit::tools(&git));
+    Fixture { _env: env, repo, registry }
+}
+
+async fn call(fixture: &Fixture, name: &str, arguments: Value) -> Result<ToolOutput, ToolError> {
+    let tool = fixture.registry.get(name).unwrap();
+    tool.call(&arguments.to_string(), CancellationToken::new()).await
+}
+
+fn refused(result: Result<ToolOutput, ToolError>) -> String {
+    match result {
+        Err(ToolError::Recoverable(message)) => message,
+        other => panic!("expected a recoverable refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn read_file_reads_each_source_and_caps_while_streaming() {
+    let fixture = fixture();
+    for (source, expected) in [("worktree", "worktree version\n"), ("index", "staged version\n"), ("head", "line 1\n")]
+    {
+        let output =
+            call(&fixture, "read_file", json!({"path": "src/lib.rs", "source": source, "max_lines": 1})).await.unwrap();
+        assert_eq!(output.data["content"], json!(expected), "{source}");
+        assert_eq!(output.data["source"], json!(source));
+    }
+    let range = call(
+        &fixture,
+        "read_file",
+        json!({"path": "src/lib.rs", "source": "head", "line_start": 9, "line_end": 11, "with_line_number": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(range.data["content"], json!("     9\tline 9\n    10\tline 10\n    11\tline 11\n"));
+    assert_eq!((range.data["line_start"].clone(), range.data["line_end"].clone()), (json!(9), json!(11)));
+    assert!(!range.truncated);
+    let capped =
+        call(&fixture, "read_file", json!({"path": "src/lib.rs", "source": "head", "max_lines": 5})).await.unwrap();
+    assert!(capped.truncated);
+    assert_eq!(capped.data["line_end"], json!(5));
+    let bytes =
+        call(&fixture, "read_file", json!({"path": "src/lib.rs", "source": "head", "max_bytes": 10})).await.unwrap();
+    assert!(bytes.truncated && bytes.data["content"].as_str().unwrap().len() <= 10);
+    let past = call(&fixture, "read_file", json!({"path": "src/lib.rs", "source": "head", "line_start": 99})).await;
+    assert!(refused(past).contains("past the end"));
+}
+
+#[tokio::test]
+async fn paths_that_leave_the_repository_are_refused() {
+    let fixture = fixture();
+    for path in ["../secret.txt", "/etc/passwd", ".git/config", "src/../../x", "escape.txt"] {
+        let message = refused(call(&fixture, "read_file", json!({"path": path})).await);
+        assert!(!message.is_empty(), "{path}");
+    }
+    let inside = call(&fixture, "read_file", json!({"path": "inside.md"})).await.unwrap();
+    assert_eq!(inside.data["content"], json!("# Guide\n\n## Install\n"), "a symlink inside the repository is fine");
+    assert!(refused(call(&fixture, "list_files", json!({"path": "../"})).await).contains(".."));
+    assert!(refused(call(&fixture, "grep", json!({"pattern": "x", "glob": "../*"})).await).contains("inside"));
+}
+
+#[tokio::test]
+async fn walks_skip_symlinks_ignored_files_and_internal_state_and_report_caps() {
+    let fixture = fixture();
+    let all = call(&fixture, "list_files", json!({})).await.unwrap();
+    let files: Vec<&str> = all.data["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert_eq!(files, [".gitignore", "data.json", "docs/guide.md", "src/lib.rs", "src/main.go"]);
+    assert!(!all.truncated);
+    let capped = call(&fixture, "list_files", json!({"max_entries": 2})).await.unwrap();
+    assert_eq!(capped.data["files"].as_array().unwrap().len(), 2);
+    assert!(capped.truncated);
+    let found = call(&fixture, "find", json!({"name": "*.go", "type": "file"})).await.unwrap();
+    assert_eq!(found.data["entries"], json!([{"path": "src/main.go", "type": "file"}]));
+    let folders = call(&fixture, "find", json!({"type": "directory"})).await.unwrap();
+    assert_eq!(
+        folders.data["entries"],
+        json!([{"path": "docs", "type": "directory"}, {"path": "src", "type": "directory"}])
+    );
+}
+
+#[tokio::test]
+async fn grep_is_bounded_and_rejects_bad_patterns() {
+    let fixture = fixture();
+    let hits = call(&fixture, "grep", json!({"pattern": "^line", "glob": "*.rs"})).await.unwrap();
+    assert_eq!(hits.data["matches"], json!([]), "the worktree lib.rs changed and target/ is ignored");
+    let hits = call(&fixture, "grep", json!({"pattern": "func", "path": "src", "max_matches": 1})).await.unwrap();
+    assert_eq!(hits.data["matches"], json!([{"path": "src/main.go", "line": 5, "text": "func (s *Server) Run() {}"}]));
+    assert!(hits.truncated);
+    assert!(refused(call(&fixture, "grep", json!({"pattern": "(unclosed"})).await).contains("invalid pattern"));
+    assert!(refused(call(&fixture, "grep", json!({"pattern": "a", "extra": 1})).await).contains("invalid arguments"));
+}
+
+#[tokio::test]
+async fn inspect_file_and_jq_report_sizes_outlines_and_previews() {
+    let fixture = fixture();
+    let go = call(&fixture, "inspect_file", json!({"path": "src/main.go"})).await.unwrap();
+    assert_eq!(go.data["outline_kind"], json!("code"));
+    assert_eq!(go.data["lines"], json!(7));
+    assert_eq!(go.data["outline"][1], json!({"kind": "method", "name": "Server.Run", "line": 5}));
+    let plain = call(&fixture, "inspect_file", json!({"path": ".gitignore"})).await.unwrap();
+    assert_eq!((plain.data["outline_kind"].clone(), plain.data["outline"].clone()), (json!("none"), json!([])));
+    let value = call(&fixture, "jq", json!({"path": "data.json", "pointer": "/items/1"})).await.unwrap();
+    assert_eq!(value.data["value"], json!(2));
+    let preview = call(&fixture, "jq", json!({"path": "data.json", "pointer": "", "max_bytes": 20})).await.unwrap();
+    assert!(preview.truncated && preview.data.get("value").is_none());
+    assert!(preview.data["value_preview"].as_str().unwrap().ends_with("[truncated]\n"));
+    assert!(preview.data["value_bytes"].as_u64().unwrap() > 20);
+    assert!(refused(call(&fixture, "jq", json!({"path": "data.json", "pointer": "/nope"})).await).contains("no key"));
+}
+
+#[tokio::test]
+async fn staged_tools_see_the_index_not_the_worktree() {
+    let fixture = fixture();
+    let paths = call(&fixture, "git_staged_paths", json!({})).await.unwrap();
+    assert_eq!(paths.data, json!({"paths": ["src/lib.rs"]}));
+    let status = call(&fixture, "git_staged_status", json!({})).await.unwrap();
+    assert_eq!(status.data, json!({"status": [{"path": "src/lib.rs", "staging": "M"}]}));
+    let stat = call(&fixture, "git_staged_stat", json!({})).await.unwrap();
+    assert_eq!(stat.data["stats"][0]["deletes"], json!(50));
+    let diff = call(&fixture, "git_staged_diff", json!({"max_lines": 8})).await.unwrap();
+    assert!(diff.truncated && diff.data["diff"].as_str().unwrap().ends_with("[truncated]\n"));
+    assert!(!diff.data["diff"].as_str().unwrap().contains("worktree version"));
+    let scoped = call(&fixture, "git_staged_diff_for_paths", json!({"paths": ["docs"]})).await.unwrap();
+    assert_eq!(scoped.data["diff"], json!(""));
+    assert!(refused(call(&fixture, "git_staged_diff_for_paths", json!({"paths": []})).await).contains("at least one"));
+    let commits = call(&fixture, "git_recent_commits", json!({"limit": 1})).await.unwrap();
+    assert_eq!(commits.data["commits"][0]["summary"], json!("init"));
+    assert!(!commits.truncated, "only one commit exists");
+    fixture.repo.git(&["commit", "-q", "-m", "second"]);
+    let commits = call(&fixture, "git_recent_commits", json!({"limit": 1})).await.unwrap();
+    assert!(commits.truncated, "more commits exist than the limit");
+}
+
+#[tokio::test]
+async fn head_revision_and_amend_tools_read_commits_not_the_worktree() {
+    let fixture = fixture();
+    let show = call(&fixture, "git_head_show", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    let text = show.data["show"].as_str().unwrap();
+    assert!(text.contains("Parents: (root commit)") && text.contains("    init\n"), "{text}");
+    assert!(text.contains("+line 50"), "the root commit's patch versus the empty tree");
+    let parent = call(&fixture, "git_diff_against_parent", json!({"max_bytes": null, "max_lines": 4})).await.unwrap();
+    assert!(parent.truncated);
+    let file = call(
+        &fixture,
+        "git_show_file_at_rev",
+        json!({"rev": "HEAD", "path": "src/lib.rs", "max_bytes": null, "max_lines": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(file.data["content"], json!("line 1\nline 2\n[truncated]\n"));
+    let refused_rev = refused(
+        call(
+            &fixture,
+            "git_show_file_at_rev",
+            json!({"rev": "--all", "path": "x", "max_bytes": null, "max_lines": null}),
+        )
+        .await,
+    );
+    assert!(refused_rev.contains("rev must name a commit"), "{refused_rev}");
+    let outside = refused(
+        call(
+            &fixture,
+            "git_show_file_at_rev",
+            json!({"rev": "HEAD", "path": "../x", "max_bytes": null, "max_lines": null}),
+        )
+        .await,
+    );
+    assert!(outside.contains(".."), "{outside}");
+    let amended =
+        call(&fixture, "git_final_amended_diff", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    let amended = amended.data["diff"].as_str().unwrap();
+    assert!(
+        amended.contains("+staged version") && amended.contains("new file mode"),
+        "HEAD is a root commit: {amended}"
+    );
+    let delta = call(&fixture, "git_amend_delta", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    assert!(delta.data["diff"].as_str().unwrap().contains("-line 1\n"));
+}
+
+#[test]
+fn every_schema_is_strict() {
+    let fixture = fixture();
+    for spec in fixture.registry.specs() {
+        let schema = &spec.parameters;
+        assert_eq!(schema["type"], json!("object"), "{}", spec.name);
+        assert_eq!(schema["additionalProperties"], json!(false), "{}", spec.name);
+        let properties: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(properties.len(), required.len(), "{}: strict mode requires every property", spec.name);
+        for (name, property) in schema["properties"].as_object().unwrap() {
+            if property["type"].to_string().contains("integer") {
+                assert!(
+                    property.get("minimum").is_some() && property.get("maximum").is_some(),
+                    "{}.{name} bounds",
+                    spec.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Benchmarks of `git-agent search`, against an instant fake embeddings
+//! server on loopback (every vector the same unit vector, like the original
+//! implementation's benchmark embedder):
+//!
+//! - `warm`: 200 Go files with 16 one-line functions each (the original's
+//!   `BenchmarkWarmIndexedSearchRun` corpus, 1,024 dimensions, 100 extra
+//!   historical manifests), indexed, the query primed into replay history;
+//!   then the median wall time of the `git-agent search <query>` process.
+//! - `large`: the same shape at 6,250 files (100,000 functions), with the
+//!   daemon's resident memory afterwards.
+//! - `cold [dir]`: cold indexing of a large tree (generated, or `dir`):
+//!   the daemon's discovery and chunking time (its `search_timing` events)
+//!   side by side with `rg --files` plus reading every listed file.
+//!
+//!     cargo build --release --bins && target/release/bench-search [warm|large|cold [dir]]
+//!
+//! Without an argument it runs all three. `cold` uses `rg` when it is on
+//! PATH (`apt-get install -y ripgrep`); otherwise it says so and compares
+//! with an equivalent walk (std::fs, sorted, dot paths skipped).
+
+use git_agent_tests::TestEnv;
+use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const QUERY: &str = "where is the semantic search owner implemented";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let which = args.first().map(String::as_str).unwrap_or("all");
+    match which {
+        "warm" => warm(200, 50),
+        "large" => warm(6_250, 20),
+        "cold" => cold(args.get(1).map(PathBuf::from)),
+        "all" => {
+            warm(200, 50);
+            warm(6_250, 20);
+            cold(None);
+        }
+        other => {
+            eprintln!("usage: bench-search [warm|large|cold [dir]] (got {other:?})");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn environment(fake: &FakeEmbeddings, dimensions: usize) -> TestEnv {
+    let mut env = TestEnv::new();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", &dimensions.to_string());
+    env.set_env("OPENAI_EMBEDDING_MODEL", "benchmark-model");
+    env
+}
+
+fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
+    let started = Instant::now();
+    let output = env.git_agent_in(dir, args).stderr(Stdio::piped()).output().expect("run git-agent");
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "git-agent {args:?} failed:\n{stderr}");
+    (elapsed, stdout, stderr)
+}
+
+fn warm(files: usize, runs: usize) {
+    let fake = FakeEmbeddings::start();
+    fake.set_mode(Mode::Constant);
+    let env = environment(&fake, 1024);
+    let root = env.work().join("corpus");
+    for file in 0..files {
+        let mut content = String::from("package benchmark\n\n");
+        for function in 0..16 {
+            let _ = writeln!(
+                content,
+                "func SearchOwner{file:03}_{function:03}() string {{ return \"semantic search owner {file:03} {function:03}\" }}\n"
+            );
+        }
+        let path = root.join("pkg").join(format!("file_{file:03}.go"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        backdate(&path);
+    }
+    let (indexed, stdout, _) = run(&env, &root, &["search", "--index"]);
+    let index: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(index["retrieval"]["index"], "miss");
+    let listing: Value = serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap();
+    let chunks = listing[0]["chunks"].as_u64().unwrap_or(0);
+    // 100 historical manifests beside the index, as in the original benchmark.
+    let metadata = PathBuf::from(listing[0]["dir"].as_str().unwrap()).ancestors().nth(3).unwrap().to_path_buf();
+    for historical in 0..100 {
+        let dir = metadata.join("search").join(format!("historical-{historical:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            "{\"version\":2,\"mode\":\"\",\"embedding_model\":\"benchmark-model\",\"dimensions\":1024,\"created_at\":\"0001-01-01T00:00:00Z\",\"file_count\":0,\"chunk_count\":0}\n",
+        )
+        .unwrap();
+    }
+    // Prime the query into replay history, then warm up.
+    for _ in 0..3 {
+        run(&env, &root, &["search", QUERY]);
+    }
+    let requests = fake.requests();
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (elapsed, stdout, _) = run(&env, &root, &["search", QUERY]);
+        let output: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(output["retrieval"]["index"], "hit");
+        assert_eq!(output["replay"]["mode"], "hit");
+        assert_eq!(output["results"].as_array().map(Vec::len), Some(20));
+        times.push(elapsed);
+    }
+    assert_eq!(fake.requests(), requests, "warm searches made embeddings calls");
+    let (_, _, debug) = run(&env, &root, &["search", "--debug", QUERY]);
+    let timings: Vec<String> = debug
+        .lines()
+        .filter_map(|line| line.split_once(" INF search_timing step=").map(|(_, rest)| rest.replace(" duration=", "=")))
+        .collect();
+    times.sort();
+    println!("== warm search: {files} files x 16 functions, {chunks} chunks, 1024 dimensions, query in replay history");
+    println!("index build (cold, instant server): {:.0} ms", ms(indexed));
+    println!(
+        "git-agent search, {runs} runs: median {:.2} ms  p90 {:.2} ms  min {:.2} ms  max {:.2} ms",
+        ms(times[times.len() / 2]),
+        ms(times[times.len() * 9 / 10]),
+        ms(times[0]),
+        ms(times[times.len() - 1])
+    );
+    println!("in-daemon phases of one warm search: {}", timings.join(" "));
+    if let Some(pid) = env.daemon_pid() {
+        println!("gitagentd memory: {}", memory(pid));
+    }
+    println!();
+}
+
+/// Sets a file's modification time an hour back, like files edited long
+/// before the search (the daemon re-reads files changed within the last
+/// two seconds of a read, whose timestamps cannot be trusted yet).
+fn backdate(path: &Path) {
+    let past = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_times(std::fs::FileTimes::new().set_modified(past).set_accessed(past)).unwrap();
+}
+
+fn memory(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(|value| value.trim().to_string())
+            .unwrap_or_else(|| "unknown".into())
+    };
+    format!(
+        "VmRSS {} (RssAnon {}, RssFile {}), VmHWM {}",
+        field("VmRSS:"),
+        field("RssAnon:"),
+        field("RssFile:"),
+        field("VmHWM:")
+    )
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// A deterministic mixed tree: Go, Rust, Markdown and JSON files in
+/// nested folders, with a .gitignore and ignored build output.
+fn generate_tree(root: &Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0u64;
+    let mut write = |path: PathBuf, content: String| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        bytes += content.len() as u64;
+        files += 1;
+        std::fs::write(&path, content).unwrap();
+        backdate(&path);
+    };
+    write(root.join(".gitignore"), "target/\n*.log\n".into());
+    for module in 0..200 {
+        for file in 0..20 {
+            let dir = root.join(format!("module_{module:03}")).join(format!("pkg_{:02}", file % 5));
+            let mut go = format!("package pkg{module}\n\nimport \"fmt\"\n\n");
+            for function in 0..12 {
+                let _ = write!(
+                    go,
+                    "// Handle{function} processes request {function} of module {module}.\nfunc Handle{module}_{file}_{function}(input string) (string, error) {{\n\tif input == \"\" {{\n\t\treturn \"\", fmt.Errorf(\"empty input for handler {function}\")\n\t}}\n\tresult := fmt.Sprintf(\"%s-{module}-{file}-{function}\", input)\n\treturn result, nil\n}}\n\n"
+                );
+            }
+            write(dir.join(format!("handler_{file:02}.go")), go);
+            let mut rust = String::from("//! Generated module for benchmarking.\n\n");
+            for function in 0..10 {
+                let _ = write!(
+                    rust,
+                    "/// Computes value {function}.\npub fn compute_{function}(values: &[u64]) -> u64 {{\n    values.iter().map(|v| v * {function} + {module}).sum()\n}}\n\n"
+                );
+            }
+            write(dir.join(format!("compute_{file:02}.rs")), rust);
+            if file % 4 == 0 {
+                let mut doc = format!("# Module {module} notes {file}\n\n");
+                for paragraph in 0..30 {
+                    let _ = writeln!(
+                        doc,
+                        "Paragraph {paragraph} explains how module {module} wires handlers to the request router and what the retry policy does.\n"
+                    );
+                }
+                write(dir.join(format!("NOTES_{file:02}.md")), doc);
+                write(
+                    dir.join(format!("config_{file:02}.json")),
+                    format!("{{\"module\": {module}, \"file\": {file}, \"handlers\": 12, \"retries\": 3}}\n"),
+                );
+            }
+        }
+        write(root.join(format!("module_{module:03}/target/debug/build.log")), "ignored build output\n".repeat(100));
+    }
+    (files, bytes)
+}
+
+/// Lists files with `rg --files` (or an equivalent walk) and reads each.
+fn list_and_read(root: &Path) -> (Duration, usize, u64, &'static str) {
+    let started = Instant::now();
+    let rg = Command::new("rg").arg("--files").current_dir(root).stderr(Stdio::null()).output();
+    let (files, tool): (Vec<PathBuf>, &'static str) = match rg {
+        Ok(output) if output.status.success() => {
+            (String::from_utf8_lossy(&output.stdout).lines().map(|line| root.join(line)).collect(), "rg --files")
+        }
+        _ => {
+            let mut files = Vec::new();
+            walk(root, &mut files);
+            (files, "a std::fs walk (rg is not installed: apt-get install -y ripgrep)")
+        }
+    };
+    let mut bytes = 0u64;
+    for file in &files {
+        if let Ok(data) = std::fs::read(file) {
+            bytes += data.len() as u64;
+        }
+    }
+    (started.elapsed(), files.len(), bytes, tool)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => walk(&entry.path(), out),
+            Ok(kind) if kind.is_file() => out.push(entry.path()),
+            _ => {}
+        }
+    }
+}
+
+fn timing(stderr: &str, step: &str) -> Duration {
+    let marker = format!(" INF search_timing step={step} duration=");
+    stderr
+        .lines()
+        .find_map(|line| line.split_once(&marker).map(|(_, value)| value.trim().to_string()))
+        .and_then(|value| parse_duration(&value))
+        .unwrap_or_default()
+}
+
+fn parse_duration(text: &str) -> Option<Duration> {
+    if let Some(ms) = text.strip_suffix("ms") {
+        return ms.parse::<f64>().ok().map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    }
+    let mut total = 0.0;
+    let mut rest = text;
+    if let Some((minutes, after)) = rest.split_once('m') {
+        total += minutes.parse::<f64>().ok()? * 60.0;
+        rest = after;
+    }
+    if let Some(secs) = rest.strip_suffix('s') {
+        total += secs.parse::<f64>().ok()?;
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+fn cold(dir: Option<PathBuf>) {
+    let fake = FakeEmbeddings::start();
+    fake.set_mode(Mode::Constant);
+    let scratch = TestEnv::new();
+    let (root, description) = match dir {
+        Some(dir) => {
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            (dir.clone(), format!("{}", dir.display()))
+        }
+        None => {
+            let root = scratch.work().join("tree");
+            let (files, bytes) = generate_tree(&root);
+            (root, format!("generated tree, {files} files, {:.1} MB", bytes as f64 / 1e6))
+        }
+    };
+    println!("== cold indexing: {description}");
+    let mut baseline = Vec::new();
+    let mut ours = Vec::new();
+    for round in 0..3 {
+        // Each round: the baseline, then a fresh user (cold daemon, empty
+        // index) indexing the same tree, both on a warm page cache.
+        let (elapsed, files, bytes, tool) = list_and_read(&root);
+        if round == 0 {
+            println!("baseline: {tool} + read every file: {files} files, {:.1} MB", bytes as f64 / 1e6);
+        }
+        baseline.push(elapsed);
+        let env = environment(&fake, 256);
+        let started = Instant::now();
+        let (_, stdout, stderr) = run(&env, &root, &["search", "--index", "--debug"]);
+        let total = started.elapsed();
+        let output: Value = serde_json::from_str(&stdout).unwrap();
+        let discover = timing(&stderr, "discover");
+        let chunk = timing(&stderr, "chunk");
+        let listing: Value =
+            serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap();
+        println!(
+            "round {}: baseline {:.0} ms | git-agent discovery+chunking {:.0} ms (discover {:.0} + chunk {:.0}), {} files, {} chunks, whole --index {:.0} ms (embedding {:.0} ms, persist {:.0} ms), skipped {}",
+            round + 1,
+            ms(elapsed),
+            ms(discover + chunk),
+            ms(discover),
+            ms(chunk),
+            listing[0]["files"],
+            listing[0]["chunks"],
+            ms(total),
+            ms(timing(&stderr, "embed_index")),
+            ms(timing(&stderr, "persist")),
+            output["retrieval"]["skipped"],
+        );
+        ours.push(discover + chunk);
+    }
+    baseline.sort();
+    ours.sort();
+    let (base, mine) = (baseline[1], ours[1]);
+    println!(
+        "median: baseline {:.0} ms, git-agent discovery+chunking {:.0} ms, ratio {:.2}x (goal <= 2x)",
+        ms(base),
+        ms(mine),
+        mine.as_secs_f64() / base.as_secs_f64()
+    );
+    println!();
+}

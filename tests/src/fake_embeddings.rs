@@ -1,0 +1,205 @@
+//! A fake OpenAI-compatible embeddings endpoint on 127.0.0.1 for the
+//! end-to-end tests: `POST /v1/embeddings` answers deterministic vectors
+//! (a hashed bag of words, or one constant unit vector), records every
+//! input it receives and the bearer token, can fail on demand, and can hold
+//! requests at a gate until the test opens it.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How the fake answers.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// Hashed bag of words: texts sharing words have related vectors.
+    Words,
+    /// Every input gets the same unit vector, so every cosine is exactly 1.
+    Constant,
+    /// Every request fails with this status and error message.
+    Fail { status: u16, message: String },
+}
+
+struct Shared {
+    inputs: Mutex<Vec<String>>,
+    tokens: Mutex<Vec<String>>,
+    requests: Mutex<usize>,
+    held: Mutex<usize>,
+    mode: Mutex<Mode>,
+    gate: watch::Sender<bool>,
+}
+
+/// See the module documentation. Dropping it stops the server.
+pub struct FakeEmbeddings {
+    shared: Arc<Shared>,
+    address: std::net::SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Default for FakeEmbeddings {
+    fn default() -> Self {
+        Self::start()
+    }
+}
+
+impl FakeEmbeddings {
+    /// Starts a server in word mode with the gate open.
+    pub fn start() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("start the fake server runtime");
+        let (gate, _) = watch::channel(true);
+        let shared = Arc::new(Shared {
+            inputs: Mutex::new(Vec::new()),
+            tokens: Mutex::new(Vec::new()),
+            requests: Mutex::new(0),
+            held: Mutex::new(0),
+            mode: Mutex::new(Mode::Words),
+            gate,
+        });
+        let listener =
+            runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the fake embeddings server");
+        let address = listener.local_addr().expect("the fake server has an address");
+        let app = axum::Router::new().route("/v1/embeddings", post(embeddings)).with_state(Arc::clone(&shared));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { shared, address, _runtime: runtime }
+    }
+
+    /// `http://127.0.0.1:<port>/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// Points `env`'s commands at this server with a test key.
+    pub fn configure(&self, env: &mut crate::TestEnv) {
+        env.set_env("OPENAI_EMBEDDING_BASE_URL", &self.base_url());
+        env.set_env("OPENAI_EMBEDDING_API_KEY", "test-embedding-key");
+    }
+
+    pub fn set_mode(&self, mode: Mode) {
+        *self.shared.mode.lock().unwrap() = mode;
+    }
+
+    /// Every input received so far, in arrival order.
+    pub fn inputs(&self) -> Vec<String> {
+        self.shared.inputs.lock().unwrap().clone()
+    }
+
+    /// Inputs that embed chunks (not framed queries).
+    pub fn chunk_inputs(&self) -> Vec<String> {
+        self.inputs().into_iter().filter(|input| input.starts_with("path: ")).collect()
+    }
+
+    /// Inputs that embed queries.
+    pub fn query_inputs(&self) -> Vec<String> {
+        self.inputs().into_iter().filter(|input| !input.starts_with("path: ")).collect()
+    }
+
+    /// Forgets the inputs received so far.
+    pub fn reset(&self) {
+        self.shared.inputs.lock().unwrap().clear();
+        *self.shared.requests.lock().unwrap() = 0;
+    }
+
+    pub fn requests(&self) -> usize {
+        *self.shared.requests.lock().unwrap()
+    }
+
+    /// Bearer tokens received, one per request.
+    pub fn tokens(&self) -> Vec<String> {
+        self.shared.tokens.lock().unwrap().clone()
+    }
+
+    /// Holds every request until [`FakeEmbeddings::open_gate`].
+    pub fn close_gate(&self) {
+        self.shared.gate.send_replace(false);
+    }
+
+    pub fn open_gate(&self) {
+        self.shared.gate.send_replace(true);
+    }
+
+    /// How many requests wait at the closed gate.
+    pub fn held(&self) -> usize {
+        *self.shared.held.lock().unwrap()
+    }
+
+    /// The vector the fake returns for `text` in word mode.
+    pub fn words_vector(text: &str, dimensions: usize) -> Vec<f64> {
+        let mut vector = vec![0.0; dimensions.max(1)];
+        vector[0] = 0.05;
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+            for byte in word.to_lowercase().bytes() {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+            let slot = (hash % vector.len() as u64) as usize;
+            vector[slot] += if hash & (1 << 63) == 0 { 1.0 } else { -1.0 };
+        }
+        let norm = vector.iter().map(|v| v * v).sum::<f64>().sqrt();
+        vector.iter().map(|v| v / norm).collect()
+    }
+}
+
+async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: String) -> Response {
+    let request: Value = match serde_json::from_str(&body) {
+        Ok(request) => request,
+        Err(error) => return (StatusCode::BAD_REQUEST, error.to_string()).into_response(),
+    };
+    let inputs: Vec<String> = request["input"]
+        .as_array()
+        .map(|items| items.iter().filter_map(|item| item.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let dimensions = request["dimensions"].as_u64().unwrap_or(1024) as usize;
+    let token = headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .to_string();
+    shared.tokens.lock().unwrap().push(token);
+    let mut gate = shared.gate.subscribe();
+    if !*gate.borrow() {
+        *shared.held.lock().unwrap() += 1;
+        let _ = gate.wait_for(|open| *open).await;
+        *shared.held.lock().unwrap() -= 1;
+    }
+    let mode = shared.mode.lock().unwrap().clone();
+    *shared.requests.lock().unwrap() += 1;
+    if let Mode::Fail { status, message } = mode {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (status, json!({"error": {"message": message, "type": "test"}}).to_string()).into_response();
+    }
+    shared.inputs.lock().unwrap().extend(inputs.iter().cloned());
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, input)| {
+            let vector = match mode {
+                Mode::Constant => {
+                    let mut vector = vec![0.0; dimensions.max(1)];
+                    vector[0] = 1.0;
+                    vector
+                }
+                _ => FakeEmbeddings::words_vector(input, dimensions),
+            };
+            json!({"object": "embedding", "index": index, "embedding": vector})
+        })
+        .collect();
+    let reply = json!({"object": "list", "data": data, "model": request["model"], "usage": {"prompt_tokens": 0, "total_tokens": 0}});
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
+}
+
+/// Waits until `condition` holds, polling the fake's counters.
+pub fn wait_for(timeout: Duration, condition: impl FnMut() -> bool) -> bool {
+    crate::wait_until(timeout, condition)
+}

@@ -1,0 +1,301 @@
+//! `git-agent review` and `git-agent simplify` with the provider-backed
+//! engine: the real client and daemon against the fake OpenAI server.
+//! Launch, let the scripted model answer, and read the stored result with
+//! `--wait`; the recorded requests show what the engine sent.
+
+use git_agent_tests::fake_openai::{FakeOpenAi, RecordedRequest, Reply, events};
+use git_agent_tests::{GitRepo, Run, TestEnv};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "sk-e2e-inspection-secret";
+
+fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    env.set_env("OPENAI_API_KEY", KEY);
+    env.set_env("OPENAI_BASE_URL", &fake.url());
+    let repo = env.repo("inspected");
+    repo.write("README.md", "hello\n");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+    repo.commit_all("initial");
+    repo.write("README.md", "hello\nworld\n");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+    (env, fake, repo)
+}
+
+/// The task id of a successful launch.
+#[track_caller]
+fn launch(env: &TestEnv, repo: &GitRepo, args: &[&str]) -> String {
+    let run = env.run_in(repo.path(), args);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(run.stderr, "");
+    let value: Value = serde_json::from_str(&run.stdout_text()).unwrap();
+    assert_eq!(value["command"], json!(args[0]));
+    value["id"].as_str().unwrap().to_string()
+}
+
+/// The durable record of a task.
+fn record(env: &TestEnv, repo: &GitRepo, id: &str) -> (PathBuf, Value) {
+    let project = env.run_in(repo.path(), &["project_id"]).success();
+    let path = env.home().join(".git-agent").join(project.trim()).join("background").join(format!("{id}.json"));
+    let value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, value)
+}
+
+/// `--wait` fails with empty stdout; returns stderr.
+#[track_caller]
+fn wait_failure(env: &TestEnv, repo: &GitRepo, command: &str, id: &str) -> String {
+    let run: Run = env.run_in(repo.path(), &[command, "--wait", id]);
+    assert!(run.stdout.is_empty(), "stdout: {}", run.stdout_text());
+    run.failure().to_string()
+}
+
+fn texts(request: &RecordedRequest) -> Vec<String> {
+    request.body["input"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["content"][0]["text"].as_str().or_else(|| item["output"].as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn tool_names(request: &RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+const REVIEW: &str = r#"{"summary":"One readme line is unexplained.","recommendation":"COMMENT","findings":[{"severity":"MEDIUM","aspect":"maintainability","title":"Unexplained line","impact":"Readers cannot tell why it exists.","evidences":[{"title":"The new line","path":"README.md","line_start":2,"line_end":2}],"proposed_fix":"Explain the line."}]}"#;
+
+#[test]
+fn review_runs_the_model_and_wait_prints_the_stored_report() {
+    let (env, fake, repo) = setup();
+    fake.push(Reply::Events(events::tool_calls(
+        &[("call_diff", "review_diff", r#"{"max_bytes":4096,"max_lines":200}"#)],
+        events::usage(100, 0, 10),
+    )));
+    fake.push(Reply::Events(events::text_reply(REVIEW, events::usage(200, 0, 20))));
+    let id = launch(&env, &repo, &["review"]);
+
+    let run = env.run_in(repo.path(), &["review", "--wait", &id]);
+    let stdout = run.success();
+    assert_eq!(run.stderr, "");
+    let (_, stored) = record(&env, &repo, &id);
+    assert_eq!(stored["terminal"]["kind"], json!("final"));
+    let text = &stored["terminal"]["value"]["text"];
+    assert_eq!(stdout, format!("{}\n", serde_json::to_string(text).unwrap()), "exactly the stored report");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let mut expected: Value = serde_json::from_str(REVIEW).unwrap();
+    expected["checks"] = json!([]);
+    assert_eq!(report, expected);
+    assert_eq!(stored["terminal"]["value"]["tool_calls"], json!(1));
+    assert_eq!(stored["terminal"]["value"]["repair_calls"], json!(0));
+    assert_eq!(env.run_in(repo.path(), &["review", "--wait", &id]).success(), stdout, "repeatable");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let body = &request.body;
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+        assert_eq!(body["model"], json!("gpt-5.6-sol"));
+        assert_eq!(body["store"], json!(false));
+        assert_eq!(body["reasoning"], json!({"effort": "medium", "summary": "auto"}));
+        assert_eq!(body["text"]["format"]["type"], json!("json_schema"));
+        assert_eq!(body["text"]["format"]["name"], json!("review"));
+        assert_eq!(body["text"]["format"]["strict"], json!(true));
+        assert_eq!(body["text"]["format"]["schema"]["additionalProperties"], json!(false));
+        let names = tool_names(request);
+        for expected in ["review_changes", "review_diff", "review_diff_for_paths", "read_file", "grep", "jq"] {
+            assert!(names.contains(&expected.to_string()), "{expected} missing from {names:?}");
+        }
+        for tool in body["tools"].as_array().unwrap() {
+            assert_eq!(tool["strict"], json!(true));
+        }
+    }
+    let first = texts(&requests[0]);
+    assert!(body_text(&requests[0]).contains("reviewing a change"));
+    let user = first.iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
+    assert!(user.contains("+world") && user.contains("+    42"), "{user}");
+    assert!(first.iter().any(|text| text.contains("step: 1 of") && text.contains("tool calls left:")), "{first:?}");
+    let second = texts(&requests[1]);
+    assert!(second.iter().any(|text| text.contains("step: 2 of")), "{second:?}");
+    let output = second.iter().find(|text| text.contains("\"tool\":\"review_diff\"")).unwrap();
+    let envelope: Value = serde_json::from_str(output).unwrap();
+    assert_eq!(envelope["ok"], json!(true));
+    assert!(envelope["data"]["diff"].as_str().unwrap().contains("+world"), "{envelope}");
+}
+
+fn body_text(request: &RecordedRequest) -> String {
+    request.body["instructions"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn simplify_runs_the_model_on_the_index() {
+    let (env, fake, repo) = setup();
+    repo.git(&["add", "src/lib.rs"]);
+    let report = r#"{"summary":"Nothing to simplify.","opportunities":[{"aspect":"clarity","title":"Inline the constant","body":"The function returns a literal; behaviour is the same either way.","evidences":[{"title":"literal","path":"src/lib.rs","line_start":1,"line_end":3}],"proposed_change":"Keep it as is or use a const."}]}"#;
+    fake.push(Reply::Events(events::tool_calls(
+        &[(
+            "call_read",
+            "read_file",
+            r#"{"path":"src/lib.rs","source":null,"line_start":null,"line_end":null,"with_line_number":null,"max_bytes":null,"max_lines":null}"#,
+        )],
+        json!({}),
+    )));
+    fake.push(Reply::Events(events::text_reply(report, json!({}))));
+    let id = launch(&env, &repo, &["simplify", "--staged", "focus", "on", "<answer>"]);
+    let stdout = env.run_in(repo.path(), &["simplify", "--wait", &id]).success();
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), serde_json::from_str::<Value>(report).unwrap());
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let body = &requests[0].body;
+    assert_eq!(body["model"], json!("gpt-5.6-terra"));
+    assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "auto"}));
+    assert_eq!(body["text"]["format"]["name"], json!("simplify"));
+    assert!(tool_names(&requests[0]).contains(&"review_diff_for_paths".to_string()));
+    let user = texts(&requests[0]).into_iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
+    assert!(user.contains("+    42") && !user.contains("+world"), "staged scope only: {user}");
+    assert!(user.contains("<operator_hint>\nfocus on &lt;answer&gt;\n</operator_hint>"), "{user}");
+    let output = texts(&requests[1]).into_iter().find(|text| text.contains("\"tool\":\"read_file\"")).unwrap();
+    assert!(output.contains("\"source\":\"index\""), "{output}");
+}
+
+#[test]
+fn a_provider_failure_is_a_stored_error_without_credentials_or_endpoint() {
+    let (mut env, fake, repo) = setup();
+    env.set_env("OPENAI_MODEL", "env-model");
+    fake.push(Reply::Status(500, format!(r#"{{"error":{{"message":"upstream exploded near {KEY}"}}}}"#)));
+    let id = launch(&env, &repo, &["review", "--model", "flag-model"]);
+    let stderr = wait_failure(&env, &repo, "review", &id);
+    assert!(stderr.contains("HTTP 500") && stderr.contains("upstream exploded"), "{stderr}");
+    let url = fake.url();
+    let host = url.trim_start_matches("http://").trim_end_matches("/v1");
+    assert!(!stderr.contains(KEY) && !stderr.contains(host), "{stderr}");
+    let (path, stored) = record(&env, &repo, &id);
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(!text.contains(KEY) && !text.contains(host), "{text}");
+    assert_eq!(stored["failure"]["model"], json!("flag-model"));
+    assert_eq!(stored["failure"]["mode"], json!("uncommitted"));
+    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.requests()[0].body["model"], json!("flag-model"), "--model wins over OPENAI_MODEL");
+}
+
+#[test]
+fn an_invalid_report_gets_exactly_one_repair() {
+    let (env, fake, repo) = setup();
+    let invalid = r#"{"summary":"Looks wrong.","recommendation":"FIX","findings":[]}"#;
+    fake.push(Reply::Events(events::text_reply(invalid, json!({}))));
+    fake.push(Reply::Events(events::text_reply(REVIEW, json!({}))));
+    let id = launch(&env, &repo, &["review"]);
+    let stdout = env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["recommendation"], json!("COMMENT"));
+    let (_, stored) = record(&env, &repo, &id);
+    assert_eq!(stored["terminal"]["value"]["repair_calls"], json!(1));
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let repair = &requests[1];
+    assert_eq!(repair.body["text"]["format"]["strict"], json!(true), "the repair keeps the schema");
+    assert!(repair.body.get("tools").is_none(), "the repair is tool-free");
+    let last = texts(repair).pop().unwrap_or_default();
+    assert!(last.contains("failed these checks") && last.contains("recommendation"), "{last}");
+
+    // A second invalid answer fails the task after that one repair.
+    fake.push(Reply::Events(events::text_reply(invalid, json!({}))));
+    fake.push(Reply::Events(events::text_reply(invalid, json!({}))));
+    let id = launch(&env, &repo, &["review"]);
+    let stderr = wait_failure(&env, &repo, "review", &id);
+    assert!(stderr.contains("failed validation after one repair"), "{stderr}");
+    assert_eq!(fake.requests().len(), 4);
+}
+
+#[test]
+fn drift_before_a_tool_call_is_a_stored_rerun_error() {
+    let (env, fake, repo) = setup();
+    fake.push(Reply::Held(events::tool_calls(
+        &[("call_changes", "review_changes", r#"{"offset":0,"limit":50}"#)],
+        json!({}),
+    )));
+    let id = launch(&env, &repo, &["review"]);
+    assert!(fake.wait_for_requests(1, Duration::from_secs(30)), "the first request arrived");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    43\n}\n");
+    fake.release();
+    let stderr = wait_failure(&env, &repo, "review", &id);
+    assert!(stderr.contains("authoritative repository state changed since launch; rerun command"), "{stderr}");
+    assert_eq!(fake.requests().len(), 1, "no request follows drift");
+    let (_, stored) = record(&env, &repo, &id);
+    assert!(stored["failure"]["repository_fingerprint"].is_object(), "{stored}");
+}
+
+#[test]
+fn the_timeout_bounds_the_whole_inspection() {
+    let (env, fake, repo) = setup();
+    fake.push(Reply::EventsThenHang(vec![json!({"type": "response.created"})]));
+    let started = Instant::now();
+    let id = launch(&env, &repo, &["review", "--timeout", "1s"]);
+    let stderr = wait_failure(&env, &repo, "review", &id);
+    assert!(stderr.contains("--timeout") && stderr.contains("1s"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
+}
+
+/// Compares `actual` with a golden file; `UPDATE_GOLDEN=1` rewrites it.
+fn assert_golden(name: &str, actual: &str) {
+    let path = golden_path(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(expected == actual, "{} differs; rerun with UPDATE_GOLDEN=1 to accept:\n{actual}", path.display());
+}
+
+/// A PATH holding only `git`, so no documentation tool or host check
+/// of this machine changes the request.
+fn git_only_path(env: &TestEnv) -> String {
+    let bin = env.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("git"))
+        .find(|candidate| candidate.is_file())
+        .expect("git on PATH");
+    std::os::unix::fs::symlink(git, bin.join("git")).unwrap();
+    bin.display().to_string()
+}
+
+fn normalize(text: &str, repo: &Path) -> String {
+    let root = repo.canonicalize().unwrap();
+    text.replace(root.to_str().unwrap(), "<repo>").replace(repo.to_str().unwrap(), "<repo>")
+}
+
+#[test]
+fn the_first_review_request_matches_its_golden_file() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    let path = git_only_path(&env);
+    env.set_env("PATH", &path);
+    env.set_env("OPENAI_API_KEY", KEY);
+    env.set_env("OPENAI_BASE_URL", &fake.url());
+    let repo = env.repo("golden");
+    repo.write("AGENTS.md", "Review with care.\n");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+    repo.commit_all("initial");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+    fake.push(Reply::Events(events::text_reply(
+        r#"{"summary":"Fine.","recommendation":"APPROVE","findings":[]}"#,
+        json!({}),
+    )));
+    let id = launch(&env, &repo, &["review", "--depth", "thorough", "check the answer"]);
+    env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    let body = serde_json::to_string_pretty(&fake.requests()[0].body).unwrap();
+    assert_golden("review-request.json", &format!("{}\n", normalize(&body, repo.path())));
+}
