@@ -10,8 +10,8 @@
 //! with conventional subjects and a body. It is measured twice: as
 //! fast-import packed it (deltas kept by `git repack -ad`), and after
 //! `git repack -adf` (Git's own delta chains). `git-agent release-note --debug
-//! v1.0.0 HEAD` runs up to the model step, which this build does not have
-//! yet, so its wall time is the time to the first provider request; the
+//! v1.0.0 HEAD` runs up to the model step, which is not connected in this
+//! build, so its wall time is the time to the first provider request; the
 //! daemon's own `--debug` line gives the preparation time inside it.
 
 use git_agent_tests::TestEnv;
@@ -93,14 +93,14 @@ fn measure(env: &TestEnv, repo: &git_agent_tests::GitRepo, runs: usize, pack: &s
     println!("ratio (git-agent / git log --stat): {:.2}x", agent.as_secs_f64() / git.as_secs_f64());
 }
 
-/// Runs the release note; it must stop at the model step.
+/// Runs the release note; it must stop at the (unconnected) model step.
 fn run_agent(command: &mut Command) -> (Duration, String) {
     let started = Instant::now();
     let output = command.output().expect("run git-agent");
     let elapsed = started.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
-        stderr.contains("needs the agent runtime") && output.stdout.is_empty(),
+        stderr.contains("cannot ask the model yet") && output.stdout.is_empty(),
         "git-agent did not reach the model step:\n{stderr}"
     );
     (elapsed, stderr.lines().next().unwrap_or_default().to_string())
