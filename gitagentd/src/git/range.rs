@@ -9,6 +9,7 @@
 //! it reads. It only reads; it never writes to a repository and never runs
 //! the `git` executable.
 
+mod chain_cache;
 mod diff;
 mod evidence;
 mod pr;
@@ -119,7 +120,7 @@ impl History {
         let options = gix::open::Options::isolated().strict_config(false);
         let mut repo = gix::open_opts(path, options)
             .map_err(|error| HistoryError::Open { path: path.to_path_buf(), message: error.to_string() })?;
-        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+        prepare_handle(&mut repo);
         let root = repo.workdir().unwrap_or_else(|| repo.git_dir()).to_path_buf();
         Ok(Self { repo, root })
     }
@@ -168,6 +169,14 @@ impl History {
     pub fn has_object(&self, id: ObjectId) -> bool {
         self.repo.has_object(id)
     }
+}
+
+/// Readies a repository handle for long reads: an object cache, and packs
+/// kept mapped while the handle lives, which the delta-base cache needs to
+/// map pack offsets back to object ids.
+fn prepare_handle(repo: &mut gix::Repository) {
+    repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+    repo.objects.prevent_pack_unload();
 }
 
 /// The summary and the trimmed full message of a decoded commit.

@@ -32,6 +32,9 @@ pub const MESSAGE_MAX_WORDS: usize = 1000;
 pub const PROMPT_DETAIL_BUDGET_BYTES: usize = 192 * 1024;
 /// At most this many candidates reach the prompt.
 pub const PROMPT_MAX_CANDIDATES: usize = 200;
+/// At most this many commits are listed compactly; any further ones are
+/// only counted (the full changelog still lists every commit).
+pub const PROMPT_MAX_COMPACT_COMMITS: usize = 400;
 
 /// How the omit/include policy works, for the model; the per-commit
 /// `release_note_policy` says which way each commit went.
@@ -456,39 +459,54 @@ impl ReleaseContext {
     /// order. Commits the policy keeps come in full detail, in range order,
     /// until their JSON reaches [`PROMPT_DETAIL_BUDGET_BYTES`]; the rest,
     /// and every commit the policy omits, are listed compactly (subject,
-    /// diffstat, signals, policy); `prompt_limits` says what the budget
-    /// left out.
+    /// diffstat, signals, policy), at most [`PROMPT_MAX_COMPACT_COMMITS`]
+    /// of them; `prompt_limits` says what the limits left out.
     pub fn render_for_prompt(&self) -> String {
-        self.render_within(PROMPT_DETAIL_BUDGET_BYTES, PROMPT_MAX_CANDIDATES)
+        self.render_within(PROMPT_DETAIL_BUDGET_BYTES, PROMPT_MAX_COMPACT_COMMITS, PROMPT_MAX_CANDIDATES)
     }
 
-    pub(super) fn render_within(&self, detail_budget_bytes: usize, max_candidates: usize) -> String {
-        let mut budget = detail_budget_bytes;
-        let mut compacted = 0;
+    pub(super) fn render_within(
+        &self,
+        detail_budget_bytes: usize,
+        max_compact: usize,
+        max_candidates: usize,
+    ) -> String {
+        let mut budget = Budget {
+            detail_bytes_left: detail_budget_bytes,
+            compact_left: max_compact,
+            compacted_for_budget: 0,
+            omitted_commits: 0,
+        };
         let parent_commits: Vec<CommitView<'_>> =
-            self.parent_commits.iter().map(|commit| CommitView::new(commit, &mut budget, &mut compacted)).collect();
+            self.parent_commits.iter().filter_map(|commit| CommitView::new(commit, &mut budget)).collect();
         let submodules: Vec<SubmoduleView<'_>> = self
             .submodules
             .iter()
             .map(|submodule| SubmoduleView {
                 submodule,
-                commits: submodule
-                    .commits
-                    .iter()
-                    .map(|commit| CommitView::new(commit, &mut budget, &mut compacted))
-                    .collect(),
+                commits: submodule.commits.iter().filter_map(|commit| CommitView::new(commit, &mut budget)).collect(),
             })
             .collect();
         let candidates = &self.candidates[..self.candidates.len().min(max_candidates)];
         let omitted_candidates = self.candidates.len() - candidates.len();
-        let prompt_limits = (compacted > 0 || omitted_candidates > 0).then_some(PromptLimits {
+        let limited = budget.compacted_for_budget > 0 || budget.omitted_commits > 0 || omitted_candidates > 0;
+        let prompt_limits = limited.then_some(PromptLimits {
             detail_budget_bytes,
-            compacted_for_budget: compacted,
+            compacted_for_budget: budget.compacted_for_budget,
+            omitted_commits: budget.omitted_commits,
             omitted_candidates,
         });
         let view = PromptView { context: self, parent_commits, submodules, candidates, prompt_limits };
         serde_json::to_string_pretty(&view).unwrap_or_else(|_| format!("{{\"range\": {:?}}}", self.range))
     }
+}
+
+/// What is left of the prompt's room for commits, and what it cost.
+struct Budget {
+    detail_bytes_left: usize,
+    compact_left: usize,
+    compacted_for_budget: usize,
+    omitted_commits: usize,
 }
 
 #[derive(Serialize)]
@@ -507,6 +525,8 @@ struct PromptLimits {
     detail_budget_bytes: usize,
     /// Commits the policy keeps that are listed compactly for lack of room.
     compacted_for_budget: usize,
+    /// Commits not listed at all (they are in the full changelog).
+    omitted_commits: usize,
     omitted_candidates: usize,
 }
 
@@ -528,19 +548,24 @@ struct CompactCommit<'a> {
 }
 
 impl<'a> CommitView<'a> {
-    /// Full detail while `budget` lasts and the policy keeps the commit;
-    /// `over_budget` counts the kept commits that did not fit.
-    fn new(commit: &'a PreparedCommit, budget: &mut usize, over_budget: &mut usize) -> Self {
+    /// Full detail while the detail budget lasts and the policy keeps the
+    /// commit; compact while compact room lasts; else `None`.
+    fn new(commit: &'a PreparedCommit, budget: &mut Budget) -> Option<Self> {
         if commit.release_note_policy.include {
             let size = serde_json::to_string(commit).map_or(usize::MAX, |json| json.len());
-            if size <= *budget {
-                *budget -= size;
-                return Self::Full(commit);
+            if size <= budget.detail_bytes_left {
+                budget.detail_bytes_left -= size;
+                return Some(Self::Full(commit));
             }
-            *budget = 0;
-            *over_budget += 1;
+            budget.detail_bytes_left = 0;
+            budget.compacted_for_budget += 1;
         }
-        Self::Compact(CompactCommit::of(commit))
+        if budget.compact_left == 0 {
+            budget.omitted_commits += 1;
+            return None;
+        }
+        budget.compact_left -= 1;
+        Some(Self::Compact(CompactCommit::of(commit)))
     }
 }
 

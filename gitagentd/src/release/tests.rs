@@ -258,13 +258,19 @@ fn the_prompt_budget_compacts_later_commits() {
     let context = context_of(&app, bump("patch")).unwrap();
     let full = context.render_for_prompt();
     assert!(!full.contains("prompt_limits"));
-    let tight = context.render_within(1, 2);
+    let tight = context.render_within(1, 400, 2);
     let value: serde_json::Value = serde_json::from_str(&tight).unwrap();
     assert_eq!(value["prompt_limits"]["compacted_for_budget"], 5);
+    assert_eq!(value["prompt_limits"]["omitted_commits"], 0);
     assert_eq!(value["prompt_limits"]["omitted_candidates"], 3);
     assert_eq!(value["candidates"].as_array().unwrap().len(), 2);
     let first = &value["parent_commits"][0];
     assert_eq!(first["diffstat"], "2 files, +5 -0");
     assert!(first.get("files").is_none());
     assert!(value["submodules"][0]["commits"][1].get("patch_excerpt").is_none());
+
+    let tighter: serde_json::Value = serde_json::from_str(&context.render_within(1, 3, 2)).unwrap();
+    assert_eq!(tighter["prompt_limits"]["omitted_commits"], 5);
+    assert_eq!(tighter["parent_commits"].as_array().unwrap().len(), 3);
+    assert!(tighter["submodules"][0]["commits"].as_array().unwrap().is_empty());
 }

@@ -7,9 +7,11 @@
 //! The repository is built with `git fast-import`: a tagged base commit
 //! with 20,000 files of 40 lines in 200 folders, then 2,000 commits that
 //! each rewrite two lines and append one in 10 files nobody else touches,
-//! with conventional subjects and a body. `git-agent release-note --debug
-//! v1.0.0 HEAD` runs up to the model step, which this build does not have
-//! yet, so its wall time is the time to the first provider request; the
+//! with conventional subjects and a body. It is measured twice: as
+//! fast-import packed it (deltas kept by `git repack -ad`), and after
+//! `git repack -adf` (Git's own delta chains). `git-agent release-note --debug
+//! v1.0.0 HEAD` runs up to the model step, which is not connected in this
+//! build, so its wall time is the time to the first provider request; the
 //! daemon's own `--debug` line gives the preparation time inside it.
 
 use git_agent_tests::TestEnv;
@@ -46,6 +48,12 @@ fn main() {
     let stat = repo.git(&["diff", "--shortstat", "v1.0.0", "HEAD"]);
     println!("range v1.0.0..HEAD: {}", stat.trim());
 
+    measure(&env, &repo, runs, "the fast-import pack, repacked with its deltas kept (git repack -ad)");
+    repo.git(&["repack", "-adfq"]);
+    measure(&env, &repo, runs, "after git repack -adf (delta chains chosen by Git, newest objects whole)");
+}
+
+fn measure(env: &TestEnv, repo: &git_agent_tests::GitRepo, runs: usize, pack: &str) {
     let mut agent = env.git_agent_in(repo.path(), &["release-note", "--debug", "v1.0.0", "HEAD"]);
     let mut git = repo.git_command(["log", "--stat", "v1.0.0..HEAD"]);
     git.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -63,6 +71,8 @@ fn main() {
         git_times.push(run_git(&mut git));
     }
     let (agent, daemon, git) = (median(&mut agent_times), median(&mut daemon_times), median(&mut git_times));
+    println!();
+    println!("pack: {pack}");
     println!("runs per command: {runs} (interleaved, after one warm-up run each)");
     println!("daemon: {last_debug}");
     println!(
@@ -83,14 +93,14 @@ fn main() {
     println!("ratio (git-agent / git log --stat): {:.2}x", agent.as_secs_f64() / git.as_secs_f64());
 }
 
-/// Runs the release note; it must stop at the model step.
+/// Runs the release note; it must stop at the (unconnected) model step.
 fn run_agent(command: &mut Command) -> (Duration, String) {
     let started = Instant::now();
     let output = command.output().expect("run git-agent");
     let elapsed = started.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
-        stderr.contains("needs the agent runtime") && output.stdout.is_empty(),
+        stderr.contains("cannot ask the model yet") && output.stdout.is_empty(),
         "git-agent did not reach the model step:\n{stderr}"
     );
     (elapsed, stderr.lines().next().unwrap_or_default().to_string())

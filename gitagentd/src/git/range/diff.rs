@@ -5,6 +5,7 @@
 //! lines) or compact excerpts (a `--- path` line and the changed lines
 //! only). Blob diffs use the Myers algorithm, as `git diff` does.
 
+use super::chain_cache::CachedObjects;
 use super::{History, HistoryError};
 use gix::bstr::BStr;
 use gix::diff::blob::unified_diff::{ConsumeHunk, ContextSize, DiffLineKind, HunkHeader};
@@ -140,6 +141,7 @@ impl BoundedText {
 /// caches from one call to the next. One per thread.
 pub(super) struct TreeDiffer<'h> {
     history: &'h History,
+    objects: CachedObjects<'h>,
     resource_cache: gix::diff::blob::Platform,
     state: gix::diff::tree::State,
     old_tree: Vec<u8>,
@@ -149,13 +151,21 @@ pub(super) struct TreeDiffer<'h> {
 }
 
 impl<'h> TreeDiffer<'h> {
+    /// A differ for a few diffs.
     pub fn new(history: &'h History) -> Result<Self, HistoryError> {
+        Self::with_chain_cache(history, 0)
+    }
+
+    /// A differ for a long walk, keeping up to `cache_bytes` of delta
+    /// bases (see [`super::chain_cache`]).
+    pub fn with_chain_cache(history: &'h History, cache_bytes: usize) -> Result<Self, HistoryError> {
         let resource_cache = history
             .repo
             .diff_resource_cache_for_tree_diff()
             .map_err(|error| history.read_error("the diff configuration", error))?;
         Ok(Self {
             history,
+            objects: CachedObjects::new(&history.repo, cache_bytes),
             resource_cache,
             state: Default::default(),
             old_tree: Vec::new(),
@@ -174,8 +184,8 @@ impl<'h> TreeDiffer<'h> {
         new: ObjectId,
         rewrites: bool,
     ) -> Result<Vec<RawChange>, HistoryError> {
-        let Self { history, resource_cache, state, old_tree, new_tree, .. } = self;
-        let objects = &history.repo.objects;
+        let Self { history, objects, resource_cache, state, old_tree, new_tree, .. } = self;
+        let objects = &*objects;
         let old_iter = match old {
             Some(id) => objects
                 .find_tree_iter(&id, old_tree)
@@ -225,9 +235,9 @@ impl<'h> TreeDiffer<'h> {
             }
             return Ok(change.to_file_change(stats));
         }
-        let Self { history, old_blob, new_blob, .. } = self;
-        let old = load_blob(history, change.old, old_blob)?;
-        let new = load_blob(history, change.new, new_blob)?;
+        let Self { history, objects, old_blob, new_blob, .. } = self;
+        let old = load_blob(history, objects, change.old, old_blob)?;
+        let new = load_blob(history, objects, change.new, new_blob)?;
         let binary = is_binary(old) || is_binary(new);
         let same_content = change.old.map(|side| side.id) == change.new.map(|side| side.id);
         let mut stats = LineStats { binary, ..LineStats::default() };
@@ -254,13 +264,15 @@ impl<'h> TreeDiffer<'h> {
     }
 }
 
-fn load_blob<'b>(history: &History, side: Option<Side>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], HistoryError> {
+fn load_blob<'b>(
+    history: &History,
+    objects: &CachedObjects<'_>,
+    side: Option<Side>,
+    buffer: &'b mut Vec<u8>,
+) -> Result<&'b [u8], HistoryError> {
     let Some(side) = side else { return Ok(&[]) };
-    let blob = history
-        .repo
-        .objects
-        .find_blob(&side.id, buffer)
-        .map_err(|error| history.read_error(format!("blob {}", side.id), error))?;
+    let blob =
+        objects.find_blob(&side.id, buffer).map_err(|error| history.read_error(format!("blob {}", side.id), error))?;
     Ok(blob.data)
 }
 
