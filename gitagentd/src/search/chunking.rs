@@ -68,8 +68,9 @@ impl ChunkedFile {
 }
 
 /// CRLF to LF and one trailing newline removed.
-pub fn normalize(text: &str) -> String {
-    let mut normalized = if text.contains("\r\n") { text.replace("\r\n", "\n") } else { text.to_string() };
+pub fn normalize(text: String) -> String {
+    let mut normalized =
+        if memchr::memmem::find(text.as_bytes(), b"\r\n").is_some() { text.replace("\r\n", "\n") } else { text };
     if normalized.ends_with('\n') {
         normalized.pop();
     }
@@ -93,7 +94,7 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
 
 /// Cuts `source` (as read from `path`) into chunks whose embedding inputs
 /// are capped at `max_input_chars` characters.
-pub fn chunk_file(path: &str, source_kind: &str, source: &str, max_input_chars: usize) -> ChunkedFile {
+pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars: usize) -> ChunkedFile {
     let text = normalize(source);
     let lines = LineIndex::new(&text);
     let mut chunks = Vec::new();
@@ -221,7 +222,18 @@ fn body_chunk(
 ) -> ChunkDraft {
     let (from, to) = lines.range(start, end);
     let body = &text[from..to];
-    let input = embedding_input(path, symbol.as_ref(), body, max_input_chars);
+    let longest_line = (start..=end)
+        .map(|line| {
+            let (from, to) = lines.range(line, line);
+            to - from
+        })
+        .max()
+        .unwrap_or(0);
+    let input = if longest_line <= MAX_EMBEDDING_LINE_CHARS {
+        embedding_input_short_lines(path, symbol.as_ref(), body, max_input_chars)
+    } else {
+        embedding_input(path, symbol.as_ref(), body, max_input_chars)
+    };
     ChunkDraft {
         start_line: start as u32,
         end_line: end as u32,
@@ -283,6 +295,42 @@ pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_char
         }
     }
     out.text
+}
+
+/// [`embedding_input`] for a body whose lines are all at most 4,000 bytes
+/// (so none needs clamping): when the whole input fits the cap in bytes it
+/// is copied at once, without counting characters.
+fn embedding_input_short_lines(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+    let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
+    let symbol = symbol.filter(|symbol| !symbol.name.is_empty());
+    let language = language_for_path(path);
+    let header_len = 7
+        + path.len()
+        + symbol.map_or(0, |symbol| 10 + symbol.kind.len() + symbol.name.len())
+        + language.map_or(0, |language| 11 + language.len())
+        + 1;
+    if header_len + body.len() > max_chars {
+        return embedding_input(path, symbol, body, max_chars);
+    }
+    let mut out = String::with_capacity(header_len + body.len());
+    out.push_str("path: ");
+    out.push_str(path);
+    out.push('\n');
+    if let Some(symbol) = symbol {
+        out.push_str("symbol: ");
+        out.push_str(&symbol.kind);
+        out.push(' ');
+        out.push_str(&symbol.name);
+        out.push('\n');
+    }
+    if let Some(language) = language {
+        out.push_str("language: ");
+        out.push_str(language);
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(body);
+    out
 }
 
 /// A line cut to at most 4,000 characters.
@@ -382,24 +430,24 @@ mod tests {
 
     #[test]
     fn short_files_are_one_chunk_and_long_ones_overlap() {
-        let short = chunk_file("notes.txt", "filesystem", "a\nb\r\nc\n", 0);
+        let short = chunk_file("notes.txt", "filesystem", "a\nb\r\nc\n".to_string(), 0);
         assert_eq!(short.text, "a\nb\nc");
         assert_eq!(ranges(&short), [(1, 3, None)]);
         assert_eq!(short.body(&short.chunks[0]), "a\nb\nc");
 
         let long: String = (1..=200).map(|n| format!("line {n}\n")).collect();
-        let file = chunk_file("notes.txt", "filesystem", &long, 0);
+        let file = chunk_file("notes.txt", "filesystem", long.to_string(), 0);
         assert_eq!(ranges(&file), [(1, 80, None), (61, 140, None), (121, 200, None)]);
         assert_eq!(file.body(&file.chunks[1]).lines().next(), Some("line 61"));
 
-        let empty = chunk_file("empty.txt", "filesystem", "", 0);
+        let empty = chunk_file("empty.txt", "filesystem", "".to_string(), 0);
         assert_eq!(ranges(&empty), [(1, 1, None)]);
     }
 
     #[test]
     fn go_files_are_cut_at_declarations() {
         let source = "package demo\n\nimport \"fmt\"\n\n// Hello greets.\nfunc Hello() {\n\tfmt.Println(\"hi\")\n}\n\ntype T struct{}\n";
-        let file = chunk_file("demo.go", "filesystem", source, 0);
+        let file = chunk_file("demo.go", "filesystem", source.to_string(), 0);
         assert_eq!(
             ranges(&file),
             [(1, 5, None), (6, 8, Some("function Hello".into())), (10, 10, Some("type T".into()))]
@@ -416,7 +464,7 @@ mod tests {
     fn long_go_declarations_are_split() {
         let body: String = (0..150).map(|n| format!("\tx{n} := {n}\n")).collect();
         let source = format!("package demo\n\nfunc Big() {{\n{body}}}\n");
-        let file = chunk_file("big.go", "filesystem", &source, 0);
+        let file = chunk_file("big.go", "filesystem", source.to_string(), 0);
         let got = ranges(&file);
         assert_eq!(got[0], (1, 2, None));
         assert_eq!(got[1], (3, 82, Some("function Big".into())));
@@ -427,7 +475,7 @@ mod tests {
     #[test]
     fn generated_go_files_are_path_only() {
         let source = "// Code generated by mockgen. DO NOT EDIT.\n\npackage mocks\n\nfunc Secret() {}\n";
-        let file = chunk_file("mocks/mock.go", "filesystem", source, 0);
+        let file = chunk_file("mocks/mock.go", "filesystem", source.to_string(), 0);
         assert_eq!(file.chunks.len(), 1);
         let chunk = &file.chunks[0];
         assert!(chunk.path_only);
@@ -438,7 +486,7 @@ mod tests {
         assert_eq!(chunk.content_hash, <Hash32>::from(Sha256::digest(b"path-only:filesystem:mocks/mock.go")));
 
         let after = "package mocks\n\n// DO NOT EDIT below.\nfunc Secret() {}\n";
-        assert!(!chunk_file("mocks/mock.go", "filesystem", after, 0).chunks[0].path_only);
+        assert!(!chunk_file("mocks/mock.go", "filesystem", after.to_string(), 0).chunks[0].path_only);
     }
 
     #[test]
@@ -449,6 +497,26 @@ mod tests {
         let capped = embedding_input("a.txt", None, "ééééé", 15);
         assert_eq!(capped, "path: a.txt\n\néé");
         assert_eq!(capped.chars().count(), 15);
+    }
+
+    #[test]
+    fn the_short_line_fast_path_builds_the_same_input() {
+        let symbol = Symbol { kind: "function".into(), name: "Run".into() };
+        for (path, body, cap) in [
+            ("a.go", "func Run() {}\n\treturn", 0),
+            ("docs/x.md", "é text\nmore", 32_000),
+            ("a.go", "0123456789", 25),
+            ("a.go", "0123456789", 40),
+            ("b.txt", "", 0),
+        ] {
+            for symbol in [None, Some(&symbol)] {
+                assert_eq!(
+                    embedding_input_short_lines(path, symbol, body, cap),
+                    embedding_input(path, symbol, body, cap),
+                    "{path} {body:?} {cap}"
+                );
+            }
+        }
     }
 
     #[test]

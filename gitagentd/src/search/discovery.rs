@@ -287,9 +287,51 @@ impl IgnoreRules {
 /// file contents.
 pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
     let mut out = Walk::default();
+    let mut pending = Vec::new();
     let root_level = rules.level("");
-    walk_dir(root, "", scope, rules, &mut vec![root_level], &mut out);
+    walk_dir(root, "", scope, rules, &mut vec![root_level], &mut out, &mut pending);
+    stat_files(pending, &mut out);
     out
+}
+
+/// Stats the regular files the walk kept, on a few threads when there are
+/// many, keeping walk order.
+fn stat_files(pending: Vec<(String, fs::DirEntry)>, out: &mut Walk) {
+    let stat = |(path, entry): (String, fs::DirEntry)| -> Result<FoundFile, Skip> {
+        match entry.metadata() {
+            Ok(metadata) if metadata.len() > MAX_FILE_BYTES => Err(Skip { path, reason: SkipReason::Oversized }),
+            Ok(metadata) => Ok(FoundFile { path, stat: FileStat::of(&metadata) }),
+            Err(_) => Err(Skip { path, reason: SkipReason::Unreadable }),
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let results: Vec<Result<FoundFile, Skip>> = if pending.len() < 1024 || threads == 1 {
+        pending.into_iter().map(stat).collect()
+    } else {
+        let per = pending.len().div_ceil(threads);
+        let mut parts: Vec<Vec<(String, fs::DirEntry)>> = Vec::new();
+        let mut pending = pending.into_iter().peekable();
+        while pending.peek().is_some() {
+            parts.push(pending.by_ref().take(per).collect());
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|part| scope.spawn(move || part.into_iter().map(stat).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
+        })
+    };
+    out.files.reserve(results.len());
+    for result in results {
+        match result {
+            Ok(file) => out.files.push(file),
+            Err(skip) => {
+                out.skipped.count(skip.reason);
+                out.skips.push(skip);
+            }
+        }
+    }
 }
 
 fn walk_dir(
@@ -299,6 +341,7 @@ fn walk_dir(
     rules: &mut IgnoreRules,
     stack: &mut Vec<Arc<Level>>,
     out: &mut Walk,
+    pending: &mut Vec<(String, fs::DirEntry)>,
 ) {
     let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
     let entries = match fs::read_dir(&abs) {
@@ -340,7 +383,7 @@ fn walk_dir(
             }
             let level = rules.level(&path);
             stack.push(level);
-            walk_dir(root, &path, scope, rules, stack, out);
+            walk_dir(root, &path, scope, rules, stack, out, pending);
             stack.pop();
             continue;
         }
@@ -368,20 +411,7 @@ fn walk_dir(
             out.skips.push(Skip { path, reason: SkipReason::NonRegular });
             continue;
         }
-        let metadata = match entry.metadata() {
-            Ok(metadata) => metadata,
-            Err(_) => {
-                out.skipped.unreadable += 1;
-                out.skips.push(Skip { path, reason: SkipReason::Unreadable });
-                continue;
-            }
-        };
-        if metadata.len() > MAX_FILE_BYTES {
-            out.skipped.oversized += 1;
-            out.skips.push(Skip { path, reason: SkipReason::Oversized });
-            continue;
-        }
-        out.files.push(FoundFile { path, stat: FileStat::of(&metadata) });
+        pending.push((path, entry));
     }
 }
 

@@ -28,9 +28,9 @@ pub struct GoFile {
     pub generated: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Ident(String),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok<'a> {
+    Ident(&'a str),
     Literal,
     Open(u8),
     Close(u8),
@@ -40,11 +40,91 @@ enum Tok {
     Other,
 }
 
-#[derive(Debug, Clone)]
-struct Token {
-    tok: Tok,
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    tok: Tok<'a>,
     line: usize,
     end_line: usize,
+    /// For semicolons: written or inserted outside every bracket.
+    top: bool,
+}
+
+/// The lexer state. Only tokens outside every bracket, or directly inside
+/// one pair of parentheses at the top (parameters, receivers, grouped
+/// specs), are kept: function bodies need no storage.
+struct Lexer<'a> {
+    tokens: Vec<Token<'a>>,
+    last: Option<Tok<'a>>,
+    stack: Vec<u8>,
+}
+
+impl<'a> Lexer<'a> {
+    fn keeps(&self) -> bool {
+        self.stack.is_empty() || (self.stack.len() == 1 && self.stack[0] == b'(')
+    }
+
+    fn push(&mut self, tok: Tok<'a>, line: usize, end_line: usize) -> Option<()> {
+        let token = Token { tok, line, end_line, top: self.stack.is_empty() };
+        match tok {
+            Tok::Open(open) => {
+                if self.keeps() {
+                    self.tokens.push(token);
+                }
+                self.stack.push(open);
+            }
+            Tok::Close(close) => {
+                let open = self.stack.pop()?;
+                if !matches!((open, close), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
+                    return None;
+                }
+                if self.keeps() {
+                    self.tokens.push(token);
+                }
+            }
+            _ => {
+                if self.keeps() {
+                    self.tokens.push(token);
+                }
+            }
+        }
+        self.last = Some(tok);
+        Some(())
+    }
+
+    /// Go's automatic semicolon insertion at a line end.
+    fn line_end(&mut self, line: usize) {
+        let inserts = match self.last {
+            Some(Tok::Ident(word)) => !matches!(
+                word,
+                "package"
+                    | "import"
+                    | "func"
+                    | "type"
+                    | "const"
+                    | "var"
+                    | "if"
+                    | "else"
+                    | "for"
+                    | "switch"
+                    | "select"
+                    | "case"
+                    | "default"
+                    | "go"
+                    | "defer"
+                    | "chan"
+                    | "map"
+                    | "struct"
+                    | "interface"
+                    | "range"
+                    | "goto"
+            ),
+            Some(Tok::Literal | Tok::Close(_) | Tok::IncDec) => true,
+            _ => false,
+        };
+        if inserts {
+            let _ = self.push(Tok::Semi, line, line);
+        }
+    }
 }
 
 /// Scans `source`; `None` when it does not look like valid Go.
@@ -52,18 +132,18 @@ pub fn scan(source: &str) -> Option<GoFile> {
     let (tokens, comments) = lex(source)?;
     let statements = split_statements(&tokens)?;
     let mut file = GoFile::default();
-    let mut iter = statements.into_iter();
+    let mut iter = statements.into_iter().map(|range| &tokens[range]);
     let package = iter.next()?;
-    match package.first().map(|token| &token.tok) {
-        Some(Tok::Ident(word)) if word == "package" => {}
+    match package.first().map(|token| token.tok) {
+        Some(Tok::Ident("package")) => {}
         _ => return None,
     }
     file.generated = comments.iter().any(|comment| comment.before_package && comment.do_not_edit);
     for statement in iter {
-        let Some(Tok::Ident(keyword)) = statement.first().map(|token| &token.tok) else { return None };
+        let Some(Tok::Ident(keyword)) = statement.first().map(|token| token.tok) else { return None };
         let start_line = statement[0].line;
         let end_line = statement.last().map_or(start_line, |token| token.end_line);
-        let (kind, name) = match keyword.as_str() {
+        let (kind, name) = match keyword {
             "import" => continue,
             "func" => func_name(&statement[1..])?,
             "type" => ("type", spec_names(&statement[1..], true)?),
@@ -81,38 +161,37 @@ struct Comment {
     do_not_edit: bool,
 }
 
-fn lex(source: &str) -> Option<(Vec<Token>, Vec<Comment>)> {
+fn lex<'a>(source: &'a str) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
     let bytes = source.as_bytes();
-    let mut tokens: Vec<Token> = Vec::new();
+    let mut lexer = Lexer { tokens: Vec::with_capacity(bytes.len() / 16), last: None, stack: Vec::new() };
     let mut comments = Vec::new();
     let mut line = 1usize;
     let mut index = 0usize;
     let mut seen_package = false;
-    let push = |tokens: &mut Vec<Token>, tok: Tok, line: usize, end_line: usize| {
-        tokens.push(Token { tok, line, end_line });
-    };
     while index < bytes.len() {
         let byte = bytes[index];
         match byte {
             b'\n' => {
-                insert_semicolon(&mut tokens, line);
+                lexer.line_end(line);
                 line += 1;
                 index += 1;
             }
             b' ' | b'\t' | b'\r' => index += 1,
             b'/' if bytes.get(index + 1) == Some(&b'/') => {
-                let end = bytes[index..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |offset| index + offset);
-                let text = &source[index..end];
-                comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                let end = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
+                if !seen_package || lexer.stack.is_empty() {
+                    let text = &source[index..end];
+                    comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                }
                 index = end;
             }
             b'/' if bytes.get(index + 1) == Some(&b'*') => {
-                let close = source[index + 2..].find("*/")? + index + 2;
+                let close = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 2;
                 let text = &source[index..close + 2];
-                let newlines = text.bytes().filter(|&b| b == b'\n').count();
+                let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
                 comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
                 if newlines > 0 {
-                    insert_semicolon(&mut tokens, line);
+                    lexer.line_end(line);
                 }
                 line += newlines;
                 index = close + 2;
@@ -127,43 +206,43 @@ fn lex(source: &str) -> Option<(Vec<Token>, Vec<Comment>)> {
                         _ => cursor += 1,
                     }
                 }
-                push(&mut tokens, Tok::Literal, line, line);
+                lexer.push(Tok::Literal, line, line)?;
                 index = cursor + 1;
             }
             b'`' => {
-                let close = source[index + 1..].find('`')? + index + 1;
-                let newlines = source[index..close].bytes().filter(|&b| b == b'\n').count();
-                push(&mut tokens, Tok::Literal, line, line + newlines);
+                let close = memchr::memchr(b'`', &bytes[index + 1..])? + index + 1;
+                let newlines = memchr::memchr_iter(b'\n', &bytes[index..close]).count();
+                lexer.push(Tok::Literal, line, line + newlines)?;
                 line += newlines;
                 index = close + 1;
             }
             b'(' | b'[' | b'{' => {
-                push(&mut tokens, Tok::Open(byte), line, line);
+                lexer.push(Tok::Open(byte), line, line)?;
                 index += 1;
             }
             b')' | b']' | b'}' => {
-                push(&mut tokens, Tok::Close(byte), line, line);
+                lexer.push(Tok::Close(byte), line, line)?;
                 index += 1;
             }
             b';' => {
-                push(&mut tokens, Tok::Semi, line, line);
+                lexer.push(Tok::Semi, line, line)?;
                 index += 1;
             }
             b',' => {
-                push(&mut tokens, Tok::Comma, line, line);
+                lexer.push(Tok::Comma, line, line)?;
                 index += 1;
             }
             b'+' | b'-' if bytes.get(index + 1) == Some(&byte) => {
-                push(&mut tokens, Tok::IncDec, line, line);
+                lexer.push(Tok::IncDec, line, line)?;
                 index += 2;
             }
             b'0'..=b'9' => {
                 index = skip_number(bytes, index);
-                push(&mut tokens, Tok::Literal, line, line);
+                lexer.push(Tok::Literal, line, line)?;
             }
             b'.' if bytes.get(index + 1).is_some_and(u8::is_ascii_digit) => {
                 index = skip_number(bytes, index);
-                push(&mut tokens, Tok::Literal, line, line);
+                lexer.push(Tok::Literal, line, line)?;
             }
             _ if byte == b'_' || byte.is_ascii_alphabetic() || byte >= 0x80 => {
                 let start = index;
@@ -190,16 +269,19 @@ fn lex(source: &str) -> Option<(Vec<Token>, Vec<Comment>)> {
                 if word == "package" {
                     seen_package = true;
                 }
-                push(&mut tokens, Tok::Ident(word.to_string()), line, line);
+                lexer.push(Tok::Ident(word), line, line)?;
             }
             _ => {
-                push(&mut tokens, Tok::Other, line, line);
+                lexer.push(Tok::Other, line, line)?;
                 index += 1;
             }
         }
     }
-    insert_semicolon(&mut tokens, line);
-    Some((tokens, comments))
+    lexer.line_end(line);
+    if !lexer.stack.is_empty() {
+        return None;
+    }
+    Some((lexer.tokens, comments))
 }
 
 fn skip_number(bytes: &[u8], mut index: usize) -> usize {
@@ -214,91 +296,41 @@ fn skip_number(bytes: &[u8], mut index: usize) -> usize {
     index
 }
 
-/// Go's automatic semicolon insertion at a line end.
-fn insert_semicolon(tokens: &mut Vec<Token>, line: usize) {
-    let Some(last) = tokens.last() else { return };
-    let inserts = match &last.tok {
-        Tok::Ident(word) => !matches!(
-            word.as_str(),
-            "package"
-                | "import"
-                | "func"
-                | "type"
-                | "const"
-                | "var"
-                | "if"
-                | "else"
-                | "for"
-                | "switch"
-                | "select"
-                | "case"
-                | "default"
-                | "go"
-                | "defer"
-                | "chan"
-                | "map"
-                | "struct"
-                | "interface"
-                | "range"
-                | "goto"
-        ),
-        Tok::Literal | Tok::Close(_) | Tok::IncDec => true,
-        Tok::Open(_) | Tok::Semi | Tok::Comma | Tok::Other => false,
-    };
-    if inserts {
-        tokens.push(Token { tok: Tok::Semi, line, end_line: line });
-    }
-}
-
-/// Splits tokens into top-level statements at depth-zero semicolons.
-fn split_statements(tokens: &[Token]) -> Option<Vec<Vec<Token>>> {
+/// Splits the kept tokens into top-level statements (index ranges) at
+/// semicolons outside every bracket.
+fn split_statements(tokens: &[Token<'_>]) -> Option<Vec<std::ops::Range<usize>>> {
     let mut statements = Vec::new();
-    let mut current: Vec<Token> = Vec::new();
-    let mut stack: Vec<u8> = Vec::new();
-    for token in tokens {
-        match token.tok {
-            Tok::Open(open) => stack.push(open),
-            Tok::Close(close) => {
-                let open = stack.pop()?;
-                if !matches!((open, close), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
-                    return None;
-                }
+    let mut start = 0;
+    for (index, token) in tokens.iter().enumerate() {
+        if token.tok == Tok::Semi && token.top {
+            if index > start {
+                statements.push(start..index);
             }
-            Tok::Semi if stack.is_empty() => {
-                if !current.is_empty() {
-                    statements.push(std::mem::take(&mut current));
-                }
-                continue;
-            }
-            _ => {}
+            start = index + 1;
         }
-        current.push(token.clone());
     }
-    if !stack.is_empty() {
-        return None;
-    }
-    if !current.is_empty() {
-        statements.push(current);
+    if tokens.len() > start {
+        statements.push(start..tokens.len());
     }
     Some(statements)
 }
 
-fn func_name(rest: &[Token]) -> Option<(&'static str, String)> {
+fn func_name(rest: &[Token<'_>]) -> Option<(&'static str, String)> {
     match rest.first()?.tok {
         Tok::Open(b'(') => {
             let close = matching_close(rest, 0)?;
-            match &rest.get(close + 1)?.tok {
-                Tok::Ident(name) => Some(("method", name.clone())),
+            match rest.get(close + 1)?.tok {
+                Tok::Ident(name) => Some(("method", name.to_string())),
                 _ => None,
             }
         }
-        Tok::Ident(ref name) => Some(("function", name.clone())),
+        Tok::Ident(name) => Some(("function", name.to_string())),
         _ => None,
     }
 }
 
 /// The index of the token closing the bracket opened at `open`.
-fn matching_close(tokens: &[Token], open: usize) -> Option<usize> {
+fn matching_close(tokens: &[Token<'_>], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (index, token) in tokens.iter().enumerate().skip(open) {
         match token.tok {
@@ -317,12 +349,12 @@ fn matching_close(tokens: &[Token], open: usize) -> Option<usize> {
 
 /// Names declared by a `type`, `const` or `var` declaration, grouped or
 /// not, joined with ", ".
-fn spec_names(rest: &[Token], type_spec: bool) -> Option<String> {
-    let mut names = Vec::new();
-    let mut collect = |spec: &[Token]| {
+fn spec_names<'a>(rest: &[Token<'a>], type_spec: bool) -> Option<String> {
+    let mut names: Vec<&'a str> = Vec::new();
+    let mut collect = |spec: &[Token<'a>]| {
         let mut tokens = spec.iter();
         while let Some(Token { tok: Tok::Ident(name), .. }) = tokens.next() {
-            names.push(name.clone());
+            names.push(name);
             if type_spec || !matches!(tokens.next(), Some(Token { tok: Tok::Comma, .. })) {
                 break;
             }
@@ -353,7 +385,7 @@ fn spec_names(rest: &[Token], type_spec: bool) -> Option<String> {
     Some(names.join(", "))
 }
 
-fn collect_spec(spec: &[Token], collect: &mut impl FnMut(&[Token])) {
+fn collect_spec<'a>(spec: &[Token<'a>], collect: &mut impl FnMut(&[Token<'a>])) {
     if !spec.is_empty() {
         collect(spec);
     }

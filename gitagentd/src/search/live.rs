@@ -7,10 +7,12 @@
 use super::bodies::BodyRef;
 use super::chunking::{ChunkDraft, Hash32, parse_hash};
 use super::discovery::{FileStat, SkipReason};
+use super::query::Hit;
 use super::ranking::{self, FileTerms};
 use super::store::Snapshot;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A file modified this close to when it was read may have changed again
 /// within the timestamp's granularity: it is read again next time.
@@ -108,7 +110,12 @@ pub struct LiveIndex {
     pub contents: HashMap<String, Arc<FileContent>>,
     /// Files rejected by their contents (binary, non-text, ...), by path.
     pub rejected: HashMap<String, (FileStat, SkipReason)>,
+    /// The latest rankings computed over this view, by query key.
+    memo: Mutex<VecDeque<(u128, Arc<Vec<Hit>>)>>,
 }
+
+/// How many rankings a view remembers.
+const MEMO_ENTRIES: usize = 16;
 
 impl std::fmt::Debug for LiveIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -190,6 +197,23 @@ impl LiveIndex {
             by_input,
             contents,
             rejected,
+            memo: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// A remembered ranking.
+    pub fn memo_get(&self, key: u128) -> Option<Arc<Vec<Hit>>> {
+        let memo = self.memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        memo.iter().find(|(stored, _)| *stored == key).map(|(_, hits)| Arc::clone(hits))
+    }
+
+    /// Remembers a ranking, forgetting the oldest beyond a few.
+    pub fn memo_put(&self, key: u128, hits: Arc<Vec<Hit>>) {
+        let mut memo = self.memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        memo.retain(|(stored, _)| *stored != key);
+        memo.push_back((key, hits));
+        while memo.len() > MEMO_ENTRIES {
+            memo.pop_front();
         }
     }
 

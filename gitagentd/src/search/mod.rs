@@ -494,8 +494,8 @@ impl SearchService {
         let (no_tests, min_score, limit) = (request.no_tests, request.min_score, request.limit);
         let text = request.query.clone();
         let vector = query_vector.clone();
-        let hits = blocking(move || {
-            query::rank(&query::Query {
+        let (hits, timings) = blocking(move || {
+            query::rank_memoized(&query::Query {
                 live: &ranked_live,
                 candidate_paths: &candidate_paths,
                 no_tests,
@@ -506,6 +506,18 @@ impl SearchService {
             })
         })
         .await?;
+        let hits: Vec<query::Hit> = hits.as_ref().clone();
+        feedback.event(
+            "search_score",
+            &[
+                ("candidates", Field::Int(timings.candidates as i64)),
+                ("memo", Field::Str(if timings.memo { "hit" } else { "miss" }.into())),
+                ("collect", Field::Duration(timings.collect)),
+                ("cosine", Field::Duration(timings.cosine)),
+                ("lexical", Field::Duration(timings.lexical)),
+                ("select", Field::Duration(timings.select)),
+            ],
+        );
         feedback.timing_event("score", phase.elapsed());
 
         let phase = Instant::now();

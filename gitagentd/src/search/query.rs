@@ -45,9 +45,62 @@ struct Item<'a> {
     norm: f64,
 }
 
+/// Where the time of one ranking went.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RankTimings {
+    pub candidates: usize,
+    pub collect: std::time::Duration,
+    pub cosine: std::time::Duration,
+    pub lexical: std::time::Duration,
+    pub select: std::time::Duration,
+    /// The result came from the view's memo of identical rankings.
+    pub memo: bool,
+}
+
 /// Ranks the candidates and returns at most `limit` hits at or above
 /// `min_score`, best first.
 pub fn rank(query: &Query<'_>) -> Vec<Hit> {
+    rank_timed(query).0
+}
+
+/// [`rank`], remembering the result in the live view: the same query
+/// (text, vector, filters, threshold, limit) over the same candidate files
+/// of the same immutable view always ranks the same, so a repeat returns
+/// the remembered hits instead of scanning again.
+pub fn rank_memoized(query: &Query<'_>) -> (Arc<Vec<Hit>>, RankTimings) {
+    let key = memo_key(query);
+    if let Some(hits) = query.live.memo_get(key) {
+        return (hits, RankTimings { memo: true, ..RankTimings::default() });
+    }
+    let (hits, timings) = rank_timed(query);
+    let hits = Arc::new(hits);
+    query.live.memo_put(key, Arc::clone(&hits));
+    (hits, timings)
+}
+
+fn memo_key(query: &Query<'_>) -> u128 {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(query.text.as_bytes());
+    hasher.update([0, u8::from(query.no_tests)]);
+    hasher.update(query.min_score.to_bits().to_le_bytes());
+    hasher.update((query.limit as u64).to_le_bytes());
+    for value in query.vector {
+        hasher.update(value.to_bits().to_le_bytes());
+    }
+    for path in query.candidate_paths {
+        hasher.update(path.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    u128::from_le_bytes(key)
+}
+
+fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
+    let started = std::time::Instant::now();
+    let mut timings = RankTimings::default();
     let live = query.live;
     // Candidates in byte-wise (path, line) order, so that after rank and
     // range size the item index itself breaks ties.
@@ -70,6 +123,9 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
             (record.start_line, record.end_line)
         });
     }
+    timings.candidates = items.len();
+    timings.collect = started.elapsed();
+    let phase = std::time::Instant::now();
     let query_norm = ranking::norm(query.vector);
     let dot = ranking::dot_function();
     // Visit the vectors in payload order, so the scan streams through the
@@ -94,6 +150,8 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
             Scores { cosine, vector_relatedness: relatedness, rank: relatedness, ..Scores::default() };
     }
 
+    timings.cosine = phase.elapsed();
+    let phase = std::time::Instant::now();
     let terms = ranking::query_terms(query.text);
     if !terms.is_empty() && !items.is_empty() {
         warm_terms(&items);
@@ -102,6 +160,8 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
         ranking::apply_lexical(&mut scores, &inputs, hashes.len());
     }
 
+    timings.lexical = phase.elapsed();
+    let phase = std::time::Instant::now();
     let ranges: Vec<i64> = items
         .iter()
         .map(|item| {
@@ -125,7 +185,8 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
         survivors.truncate(query.limit);
     }
     survivors.sort_by(order);
-    survivors
+    timings.select = phase.elapsed();
+    let hits = survivors
         .into_iter()
         .map(|index| {
             let index = index as usize;
@@ -148,7 +209,8 @@ pub fn rank(query: &Query<'_>) -> Vec<Hit> {
                 chunk_id: record.chunk_id.clone(),
             }
         })
-        .collect()
+        .collect();
+    (hits, timings)
 }
 
 /// Term counts, lengths and field matches of every item, computed on
@@ -320,7 +382,7 @@ mod ranking_tests {
         let mut writer = BodyWriter::new(temp.path()).unwrap();
         let mut pending = Vec::new();
         for (path, text) in files {
-            let chunked = chunking::chunk_file(path, "filesystem", text, 0);
+            let chunked = chunking::chunk_file(path, "filesystem", text.to_string(), 0);
             let (offset, len) = writer.append(&chunked.text).unwrap();
             pending.push((path.to_string(), chunked, offset, len));
         }
@@ -482,5 +544,25 @@ mod ranking_tests {
         });
         assert_eq!(top.len(), 1);
         assert_eq!(top[0].path, hits[0].path);
+
+        // A repeated ranking over the same view comes from the memo and is
+        // identical; any change of input is a different ranking.
+        let query = Query {
+            live: &live,
+            candidate_paths: &candidates,
+            no_tests: false,
+            text: query_text,
+            vector: &query_vector,
+            min_score: 1e-9,
+            limit: 100,
+        };
+        let (first, timings) = rank_memoized(&query);
+        assert!(!timings.memo);
+        let (again, timings) = rank_memoized(&query);
+        assert!(timings.memo);
+        assert_eq!(format!("{first:?}"), format!("{again:?}"));
+        assert_eq!(format!("{:?}", first.as_ref()), format!("{hits:?}"));
+        let (_, timings) = rank_memoized(&Query { limit: 2, ..query });
+        assert!(!timings.memo);
     }
 }

@@ -416,8 +416,7 @@ fn read_part(
         let started = now_ns();
         match discovery::read_candidate(&request.root, &file.path) {
             Ok(text) => {
-                let chunked = chunking::chunk_file(&file.path, "filesystem", &text, request.max_input_chars);
-                drop(text);
+                let chunked = chunking::chunk_file(&file.path, "filesystem", text, request.max_input_chars);
                 let (offset, len) = writer.append(&chunked.text).map_err(snapshot_error)?;
                 pending.push(Ok(PendingFile {
                     path: file.path.clone(),

@@ -1063,6 +1063,35 @@ mod tests {
     }
 
     #[test]
+    fn version_2_indexes_stay_readable_for_migration() {
+        let temp = tempfile::tempdir().unwrap();
+        let meta = temp.path();
+        let dir = filesystem_index_dir(meta, "/r", None);
+        fs::create_dir_all(&dir).unwrap();
+        let vectors: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        fs::write(dir.join(LOCAL_PAYLOAD), &vectors).unwrap();
+        let mut first = record("x.go", "one", 2);
+        first.offset = 0;
+        let mut second = record("y.go", "two", 2);
+        second.offset = 8;
+        // A v2 entry may not carry a shared reference.
+        let mut shared = record("z.go", "three", 2);
+        shared.vector_key = "k".into();
+        fs::write(dir.join(RECORDS), serde_json::to_vec(&[first, second, shared]).unwrap()).unwrap();
+        fs::write(
+            dir.join(MANIFEST),
+            br#"{"version":2,"mode":"filesystem","root":"/r","embedding_model":"m","dimensions":2,"created_at":"2026-01-02T03:04:05Z"}"#,
+        )
+        .unwrap();
+        let loaded = load(meta, &dir, &|| false).unwrap();
+        assert!(loaded.is_complete());
+        assert_eq!(loaded.manifest.version, LEGACY_INDEX_VERSION);
+        assert_eq!(loaded.vector(0), Some(&[1.0f32, 2.0][..]));
+        assert_eq!(loaded.vector(1), Some(&[3.0f32, 4.0][..]));
+        assert_eq!(loaded.vectors[2], None);
+    }
+
+    #[test]
     fn index_dirs_and_keys_are_stable() {
         let meta = Path::new("/home/u/.git-agent/p");
         let dir = filesystem_index_dir(meta, "/work/repo", None);
