@@ -161,7 +161,18 @@ impl TaskService {
         let record_path = task_record::record_path(&metadata_root, &project_id, &id);
         let pid = std::process::id();
         let record = Record::running(&id, command, pid, jiff::Timestamp::now());
-        write(&record_path, &record).await?;
+        // Preparation happens before the launch object exists: an empty or
+        // unreadable scope fails the launch (and the stored record). It runs
+        // beside the durable write of the running record; both finish before
+        // the launch is answered.
+        let git_env = GitEnv::from_environment(env);
+        let prepare_cwd = cwd.to_path_buf();
+        let prepare_env = git_env.clone();
+        let (written, prepared) = tokio::join!(
+            write(&record_path, &record),
+            tokio::task::spawn_blocking(move || prepare::prepare(&prepare_cwd, mode, &prepare_env))
+        );
+        written?;
 
         let failed = |message: String, diagnostic: Option<FailureDiagnostic>| {
             let record_path = record_path.clone();
@@ -173,20 +184,14 @@ impl TaskService {
             }
         };
 
-        // Preparation happens before the launch object exists: an empty or
-        // unreadable scope fails the launch (and the stored record).
-        let git_env = GitEnv::from_environment(env);
-        let prepare_cwd = cwd.to_path_buf();
-        let prepare_env = git_env.clone();
-        let prepared =
-            match tokio::task::spawn_blocking(move || prepare::prepare(&prepare_cwd, mode, &prepare_env)).await {
-                Ok(Ok(prepared)) => Arc::new(prepared),
-                Ok(Err(error)) => {
-                    let diagnostic = FailureDiagnostic { mode: mode.as_str().into(), ..FailureDiagnostic::default() };
-                    return Err(failed(error.to_string(), Some(diagnostic)).await);
-                }
-                Err(error) => return Err(failed(error.to_string(), None).await),
-            };
+        let prepared = match prepared {
+            Ok(Ok(prepared)) => Arc::new(prepared),
+            Ok(Err(error)) => {
+                let diagnostic = FailureDiagnostic { mode: mode.as_str().into(), ..FailureDiagnostic::default() };
+                return Err(failed(error.to_string(), Some(diagnostic)).await);
+            }
+            Err(error) => return Err(failed(error.to_string(), None).await),
+        };
         let depth = args.depth.unwrap_or(Depth::Balanced);
         let tools = budget::standard_tools(mode);
         let plan = match budget::plan(

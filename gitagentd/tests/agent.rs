@@ -106,6 +106,50 @@ async fn a_batch_runs_concurrently_and_outputs_follow_provider_order() {
     assert!(outputs[0]["output"].as_str().unwrap().contains(r#""from":"second""#));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_batch_guard_stops_the_loop_after_the_batch_joins() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "second", "{}"), ("c2", "first", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("never requested", json!({}))));
+    let (mut tools, log) = rendezvous_tools(2);
+    let checked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&checked);
+    let ran = Arc::clone(&log);
+    tools.guard_batches(Arc::new(move || {
+        // The guard sees the batch finished: both calls are logged.
+        seen.lock().unwrap().push(ran.lock().unwrap().len());
+        Box::pin(async { Err(gitagentd::tools::ToolError::Cancelled) })
+    }));
+    let result =
+        tokio::time::timeout(Duration::from_secs(20), run(&fake, &task(tools, Limits::default(), "go".into()), None))
+            .await
+            .expect("the loop ends");
+    assert!(matches!(result, Err(AgentError::Cancelled)), "{result:?}");
+    assert_eq!(*checked.lock().unwrap(), vec![2], "one check, after both calls returned");
+    assert_eq!(fake.requests().len(), 1, "no request follows a failed batch check");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passing_batch_guard_runs_after_every_batch() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "second", "{}"), ("c2", "first", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("done", json!({}))));
+    let (mut tools, _log) = rendezvous_tools(2);
+    let checks = Arc::new(Mutex::new(0));
+    let count = Arc::clone(&checks);
+    tools.guard_batches(Arc::new(move || {
+        *count.lock().unwrap() += 1;
+        Box::pin(async { Ok(()) })
+    }));
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(20), run(&fake, &task(tools, Limits::default(), "go".into()), None))
+            .await
+            .expect("the loop ends")
+            .unwrap();
+    assert_eq!((outcome.text.as_str(), outcome.tool_calls), ("done", 2));
+    assert_eq!(*checks.lock().unwrap(), 1);
+}
+
 #[tokio::test]
 async fn the_tool_call_ceiling_finalizes_without_running_the_batch() {
     let fake = FakeOpenAi::start();

@@ -356,6 +356,18 @@ impl Conversation<'_> {
             () = self.ctx.cancel.cancelled() => return Err(self.ctx.stopped()),
             results = futures_util::future::join_all(futures) => results,
         };
+        // Whatever the calls read must still describe the state the task
+        // is bound to once they have all returned.
+        if let Some(guard) = self.task.tools.batch_guard() {
+            let checked = tokio::select! {
+                biased;
+                () = self.ctx.cancel.cancelled() => return Err(self.ctx.stopped()),
+                checked = guard() => checked,
+            };
+            if checked.is_err() {
+                return Err(self.ctx.stopped());
+            }
+        }
         self.outcome.tool_time += started.elapsed();
         for (call, result) in calls.iter().zip(results) {
             let (output, truncated) = match result {

@@ -72,10 +72,16 @@ pub trait Tool: Send + Sync {
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture;
 }
 
-/// The tools one request offers, in a stable order.
+/// A check the loop runs after a batch of tool calls has joined and before
+/// their outputs are used; an error stops the loop (the check records why).
+pub type BatchGuard = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send>> + Send + Sync>;
+
+/// The tools one request offers, in a stable order, and the optional check
+/// that follows each batch.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    batch_guard: Option<BatchGuard>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -95,6 +101,15 @@ impl ToolRegistry {
             self.tools.retain(|existing| existing.name() != tool.name());
             self.tools.push(tool);
         }
+    }
+
+    /// Sets the check the loop runs after every batch joins.
+    pub fn guard_batches(&mut self, guard: BatchGuard) {
+        self.batch_guard = Some(guard);
+    }
+
+    pub fn batch_guard(&self) -> Option<&BatchGuard> {
+        self.batch_guard.as_ref()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {

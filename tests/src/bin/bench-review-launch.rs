@@ -2,12 +2,16 @@
 //! repository against a warm daemon. Reports the launch latency (process
 //! start to the launch JSON), checks that every id is distinct and every
 //! `--wait` result is a valid report, and prints the daemon's memory.
+//! Ten launches one after another come first, for a single caller's view.
 //!
 //!     cargo build --release --bins && target/release/bench-review-launch [launches]
 
 use git_agent_tests::TestEnv;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+/// Launches measured one after another before the concurrent burst.
+const SEQUENTIAL: usize = 10;
 
 fn main() {
     let launches: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(20);
@@ -19,6 +23,17 @@ fn main() {
     repo.write("src/lib.rs", "pub fn f() {}\n");
     // Warm the daemon.
     env.run_in(repo.path(), &["project_id"]).success();
+
+    // One launch at a time first: what a single caller sees.
+    let mut sequential: Vec<Duration> = (0..SEQUENTIAL)
+        .map(|_| {
+            let spawned = Instant::now();
+            let output = env.git_agent_in(repo.path(), &["review", "--dry-run"]).output().expect("launch");
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            spawned.elapsed()
+        })
+        .collect();
+    sequential.sort();
 
     let started = Instant::now();
     let children: Vec<_> = (0..launches)
@@ -63,6 +78,11 @@ fn main() {
     }
     let total = started.elapsed();
     latencies.sort();
+    println!(
+        "sequential launches: {SEQUENTIAL}, latency median {:.1} ms, p90 {:.1} ms",
+        ms(sequential[SEQUENTIAL / 2]),
+        ms(sequential[SEQUENTIAL * 9 / 10])
+    );
     println!("concurrent review --dry-run launches: {launches} (warm daemon)");
     println!("distinct ids: {}", ids.len());
     println!("valid --wait reports: {valid}/{launches}");

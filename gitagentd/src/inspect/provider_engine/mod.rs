@@ -279,6 +279,7 @@ fn registry(
     registry
         .extend(shared.into_iter().map(|tool| tools::Guarded::wrap(tool, &request.prepared, &request.git_env, drift)));
     registry.extend(tools::diff_tools(&request.prepared, &request.git_env, drift));
+    registry.guard_batches(tools::batch_guard(&request.prepared, &request.git_env, drift));
     registry
 }
 

@@ -122,6 +122,29 @@ async fn codebase_assembly_has_no_diff_tools_and_no_prepared_context() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_during_a_batch_is_caught_by_the_batch_guard() {
+    let fixture = fixture();
+    let uncommitted = request(&fixture, TaskCommand::Review, Mode::Uncommitted, None);
+    let stop = CancellationToken::new();
+    let drift = DriftSlot::new(stop.clone());
+    let task = assemble(&uncommitted, &drift, &CancellationToken::new()).await.expect("assemble");
+    let guard = task.tools.batch_guard().expect("diff modes guard every batch").clone();
+    guard().await.expect("no drift yet");
+    assert!(!stop.is_cancelled());
+
+    // A change made while the calls ran (after their own checks passed).
+    fixture.write("src/lib.rs", "changed while the batch ran\n");
+    assert_eq!(guard().await, Err(crate::tools::ToolError::Cancelled));
+    assert!(stop.is_cancelled());
+    let message = drift.take().unwrap_or_default();
+    assert!(message.starts_with("authoritative repository state changed since launch; rerun command"), "{message}");
+
+    let codebase = request(&fixture, TaskCommand::Review, Mode::Codebase, None);
+    let task = assemble(&codebase, &drift, &CancellationToken::new()).await.expect("assemble");
+    assert!(task.tools.batch_guard().is_none(), "codebase mode stays live");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_before_a_tool_call_or_validation_stops_the_loop() {
     let fixture = fixture();
     let request = request(&fixture, TaskCommand::Review, Mode::Uncommitted, None);

@@ -6,12 +6,13 @@
 //! In diff modes every call first rechecks the launch fingerprint (the
 //! diff-mode tools do it themselves; every other tool is wrapped in
 //! [`Guarded`]). Drift is terminal: it is recorded in the [`DriftSlot`]
-//! and the call reports cancellation, which stops the loop.
+//! and the call reports cancellation, which stops the loop. The registry's
+//! batch guard rechecks once more after a concurrent batch has joined.
 
 use crate::inspect::git::GitEnv;
 use crate::inspect::prepare::{self, PreparedScope};
 use crate::inspect::tools::{self as inspect_tools, DocCommands, ToolDefinition};
-use crate::tools::{Tool, ToolError, ToolFuture, ToolOutput};
+use crate::tools::{BatchGuard, Tool, ToolError, ToolFuture, ToolOutput};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -56,6 +57,23 @@ async fn recheck(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &DriftS
         }
         Err(error) => Err(ToolError::Recoverable(format!("the snapshot check failed: {error}"))),
     }
+}
+
+/// The recheck after a batch of calls has joined: drift that happened
+/// while the calls ran stops the loop before their outputs are used.
+pub fn batch_guard(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &DriftSlot) -> BatchGuard {
+    let (prepared, git_env, drift) = (Arc::clone(prepared), git_env.clone(), drift.clone());
+    Arc::new(move || {
+        let (prepared, git_env, drift) = (Arc::clone(&prepared), git_env.clone(), drift.clone());
+        Box::pin(async move {
+            recheck(&prepared, &git_env, &drift).await.map_err(|error| {
+                if let ToolError::Recoverable(message) = &error {
+                    drift.record(message.clone());
+                }
+                error
+            })
+        })
+    })
 }
 
 /// A tool that rechecks the launch fingerprint before it runs.
