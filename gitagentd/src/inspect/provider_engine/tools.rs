@@ -66,11 +66,10 @@ pub fn batch_guard(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &Drif
     Arc::new(move || {
         let (prepared, git_env, drift) = (Arc::clone(&prepared), git_env.clone(), drift.clone());
         Box::pin(async move {
-            recheck(&prepared, &git_env, &drift).await.map_err(|error| {
-                if let ToolError::Recoverable(message) = &error {
+            recheck(&prepared, &git_env, &drift).await.inspect_err(|error| {
+                if let ToolError::Recoverable(message) = error {
                     drift.record(message.clone());
                 }
-                error
             })
         })
     })
