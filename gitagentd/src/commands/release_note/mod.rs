@@ -53,6 +53,7 @@ pub async fn run(
     let reporter = Reporter::new(invocation, output, settings.debug);
     let started = Instant::now();
     let (root, context) = prepare_context(invocation, cancel, request).await?;
+    let prompt_data = context.render_for_prompt();
     if settings.debug {
         let groups = context.submodules.iter().filter(|submodule| submodule.local_history_available).count();
         output.stderr(format!(
@@ -61,7 +62,7 @@ pub async fn run(
             context.parent_commits.len(),
             groups,
             context.candidates.len(),
-            context.render_for_prompt().len(),
+            prompt_data.len(),
             started.elapsed()
         ));
     }
@@ -79,7 +80,7 @@ pub async fn run(
             .with("candidates", context.candidates.len()),
     );
     let context = Arc::new(context);
-    let task = assemble(invocation, &settings, &root, &context, out.as_ref(), cancel).await?;
+    let task = assemble(invocation, &settings, &root, &context, &prompt_data, out.as_ref(), cancel).await?;
     let rules = output_rules(&context);
     let outcome = generation::run_loop(&provider, &settings, COMMAND, &sink, cancel, &task, &rules).await?;
     let markdown = finish(&outcome.text, &context).map_err(|errors| {
@@ -119,13 +120,15 @@ async fn prepare_context(
     .await?
 }
 
-/// The request layers of the prepared release context, the strict
-/// document schema, and the tools: `repo_summary` plus the skill tools.
+/// The request layers of the prepared release context (`prompt_data` is
+/// its rendering), the strict document schema, and the tools:
+/// `repo_summary` plus the skill tools.
 async fn assemble(
     invocation: &Invocation,
     settings: &Generation,
     root: &Path,
     context: &ReleaseContext,
+    prompt_data: &str,
     out: Option<&OutFile>,
     cancel: &CancellationToken,
 ) -> Result<AgentTask, CommandError> {
@@ -160,7 +163,7 @@ async fn assemble(
         "release-note-user",
         include_str!("prompts/user.md.j2"),
         "prepared_release_context",
-        &context.render_for_prompt(),
+        prompt_data,
         settings.append_prompt.as_deref(),
     )?;
     Ok(AgentTask {
