@@ -50,6 +50,28 @@ impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
     }
+
+    /// The text of every input message and tool output, in order.
+    pub fn input_texts(&self) -> Vec<String> {
+        self.body["input"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item["content"][0]["text"].as_str().or_else(|| item["output"].as_str()))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The names of the tools the request offers.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|tools| tools.iter().filter_map(|tool| tool["name"].as_str()).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Default)]

@@ -307,6 +307,17 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
     }
 }
 
+/// Compares `actual` with the golden file `name` under `tests/golden/`;
+/// `UPDATE_GOLDEN=1` rewrites the file first.
+pub fn assert_golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).expect("write the golden file");
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(expected == actual, "{} differs; rerun with UPDATE_GOLDEN=1 to accept:\n{actual}", path.display());
+}
+
 /// Lowercase hexadecimal SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;

@@ -25,6 +25,11 @@ pub fn tools(files: &Arc<RepoFiles>) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// `repo_summary` alone, for tasks that offer no other repository tool.
+pub fn repo_summary(files: &Arc<RepoFiles>) -> Arc<dyn Tool> {
+    Arc::new(RepoSummary(Arc::clone(files)))
+}
+
 pub(super) fn source_schema() -> Value {
     nullable(schema::one_of(
         "Where to read: worktree, index or head; null for the command's default.",

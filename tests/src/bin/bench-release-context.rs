@@ -9,12 +9,15 @@
 //! each rewrite two lines and append one in 10 files nobody else touches,
 //! with conventional subjects and a body. It is measured twice: as
 //! fast-import packed it (deltas kept by `git repack -ad`), and after
-//! `git repack -adf` (Git's own delta chains). `git-agent release-note --debug
-//! v1.0.0 HEAD` runs up to the model step, which is not connected in this
-//! build, so its wall time is the time to the first provider request; the
-//! daemon's own `--debug` line gives the preparation time inside it.
+//! `git repack -adf` (Git's own delta chains). Each run measures
+//! `git-agent release-note --debug v1.0.0 HEAD` from its spawn to the
+//! moment the fake provider receives the first request (a condition
+//! variable wakes the benchmark; no polling), with the daemon already
+//! running; the scripted answer then lets the run finish. The daemon's own
+//! `--debug` line gives the preparation time inside it.
 
 use git_agent_tests::TestEnv;
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -27,7 +30,10 @@ const LINES_PER_FILE: usize = 40;
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(5);
-    let env = TestEnv::new();
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    env.set_env("OPENAI_API_KEY", "bench-key");
+    env.set_env("OPENAI_BASE_URL", &fake.url());
     let repo = env.repo("bench");
     repo.git(&["remote", "add", "origin", "git@example.test:org/bench.git"]);
 
@@ -48,62 +54,88 @@ fn main() {
     let stat = repo.git(&["diff", "--shortstat", "v1.0.0", "HEAD"]);
     println!("range v1.0.0..HEAD: {}", stat.trim());
 
-    measure(&env, &repo, runs, "the fast-import pack, repacked with its deltas kept (git repack -ad)");
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let answer = serde_json::json!({"sections": [{"heading": "Improvements", "bullets": [
+        {"label": null, "summary": "Batches behave as described", "refs": [{"type": "commit", "value": head}], "children": []}
+    ]}]})
+    .to_string();
+    let bench = Bench { env: &env, repo: &repo, fake: &fake, answer: &answer };
+    bench.measure(runs, "the fast-import pack, repacked with its deltas kept (git repack -ad)");
     repo.git(&["repack", "-adfq"]);
-    measure(&env, &repo, runs, "after git repack -adf (delta chains chosen by Git, newest objects whole)");
+    bench.measure(runs, "after git repack -adf (delta chains chosen by Git, newest objects whole)");
 }
 
-fn measure(env: &TestEnv, repo: &git_agent_tests::GitRepo, runs: usize, pack: &str) {
-    let mut agent = env.git_agent_in(repo.path(), &["release-note", "--debug", "v1.0.0", "HEAD"]);
-    let mut git = repo.git_command(["log", "--stat", "v1.0.0..HEAD"]);
-    git.stdout(Stdio::piped()).stderr(Stdio::piped());
+struct Bench<'a> {
+    env: &'a TestEnv,
+    repo: &'a git_agent_tests::GitRepo,
+    fake: &'a FakeOpenAi,
+    /// A valid model answer for the range.
+    answer: &'a str,
+}
 
-    // Warm-up: page cache, and the daemon started.
-    let _ = run_agent(&mut agent);
-    let _ = run_git(&mut git);
-    let (mut agent_times, mut daemon_times, mut git_times) = (Vec::new(), Vec::new(), Vec::new());
-    let mut last_debug = String::new();
-    for _ in 0..runs {
-        let (wall, debug) = run_agent(&mut agent);
-        agent_times.push(wall);
-        daemon_times.push(prepared_in(&debug));
-        last_debug = debug;
-        git_times.push(run_git(&mut git));
+impl Bench<'_> {
+    fn measure(&self, runs: usize, pack: &str) {
+        let mut git = self.repo.git_command(["log", "--stat", "v1.0.0..HEAD"]);
+        git.stdout(Stdio::piped()).stderr(Stdio::piped());
+
+        // Warm-up: page cache, and the daemon started.
+        let _ = self.run_agent();
+        let _ = run_git(&mut git);
+        let (mut agent_times, mut daemon_times, mut git_times) = (Vec::new(), Vec::new(), Vec::new());
+        let mut last_debug = String::new();
+        for _ in 0..runs {
+            let (wall, debug) = self.run_agent();
+            agent_times.push(wall);
+            daemon_times.push(prepared_in(&debug));
+            last_debug = debug;
+            git_times.push(run_git(&mut git));
+        }
+        let (agent, daemon, git) = (median(&mut agent_times), median(&mut daemon_times), median(&mut git_times));
+        println!();
+        println!("pack: {pack}");
+        println!("runs per command: {runs} (interleaved, after one warm-up run each)");
+        println!("daemon: {last_debug}");
+        println!(
+            "git-agent release-note (to the 1st request) median {:>9.1} ms  min {:>9.1} ms",
+            ms(agent),
+            ms(agent_times[0])
+        );
+        println!(
+            "  of which preparation inside the daemon    median {:>9.1} ms  min {:>9.1} ms",
+            ms(daemon),
+            ms(daemon_times[0])
+        );
+        println!(
+            "git log --stat v1.0.0..HEAD                 median {:>9.1} ms  min {:>9.1} ms",
+            ms(git),
+            ms(git_times[0])
+        );
+        println!("ratio (git-agent / git log --stat): {:.2}x", agent.as_secs_f64() / git.as_secs_f64());
     }
-    let (agent, daemon, git) = (median(&mut agent_times), median(&mut daemon_times), median(&mut git_times));
-    println!();
-    println!("pack: {pack}");
-    println!("runs per command: {runs} (interleaved, after one warm-up run each)");
-    println!("daemon: {last_debug}");
-    println!(
-        "git-agent release-note (to the model step)  median {:>9.1} ms  min {:>9.1} ms",
-        ms(agent),
-        ms(agent_times[0])
-    );
-    println!(
-        "  of which preparation inside the daemon    median {:>9.1} ms  min {:>9.1} ms",
-        ms(daemon),
-        ms(daemon_times[0])
-    );
-    println!(
-        "git log --stat v1.0.0..HEAD                 median {:>9.1} ms  min {:>9.1} ms",
-        ms(git),
-        ms(git_times[0])
-    );
-    println!("ratio (git-agent / git log --stat): {:.2}x", agent.as_secs_f64() / git.as_secs_f64());
-}
 
-/// Runs the release note; it must stop at the (unconnected) model step.
-fn run_agent(command: &mut Command) -> (Duration, String) {
-    let started = Instant::now();
-    let output = command.output().expect("run git-agent");
-    let elapsed = started.elapsed();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(
-        stderr.contains("cannot ask the model yet") && output.stdout.is_empty(),
-        "git-agent did not reach the model step:\n{stderr}"
-    );
-    (elapsed, stderr.lines().next().unwrap_or_default().to_string())
+    /// Runs the release note; returns the time from its spawn to the first
+    /// provider request, and the daemon's `--debug` line.
+    fn run_agent(&self) -> (Duration, String) {
+        self.fake.push(Reply::Events(events::text_reply(self.answer, events::usage(10, 0, 5))));
+        let before = self.fake.requests().len();
+        let started = Instant::now();
+        let child = self
+            .env
+            .git_agent_in(self.repo.path(), &["release-note", "--debug", "v1.0.0", "HEAD"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run git-agent");
+        assert!(self.fake.wait_for_requests(before + 1, Duration::from_secs(600)), "the first request arrives");
+        let to_request = started.elapsed();
+        let output = child.wait_with_output().expect("git-agent finishes");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(
+            output.status.success() && String::from_utf8_lossy(&output.stdout).starts_with("### Improvements"),
+            "git-agent release-note failed:\n{stderr}"
+        );
+        (to_request, stderr.lines().next().unwrap_or_default().to_string())
+    }
 }
 
 fn run_git(command: &mut Command) -> Duration {

@@ -6,9 +6,8 @@
 //! truncation with a focus diff, and the golden amend request.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, RecordedRequest, Reply, events};
-use git_agent_tests::{GitRepo, TestEnv};
+use git_agent_tests::{GitRepo, TestEnv, assert_golden};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 
 fn env_with(fake: &FakeOpenAi) -> TestEnv {
     let mut env = TestEnv::new();
@@ -202,15 +201,6 @@ fn the_amend_request_matches_its_golden_file() {
     let root = repo.path().canonicalize().unwrap();
     let normalized = body.replace(root.to_str().unwrap(), "<repo>").replace(repo.path().to_str().unwrap(), "<repo>");
     assert_golden("commit-msg-amend-request.json", &format!("{normalized}\n"));
-}
-
-fn assert_golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(expected == actual, "{} differs; rerun with UPDATE_GOLDEN=1 to accept:\n{actual}", path.display());
 }
 
 /// A repository with submodule `lib` (a clone of a local repository)

@@ -1,10 +1,9 @@
 //! `git-agent commit-msg` end to end: the real client and daemon against
 //! the fake OpenAI server, in temporary repositories.
 
-use git_agent_tests::fake_openai::{FakeOpenAi, RecordedRequest, Reply, events};
-use git_agent_tests::{GitRepo, TestEnv};
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
+use git_agent_tests::{GitRepo, TestEnv, assert_golden};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -22,20 +21,6 @@ fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
     repo.git(&["add", "src/lib.rs"]);
     repo.write("README.md", "# Project\n\nunstaged note\n");
     (env, fake, repo)
-}
-
-/// The text of every input message of a request, in order.
-fn input_texts(request: &RecordedRequest) -> Vec<String> {
-    request.body["input"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["content"][0]["text"].as_str().or_else(|| item["output"].as_str()))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]
@@ -86,7 +71,7 @@ fn prints_exactly_the_message_and_usage_on_stderr() {
         assert_eq!(tool["strict"], json!(true));
         assert_eq!(tool["parameters"]["additionalProperties"], json!(false));
     }
-    let user = input_texts(&requests[0]).into_iter().find(|text| text.contains("<prepared_commit_context>")).unwrap();
+    let user = requests[0].input_texts().into_iter().find(|text| text.contains("<prepared_commit_context>")).unwrap();
     assert!(user.contains(r#"-    41\n+    42\n"#), "the staged diff is in the prompt: {user}");
     assert!(!user.contains("unstaged note"), "unstaged work stays out");
     assert!(
@@ -162,7 +147,7 @@ fn an_invalid_answer_gets_exactly_one_repair_pass() {
     assert_eq!(run.success(), "fix: return 42 from answer\n");
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
-    let repair = input_texts(&requests[1]).last().cloned().unwrap();
+    let repair = requests[1].input_texts().last().cloned().unwrap();
     assert!(repair.contains("code fence") && repair.contains("commentary"), "{repair}");
     assert!(requests[1].body.get("tools").is_none(), "the repair request offers no tools");
 
@@ -183,7 +168,7 @@ fn the_step_ceiling_forces_a_tool_free_final_answer() {
     let last = &fake.requests()[1];
     assert!(last.body.get("tools").is_none() && last.body.get("parallel_tool_calls").is_none());
     assert!(
-        input_texts(last).iter().any(|text| text.contains("<budget_exhausted>") && text.contains("model-step budget"))
+        last.input_texts().iter().any(|text| text.contains("<budget_exhausted>") && text.contains("model-step budget"))
     );
 }
 
@@ -196,7 +181,7 @@ fn a_repeated_call_forces_finalization() {
     let run = env.run_in(repo.path(), &["commit-msg"]);
     assert_eq!(run.success(), "fix: done\n");
     let last = &fake.requests()[2];
-    let outputs: Vec<String> = input_texts(last);
+    let outputs: Vec<String> = last.input_texts();
     assert!(outputs.iter().any(|text| text.contains("not executed")), "the repeated call is answered, not run");
     assert!(outputs.iter().any(|text| text.contains("no progress")));
 }
@@ -224,7 +209,7 @@ fn generation_flags_reach_the_wire_and_the_hint_is_escaped() {
     assert_eq!(body["service_tier"], json!("priority"));
     assert_eq!(body["reasoning"], json!({"effort": "high"}));
     assert_eq!(body["model"], json!("m-test"));
-    let user = input_texts(&fake.requests()[0]).into_iter().find(|t| t.contains("<operator_hint>")).unwrap();
+    let user = fake.requests()[0].input_texts().into_iter().find(|t| t.contains("<operator_hint>")).unwrap();
     assert!(user.contains("mention &lt;T1&gt; &amp; more"), "{user}");
     let rejected = env.run_in(repo.path(), &["commit-msg", "--low", "--xhigh"]);
     assert_eq!(rejected.code, Some(2));
@@ -242,20 +227,6 @@ fn cancelling_the_client_closes_the_provider_stream_without_a_retry() {
     let _ = child.wait();
     assert!(fake.wait_for_abandoned(1, WAIT), "the daemon dropped the provider stream");
     assert_eq!(fake.requests().len(), 1);
-}
-
-fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
-}
-
-/// Compares `actual` with a golden file; `UPDATE_GOLDEN=1` rewrites it.
-fn assert_golden(name: &str, actual: &str) {
-    let path = golden_path(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(expected == actual, "{} differs; rerun with UPDATE_GOLDEN=1 to accept:\n{actual}", path.display());
 }
 
 #[test]
@@ -301,11 +272,11 @@ fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
     fake.push(Reply::Events(events::text_reply("feat: add a", json!({}))));
     assert_eq!(env.run_in(repo.path(), &["commit-msg"]).success(), "feat: add a\n");
     let first = &fake.requests()[0];
-    assert!(input_texts(first).iter().any(|text| text == "## Skills\n\n- rust-style: how we write Rust"));
+    assert!(first.input_texts().iter().any(|text| text == "## Skills\n\n- rust-style: how we write Rust"));
     let tools: Vec<&str> =
         first.body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(tools.contains(&"skills_read"));
-    let output = input_texts(&fake.requests()[1]).into_iter().find(|text| text.contains("skills_read")).unwrap();
+    let output = fake.requests()[1].input_texts().into_iter().find(|text| text.contains("skills_read")).unwrap();
     let envelope: Value = serde_json::from_str(&output).unwrap();
     assert_eq!(envelope["data"]["stdout"], json!("skill rust-style range [1:5]"));
 }

@@ -4,7 +4,7 @@
 //! `--wait`; the recorded requests show what the engine sent.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, RecordedRequest, Reply, events};
-use git_agent_tests::{GitRepo, Run, TestEnv};
+use git_agent_tests::{GitRepo, Run, TestEnv, assert_golden};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -243,20 +243,6 @@ fn the_timeout_bounds_the_whole_inspection() {
     let stderr = wait_failure(&env, &repo, "review", &id);
     assert!(stderr.contains("--timeout") && stderr.contains("1s"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
-}
-
-fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
-}
-
-/// Compares `actual` with a golden file; `UPDATE_GOLDEN=1` rewrites it.
-fn assert_golden(name: &str, actual: &str) {
-    let path = golden_path(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(expected == actual, "{} differs; rerun with UPDATE_GOLDEN=1 to accept:\n{actual}", path.display());
 }
 
 /// A PATH holding only `git`, so no documentation tool or host check

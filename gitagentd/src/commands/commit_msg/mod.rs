@@ -14,17 +14,14 @@
 
 mod view;
 
-use super::generation::{self, EnvironmentContext, Generation, Reporter};
+use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{self, AgentError, AgentTask, Layers, OutputRules, RunContext};
+use crate::agent::{AgentTask, Layers, OutputRules};
 use crate::git::{AmendContext, AmendLimits, FileSource, Repository, StagedContext, StagedLimits, SubmoduleChange};
-use crate::guidance::{self, WorktreeReader};
 use crate::message::{self, MessageMode, ValidationContext};
-use crate::provider::{self, Provider};
-use crate::skills::SkillsManager;
 use crate::tools::commit::CommitTools;
 use crate::tools::{self, RepoFiles, ToolRegistry};
-use crate::trace::{Console, Event};
+use crate::trace::Event;
 use git_agent_shared::cli::MessageArgs;
 use std::sync::Arc;
 use std::time::Instant;
@@ -127,36 +124,19 @@ pub async fn run(
     }
     let context_done = Instant::now();
 
-    let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
-    let stdout_trace = request.commit.then(|| {
-        let color = invocation.stdout_is_terminal && invocation.env.get("NO_COLOR").is_none();
-        Console::new(color, invocation.env.get("TZ"))
-    });
-    let sink = TraceSink { reporter: reporter.clone(), stdout: stdout_trace, output: output.clone() };
+    let provider = generation::provider(
+        services,
+        invocation,
+        &settings,
+        &format!("git-agent {command} {} {}", request.mode(), repo.root().display()),
+    )?;
+    let sink = TraceSink::new(invocation, output, &reporter, request.commit);
     sink.event(session_event(&request, &repo, &prepared));
     let task = assemble(invocation, &settings, &request, &repo, &prepared, cancel).await?;
-    let mut run_options = settings.run_options.clone();
-    run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(
-        format!("git-agent {command} {} {}", request.mode(), repo.root().display()).as_bytes(),
-    ));
-    let http = services.http_clients.get(config.http2_prior_knowledge).map_err(CommandError::failed)?;
-    let provider = Provider::with_client(http, config, run_options);
     let assembled = Instant::now();
 
-    let (token, deadline) = generation::with_deadline(cancel, settings.timeout);
-    let trace_sink = sink.clone();
-    let trace = move |event: Event| trace_sink.event(event);
-    let context = RunContext { provider: &provider, cancel: token.clone(), deadline: Some(deadline), trace: &trace };
     let rules = output_rules(&prepared);
-    let result = agent::run(&context, &task, Some(&rules)).await;
-    token.cancel();
-    let outcome = result.map_err(|error| match error {
-        AgentError::DeadlineExceeded => CommandError::Failed(format!(
-            "{command} ran out of time after {}\nhint: pass a longer --timeout, such as --timeout 5m",
-            humantime(settings.timeout)
-        )),
-        other => CommandError::failed(other),
-    })?;
+    let outcome = generation::run_loop(&provider, &settings, command, &sink, cancel, &task, &rules).await?;
     let text = message::preserve_task_id_suffix(&outcome.text, &prepared.recent_subjects());
     let errors = (rules.validate)(&text);
     if !errors.is_empty() {
@@ -196,26 +176,6 @@ fn deliver(output: &Output, repo: &Repository, request: &Request, text: &str) {
         output.git_commit(repo.root().to_path_buf(), format!("{text}\n"), request.amend);
     } else {
         output.stdout(format!("{text}\n"));
-    }
-}
-
-/// Where trace events go: the stderr reporter (`llm.usage`, `--debug`)
-/// always, and for `commit` the human console trace on stdout.
-#[derive(Clone)]
-struct TraceSink {
-    reporter: Reporter,
-    stdout: Option<Console>,
-    output: Output,
-}
-
-impl TraceSink {
-    fn event(&self, event: Event) {
-        if let Some(console) = &self.stdout
-            && event.kind != "llm.usage"
-        {
-            self.output.stdout(console.render(&event));
-        }
-        self.reporter.event(event);
     }
 }
 
@@ -273,17 +233,8 @@ async fn assemble(
     cancel: &CancellationToken,
 ) -> Result<AgentTask, CommandError> {
     let root = repo.root().to_path_buf();
-    let guidance = {
-        let root = root.clone();
-        let paths = prepared.guidance_paths();
-        let family = settings.family;
-        blocking(move || Ok(guidance::resolve(&root, &paths, family, &WorktreeReader::new(&root)))).await?
-    };
-    let skills = SkillsManager::discover(&invocation.env, &invocation.cwd);
-    let skills_layer = match &skills {
-        Some(manager) => manager.list(cancel).await.map_err(CommandError::failed)?.stdout,
-        None => String::new(),
-    };
+    let project =
+        ProjectContext::resolve(invocation, &root, prepared.guidance_paths(), settings.family, cancel).await?;
     let choice = match prepared {
         Prepared::Normal(staged) => CommitTools { staged_diff_for_paths: staged.is_large(), amend: false },
         Prepared::Amend(amend) => CommitTools {
@@ -295,14 +246,14 @@ async fn assemble(
     let files = Arc::new(RepoFiles::new(repo.clone(), FileSource::Worktree));
     tools.extend(tools::repository::tools(&files));
     tools.extend(tools::commit::select(repo, choice));
-    tools.extend(tools::skills::tools(skills.as_ref()));
+    tools.extend(tools::skills::tools(project.skills.as_ref()));
 
     let environment = generation::environment(&EnvironmentContext {
         cwd: &invocation.cwd,
         repo_root: &root,
         command: request.command(),
         mode: request.mode(),
-        family: if guidance.sources.is_empty() { settings.family } else { guidance.family },
+        family: project.family(settings.family),
         limits: settings.limits,
         stdout_contract: if request.commit {
             "a human console trace while the message is generated, then Git's commit summary; the message itself goes to git commit"
@@ -319,8 +270,8 @@ async fn assemble(
             system: system.trim().to_string(),
             tool_policy: generation::tool_policy(),
             environment,
-            skills: skills_layer,
-            guidance: guidance.render(),
+            skills: project.skills_layer,
+            guidance: project.guidance.render(),
             user: user_prompt(prepared, settings.append_prompt.as_deref())?,
         },
         tools,
@@ -344,20 +295,7 @@ fn user_prompt(prepared: &Prepared, hint: Option<&str>) -> Result<String, Comman
         ),
     };
     let json = serde_json::to_string_pretty(&data).map_err(CommandError::failed)?;
-    // A closing tag inside repository text must not end the data frame.
-    let json = json.replace(&format!("</{frame}"), &format!("<\\/{frame}"));
-    let prompt = crate::prompt::render(name, template, serde_json::json!({ "prepared_context": json }))
-        .map_err(CommandError::failed)?;
-    generation::with_operator_hint(prompt, hint)
-}
-
-fn humantime(duration: std::time::Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 60 && seconds.is_multiple_of(60) {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{}s", duration.as_secs_f64())
-    }
+    generation::data_frame_prompt(name, template, frame, &json, hint)
 }
 
 async fn blocking<T: Send + 'static>(

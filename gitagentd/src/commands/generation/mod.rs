@@ -1,20 +1,25 @@
 //! What every message-generation command shares: turning the generation
-//! flags into settings, the tool-policy, environment and operator-hint
-//! prompt layers, the deadline, and the reporter that writes `llm.usage`
-//! lines (always) and the loop's trace (with `--debug`) to the caller's
-//! stderr in console form.
+//! flags into settings, the provider, the guidance and skills of a task,
+//! the tool-policy, environment, data-frame and operator-hint prompt
+//! layers, the deadline, the run of the agent loop, and where trace events
+//! go: the reporter that writes `llm.usage` lines (always) and the loop's
+//! trace (with `--debug`) to the caller's stderr in console form, plus the
+//! human console trace on stdout for the commands that stream one.
 
 mod pprof;
 
 pub use pprof::DiagnosticsServer;
 
 use super::{CommandError, Invocation, Output};
-use crate::agent::Limits;
-use crate::guidance::Family;
-use crate::provider::{ProviderFlags, RunOptions};
+use crate::agent::{self, AgentError, AgentTask, Limits, Outcome, OutputRules, RunContext};
+use crate::guidance::{self, Family, Guidance, WorktreeReader};
+use crate::provider::{self, Provider, ProviderFlags, RunOptions};
+use crate::services::Services;
+use crate::skills::SkillsManager;
 use crate::trace::{Console, Event};
 use git_agent_shared::cli::MessageArgs;
 use serde_json::json;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +66,121 @@ impl Generation {
             pprof: message.pprof.clone(),
         })
     }
+
+    /// Raises the step ceiling and the timeout to a command's minimums.
+    pub fn raise_to(&mut self, max_steps: u32, timeout: Duration) {
+        self.limits.max_steps = self.limits.max_steps.max(max_steps);
+        if self.timeout < timeout {
+            self.timeout = timeout;
+            self.provider_flags.timeout = Some(timeout);
+        }
+    }
+}
+
+/// The provider of one command run, resolved from the caller's
+/// environment and the flags, on the daemon-wide HTTP clients; its
+/// requests share a prompt-cache key derived from `cache_scope`.
+pub fn provider(
+    services: &Services,
+    invocation: &Invocation,
+    settings: &Generation,
+    cache_scope: &str,
+) -> Result<Provider, CommandError> {
+    let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
+    let mut run_options = settings.run_options.clone();
+    run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
+    let http = services.http_clients.get(config.http2_prior_knowledge).map_err(CommandError::failed)?;
+    Ok(Provider::with_client(http, config, run_options))
+}
+
+/// Runs `task` under the settings' deadline, with `rules` as the
+/// validator of its one repair pass.
+pub async fn run_loop(
+    provider: &Provider,
+    settings: &Generation,
+    command: &str,
+    sink: &TraceSink,
+    cancel: &CancellationToken,
+    task: &AgentTask,
+    rules: &OutputRules,
+) -> Result<Outcome, CommandError> {
+    let (token, deadline) = with_deadline(cancel, settings.timeout);
+    let trace_sink = sink.clone();
+    let trace = move |event: Event| trace_sink.event(event);
+    let context = RunContext { provider, cancel: token.clone(), deadline: Some(deadline), trace: &trace };
+    let result = agent::run(&context, task, Some(rules)).await;
+    token.cancel();
+    result.map_err(|error| match error {
+        AgentError::DeadlineExceeded => CommandError::Failed(format!(
+            "{command} ran out of time after {}\nhint: pass a longer --timeout, such as --timeout 5m",
+            humantime(settings.timeout)
+        )),
+        other => CommandError::failed(other),
+    })
+}
+
+fn humantime(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 60 && seconds.is_multiple_of(60) {
+        format!("{}m", seconds / 60)
+    } else {
+        format!("{}s", duration.as_secs_f64())
+    }
+}
+
+/// The project context of a task: its guidance and, when `skills-mgr` is
+/// installed, the manager and its listing (layer 5 and layer 4).
+pub struct ProjectContext {
+    pub guidance: Guidance,
+    pub skills: Option<SkillsManager>,
+    pub skills_layer: String,
+}
+
+impl ProjectContext {
+    /// Resolves guidance for `paths` (the repository root when empty) from
+    /// the worktree of `root`, and lists the skills.
+    pub async fn resolve(
+        invocation: &Invocation,
+        root: &Path,
+        paths: Vec<String>,
+        family: Family,
+        cancel: &CancellationToken,
+    ) -> Result<Self, CommandError> {
+        let guidance = {
+            let root = root.to_path_buf();
+            tokio::task::spawn_blocking(move || guidance::resolve(&root, &paths, family, &WorktreeReader::new(&root)))
+                .await
+                .map_err(CommandError::failed)?
+        };
+        let skills = SkillsManager::discover(&invocation.env, &invocation.cwd);
+        let skills_layer = match &skills {
+            Some(manager) => manager.list(cancel).await.map_err(CommandError::failed)?.stdout,
+            None => String::new(),
+        };
+        Ok(Self { guidance, skills, skills_layer })
+    }
+
+    /// The family the environment layer names: the requested one when no
+    /// guidance was found.
+    pub fn family(&self, requested: Family) -> Family {
+        if self.guidance.sources.is_empty() { requested } else { self.guidance.family }
+    }
+}
+
+/// Layer 6: `template` rendered with `data` (prepared JSON) framed as
+/// `<frame>` data, then the operator hint. A closing tag inside repository
+/// text cannot end the frame early.
+pub fn data_frame_prompt(
+    name: &'static str,
+    template: &'static str,
+    frame: &str,
+    data: &str,
+    hint: Option<&str>,
+) -> Result<String, CommandError> {
+    let data = data.replace(&format!("</{frame}"), &format!("<\\/{frame}"));
+    let prompt =
+        crate::prompt::render(name, template, json!({ "prepared_context": data })).map_err(CommandError::failed)?;
+    with_operator_hint(prompt, hint)
 }
 
 /// Layer 2: the read-only tool policy.
@@ -137,6 +257,35 @@ impl Reporter {
     }
 }
 
+/// Where trace events go: the stderr reporter (`llm.usage`, `--debug`)
+/// always, and the human console trace on stdout for commands that stream
+/// one (`commit`, `release-note --out`).
+#[derive(Clone)]
+pub struct TraceSink {
+    reporter: Reporter,
+    stdout: Option<Console>,
+    output: Output,
+}
+
+impl TraceSink {
+    pub fn new(invocation: &Invocation, output: &Output, reporter: &Reporter, stdout_trace: bool) -> Self {
+        let stdout = stdout_trace.then(|| {
+            let color = invocation.stdout_is_terminal && invocation.env.get("NO_COLOR").is_none();
+            Console::new(color, invocation.env.get("TZ"))
+        });
+        Self { reporter: reporter.clone(), stdout, output: output.clone() }
+    }
+
+    pub fn event(&self, event: Event) {
+        if let Some(console) = &self.stdout
+            && event.kind != "llm.usage"
+        {
+            self.output.stdout(console.render(&event));
+        }
+        self.reporter.event(event);
+    }
+}
+
 /// A token that fires when `cancel` does or when `timeout` passes, and
 /// the deadline.
 pub fn with_deadline(cancel: &CancellationToken, timeout: Duration) -> (CancellationToken, Instant) {
@@ -184,5 +333,23 @@ mod tests {
         assert_eq!(settings.run_options.service_tier.as_deref(), Some("priority"));
         assert_eq!(settings.run_options.reasoning_effort.as_deref(), Some("xhigh"));
         assert_eq!(settings.timeout, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn minimums_raise_but_never_lower_the_settings() {
+        let args = MessageArgs { max_steps: Some(3), ..Default::default() };
+        let mut settings = Generation::from_args(&args).unwrap();
+        settings.raise_to(12, Duration::from_secs(240));
+        assert_eq!((settings.limits.max_steps, settings.timeout), (12, Duration::from_secs(240)));
+        assert_eq!(settings.provider_flags.timeout, Some(Duration::from_secs(240)));
+
+        let args = MessageArgs {
+            max_steps: Some(40),
+            shared: GenerationArgs { timeout: Some(Duration::from_secs(600)), ..Default::default() },
+            ..Default::default()
+        };
+        let mut settings = Generation::from_args(&args).unwrap();
+        settings.raise_to(12, Duration::from_secs(240));
+        assert_eq!((settings.limits.max_steps, settings.timeout), (40, Duration::from_secs(600)));
     }
 }
