@@ -340,6 +340,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| invalid())
 }
 
+/// A duration as a user would write it for `--timeout`: whole minutes as
+/// `5m`, anything else in seconds (`90s`, `1.5s`).
+pub fn format_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 60 && seconds.is_multiple_of(60) && duration.subsec_nanos() == 0 {
+        format!("{}m", seconds / 60)
+    } else {
+        format!("{}s", duration.as_secs_f64())
+    }
+}
+
 impl InspectArgs {
     /// The prompt text after flag parsing: the positional words joined with
     /// one space, appended to `--append-prompt` when both are present.
@@ -615,6 +626,17 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         for bad in ["", "5", "s", "0s", "-1s", "5 s", "5d"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_are_formatted_as_they_are_written() {
+        assert_eq!(format_duration(Duration::from_secs(300)), "5m");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_millis(60_500)), "60.5s");
+        for written in ["5m", "90s", "1.5s"] {
+            assert_eq!(format_duration(parse_duration(written).unwrap()), written);
         }
     }
 

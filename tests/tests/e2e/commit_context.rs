@@ -16,24 +16,12 @@ fn env_with(fake: &FakeOpenAi) -> TestEnv {
     env
 }
 
-fn texts(request: &RecordedRequest) -> Vec<String> {
-    request.body["input"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["content"][0]["text"].as_str().or_else(|| item["output"].as_str()))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The JSON data frame `<frame>` of the request's user prompt.
 fn frame(request: &RecordedRequest, frame: &str) -> Value {
     let open = format!("<{frame}>\n");
     let close = format!("\n</{frame}>");
-    let user = texts(request).into_iter().find(|text| text.contains(&open)).expect("the data frame is in the request");
+    let user =
+        request.input_texts().into_iter().find(|text| text.contains(&open)).expect("the data frame is in the request");
     let start = user.find(&open).unwrap() + open.len();
     let end = user.rfind(&close).unwrap();
     serde_json::from_str(&user[start..end]).expect("the frame is JSON")
@@ -41,13 +29,6 @@ fn frame(request: &RecordedRequest, frame: &str) -> Value {
 
 fn prepared(request: &RecordedRequest) -> Value {
     frame(request, "prepared_commit_context")
-}
-
-fn tool_names(request: &RecordedRequest) -> Vec<String> {
-    request.body["tools"]
-        .as_array()
-        .map(|tools| tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
 }
 
 fn reply(fake: &FakeOpenAi, text: &str) {
@@ -69,7 +50,7 @@ fn nested_guidance_follows_the_staged_paths_and_ignores_claude_files() {
     repo.git(&["add", "-A"]);
     reply(&fake, "fix(deep): return one from x");
     assert_eq!(env.run_in(&repo.path().join("other"), &["commit-msg"]).success(), "fix(deep): return one from x\n");
-    let guidance = texts(&fake.requests()[0]).into_iter().find(|text| text.contains("App rule")).unwrap();
+    let guidance = fake.requests()[0].input_texts().into_iter().find(|text| text.contains("App rule")).unwrap();
     let (app, deep) = (guidance.find("App rule").unwrap(), guidance.find("Deep rule").unwrap());
     assert!(app < deep, "root-to-leaf order: {guidance}");
     assert!(!guidance.contains("Claude rule") && !guidance.contains("Other rule"), "{guidance}");
@@ -165,7 +146,7 @@ fn amend_keeps_the_original_subject_over_a_narrower_staged_delta() {
     assert!(!final_diff.contains("split(' ')"), "the final diff overlays the staged change on HEAD");
     assert!(context["amend_delta"].as_str().unwrap().contains("-    q.split(' ').collect()"));
     assert!(context["head_diff"].as_str().unwrap().contains("+    q.split(' ').collect()"));
-    let names = tool_names(first);
+    let names = first.tool_names();
     for tool in [
         "git_head_show",
         "git_diff_against_parent",
@@ -175,7 +156,7 @@ fn amend_keeps_the_original_subject_over_a_narrower_staged_delta() {
     ] {
         assert!(names.iter().any(|name| name == tool), "{tool} missing: {names:?}");
     }
-    let repair = texts(&requests[1]).last().cloned().unwrap();
+    let repair = requests[1].input_texts().last().cloned().unwrap();
     assert!(repair.contains("original HEAD subject"), "{repair}");
 }
 
@@ -318,7 +299,7 @@ fn a_generated_heavy_change_keeps_the_handwritten_outlier_raw() {
     assert_eq!(context["staged_summary"]["paths"], json!(121));
     assert_eq!(context["outlier_diff_paths"], json!(["cmd/main.go"]));
     assert!(context["outlier_diff"].as_str().unwrap().contains("+func main() { println(\"handwritten outlier\") }"));
-    assert!(tool_names(request).iter().any(|name| name == "git_staged_diff_for_paths"));
+    assert!(request.tool_names().iter().any(|name| name == "git_staged_diff_for_paths"));
 }
 
 #[test]
@@ -343,5 +324,5 @@ fn a_truncated_diff_adds_a_focus_diff_of_the_paths_it_never_reached() {
     assert_eq!(context["focus_diff_paths"], json!(["b_medium.txt", "c_small.txt"]));
     let focus = context["focus_diff"].as_str().unwrap();
     assert!(focus.contains("diff --git a/b_medium.txt b/b_medium.txt") && focus.contains("+small 19"), "{focus}");
-    assert!(tool_names(request).iter().any(|name| name == "git_staged_diff_for_paths"));
+    assert!(request.tool_names().iter().any(|name| name == "git_staged_diff_for_paths"));
 }

@@ -52,26 +52,6 @@ fn wait_failure(env: &TestEnv, repo: &GitRepo, command: &str, id: &str) -> Strin
     run.failure().to_string()
 }
 
-fn texts(request: &RecordedRequest) -> Vec<String> {
-    request.body["input"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["content"][0]["text"].as_str().or_else(|| item["output"].as_str()))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn tool_names(request: &RecordedRequest) -> Vec<String> {
-    request.body["tools"]
-        .as_array()
-        .map(|tools| tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
 const REVIEW: &str = r#"{"summary":"One readme line is unexplained.","recommendation":"COMMENT","findings":[{"severity":"MEDIUM","aspect":"maintainability","title":"Unexplained line","impact":"Readers cannot tell why it exists.","evidences":[{"title":"The new line","path":"README.md","line_start":2,"line_end":2}],"proposed_fix":"Explain the line."}]}"#;
 
 #[test]
@@ -111,7 +91,7 @@ fn review_runs_the_model_and_wait_prints_the_stored_report() {
         assert_eq!(body["text"]["format"]["name"], json!("review"));
         assert_eq!(body["text"]["format"]["strict"], json!(true));
         assert_eq!(body["text"]["format"]["schema"]["additionalProperties"], json!(false));
-        let names = tool_names(request);
+        let names = request.tool_names();
         for expected in ["review_changes", "review_diff", "review_diff_for_paths", "read_file", "grep", "jq"] {
             assert!(names.contains(&expected.to_string()), "{expected} missing from {names:?}");
         }
@@ -119,12 +99,12 @@ fn review_runs_the_model_and_wait_prints_the_stored_report() {
             assert_eq!(tool["strict"], json!(true));
         }
     }
-    let first = texts(&requests[0]);
+    let first = requests[0].input_texts();
     assert!(body_text(&requests[0]).contains("reviewing a change"));
     let user = first.iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
     assert!(user.contains("+world") && user.contains("+    42"), "{user}");
     assert!(first.iter().any(|text| text.contains("step: 1 of") && text.contains("tool calls left:")), "{first:?}");
-    let second = texts(&requests[1]);
+    let second = requests[1].input_texts();
     assert!(second.iter().any(|text| text.contains("step: 2 of")), "{second:?}");
     let output = second.iter().find(|text| text.contains("\"tool\":\"review_diff\"")).unwrap();
     let envelope: Value = serde_json::from_str(output).unwrap();
@@ -160,11 +140,11 @@ fn simplify_runs_the_model_on_the_index() {
     assert_eq!(body["model"], json!("gpt-5.6-terra"));
     assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "auto"}));
     assert_eq!(body["text"]["format"]["name"], json!("simplify"));
-    assert!(tool_names(&requests[0]).contains(&"review_diff_for_paths".to_string()));
-    let user = texts(&requests[0]).into_iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
+    assert!(requests[0].tool_names().contains(&"review_diff_for_paths".to_string()));
+    let user = requests[0].input_texts().into_iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
     assert!(user.contains("+    42") && !user.contains("+world"), "staged scope only: {user}");
     assert!(user.contains("<operator_hint>\nfocus on &lt;answer&gt;\n</operator_hint>"), "{user}");
-    let output = texts(&requests[1]).into_iter().find(|text| text.contains("\"tool\":\"read_file\"")).unwrap();
+    let output = requests[1].input_texts().into_iter().find(|text| text.contains("\"tool\":\"read_file\"")).unwrap();
     assert!(output.contains("\"source\":\"index\""), "{output}");
 }
 
@@ -204,7 +184,7 @@ fn an_invalid_report_gets_exactly_one_repair() {
     let repair = &requests[1];
     assert_eq!(repair.body["text"]["format"]["strict"], json!(true), "the repair keeps the schema");
     assert!(repair.body.get("tools").is_none(), "the repair is tool-free");
-    let last = texts(repair).pop().unwrap_or_default();
+    let last = repair.input_texts().pop().unwrap_or_default();
     assert!(last.contains("failed these checks") && last.contains("recommendation"), "{last}");
 
     // A second invalid answer fails the task after that one repair.

@@ -16,7 +16,7 @@ mod view;
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{AgentTask, Layers, OutputRules};
+use crate::agent::{AgentTask, OutputRules};
 use crate::git::{AmendContext, AmendLimits, FileSource, Repository, StagedContext, StagedLimits, SubmoduleChange};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::tools::commit::CommitTools;
@@ -266,14 +266,7 @@ async fn assemble(
         Prepared::Amend(_) => include_str!("prompts/system-amend.md"),
     };
     Ok(AgentTask {
-        layers: Layers {
-            system: system.trim().to_string(),
-            tool_policy: generation::tool_policy(),
-            environment,
-            skills: project.skills_layer,
-            guidance: project.guidance.render(),
-            user: user_prompt(prepared, settings.append_prompt.as_deref())?,
-        },
+        layers: project.layers(system, environment, user_prompt(prepared, settings.append_prompt.as_deref())?),
         tools,
         text_format: None,
         parallel_tool_calls: true,

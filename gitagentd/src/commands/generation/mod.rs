@@ -11,7 +11,7 @@ mod pprof;
 pub use pprof::DiagnosticsServer;
 
 use super::{CommandError, Invocation, Output};
-use crate::agent::{self, AgentError, AgentTask, Limits, Outcome, OutputRules, RunContext};
+use crate::agent::{self, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
 use crate::guidance::{self, Family, Guidance, WorktreeReader};
 use crate::provider::{self, Provider, ProviderFlags, RunOptions};
 use crate::services::Services;
@@ -113,19 +113,10 @@ pub async fn run_loop(
     result.map_err(|error| match error {
         AgentError::DeadlineExceeded => CommandError::Failed(format!(
             "{command} ran out of time after {}\nhint: pass a longer --timeout, such as --timeout 5m",
-            humantime(settings.timeout)
+            git_agent_shared::cli::format_duration(settings.timeout)
         )),
         other => CommandError::failed(other),
     })
-}
-
-fn humantime(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 60 && seconds.is_multiple_of(60) {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{}s", duration.as_secs_f64())
-    }
 }
 
 /// The project context of a task: its guidance and, when `skills-mgr` is
@@ -158,6 +149,20 @@ impl ProjectContext {
             None => String::new(),
         };
         Ok(Self { guidance, skills, skills_layer })
+    }
+
+    /// The seven request layers (skills and guidance from this context,
+    /// the shared tool policy) around a command's own system prompt,
+    /// environment and user prompt.
+    pub fn layers(self, system: &str, environment: String, user: String) -> Layers {
+        Layers {
+            system: system.trim().to_string(),
+            tool_policy: tool_policy(),
+            environment,
+            skills: self.skills_layer,
+            guidance: self.guidance.render(),
+            user,
+        }
     }
 
     /// The family the environment layer names: the requested one when no

@@ -9,7 +9,7 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output, blocking};
-use crate::agent::{AgentTask, Layers, OutputRules};
+use crate::agent::{AgentTask, OutputRules};
 use crate::git::range::{History, PrContext, PrLimits};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::services::Services;
@@ -117,14 +117,7 @@ async fn assemble(
         settings.append_prompt.as_deref(),
     )?;
     Ok(AgentTask {
-        layers: Layers {
-            system: include_str!("prompts/system.md").trim().to_string(),
-            tool_policy: generation::tool_policy(),
-            environment,
-            skills: project.skills_layer,
-            guidance: project.guidance.render(),
-            user,
-        },
+        layers: project.layers(include_str!("prompts/system.md"), environment, user),
         tools,
         text_format: None,
         parallel_tool_calls: true,

@@ -12,7 +12,7 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output, blocking};
-use crate::agent::{AgentTask, Layers, OutputRules};
+use crate::agent::{AgentTask, OutputRules};
 use crate::git::range::{EvidenceLimits, History};
 use crate::git::{FileSource, Repository};
 use crate::provider::TextFormat;
@@ -167,14 +167,7 @@ async fn assemble(
         settings.append_prompt.as_deref(),
     )?;
     Ok(AgentTask {
-        layers: Layers {
-            system: include_str!("prompts/system.md").trim().to_string(),
-            tool_policy: generation::tool_policy(),
-            environment,
-            skills: project.skills_layer,
-            guidance: project.guidance.render(),
-            user,
-        },
+        layers: project.layers(include_str!("prompts/system.md"), environment, user),
         tools,
         text_format: Some(TextFormat {
             name: "release_note".to_string(),

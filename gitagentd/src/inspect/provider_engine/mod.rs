@@ -125,7 +125,7 @@ impl ProviderEngine {
         let outcome = result.map_err(|error| match error {
             AgentError::DeadlineExceeded => format!(
                 "the {command} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
-                humantime(request.timeout.unwrap_or_default())
+                git_agent_shared::cli::format_duration(request.timeout.unwrap_or_default())
             ),
             AgentError::Cancelled => format!("the {command} inspection was cancelled"),
             AgentError::ContextTooLarge { estimated, limit } => format!(
@@ -495,15 +495,6 @@ fn diagnostic(request: &InspectionRequest, events: Vec<FailureToolEvent>, secret
                 event
             })
             .collect(),
-    }
-}
-
-fn humantime(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 60 && seconds.is_multiple_of(60) {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{}s", duration.as_secs_f64())
     }
 }
 
