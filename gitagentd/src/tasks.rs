@@ -555,11 +555,14 @@ fn open_table(metadata_root: &Path) -> Result<rusqlite::Connection, Box<dyn std:
 
 fn upsert(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path: &Path, pid: u32) {
     let Ok(connection) = table.lock() else { return };
-    let result = connection.execute(
+    // Every launch and phase change runs this statement: it is prepared once.
+    let result = connection.prepare_cached(
         "INSERT INTO tasks (id, command, project_id, record_path, state, phase, pid, started_ms, updated_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
          ON CONFLICT(id) DO UPDATE SET state = excluded.state, phase = excluded.phase, updated_ms = excluded.updated_ms",
-        rusqlite::params![
+    );
+    let result = result.and_then(|mut statement| {
+        statement.execute(rusqlite::params![
             status.id,
             status.command,
             status.project_id,
@@ -569,8 +572,8 @@ fn upsert(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path:
             i64::from(pid),
             status.started_ms,
             status.updated_ms
-        ],
-    );
+        ])
+    });
     if let Err(error) = result {
         tracing::warn!(%error, id = %status.id, "cannot update the task table");
     }
