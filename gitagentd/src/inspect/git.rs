@@ -11,6 +11,7 @@ use gix::hash::ObjectId;
 use gix::objs::tree::{EntryKind, EntryMode};
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// A file larger than this is hashed but never loaded for a diff.
@@ -141,6 +142,29 @@ impl Blob {
 
 /// path → blob for every non-tree entry below `tree`.
 pub type Flat = BTreeMap<String, Blob>;
+
+/// Every path of `old` or `new` in order, with its entry on each side: a
+/// merge of the two sorted maps, without building their union.
+pub fn union_entries<'a>(
+    old: &'a Flat,
+    new: &'a Flat,
+) -> impl Iterator<Item = (&'a String, Option<&'a Blob>, Option<&'a Blob>)> + 'a {
+    let (mut old, mut new) = (old.iter().peekable(), new.iter().peekable());
+    std::iter::from_fn(move || match (old.peek(), new.peek()) {
+        (Some((a, _)), Some((b, _))) => match a.cmp(b) {
+            std::cmp::Ordering::Less => old.next().map(|(path, blob)| (path, Some(blob), None)),
+            std::cmp::Ordering::Greater => new.next().map(|(path, blob)| (path, None, Some(blob))),
+            std::cmp::Ordering::Equal => {
+                let (path, before) = old.next()?;
+                let (_, after) = new.next()?;
+                Some((path, Some(before), Some(after)))
+            }
+        },
+        (Some(_), None) => old.next().map(|(path, blob)| (path, Some(blob), None)),
+        (None, Some(_)) => new.next().map(|(path, blob)| (path, None, Some(blob))),
+        (None, None) => None,
+    })
+}
 
 /// The tree id of HEAD, or the empty tree on an unborn branch.
 pub fn head_tree(repo: &gix::Repository) -> Result<ObjectId, GitError> {
@@ -293,9 +317,18 @@ pub fn tree_id(repo: &gix::Repository, entries: &Flat) -> ObjectId {
     for dir in order {
         let mut tree_entries = dirs.remove(&dir).unwrap_or_default();
         let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-        for (child, id) in ids.iter().filter(|(child, _)| is_direct_child(&prefix, child)) {
+        // Deeper folders are hashed first and leave `ids` once their parent
+        // is, so the folders below this one form one sorted run there.
+        let children: Vec<String> = ids
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|(child, _)| child.starts_with(prefix.as_str()))
+            .filter(|(child, _)| is_direct_child(&prefix, child))
+            .map(|(child, _)| child.clone())
+            .collect();
+        for child in children {
+            let Some(id) = ids.remove(&child) else { continue };
             let name = &child[prefix.len()..];
-            tree_entries.push(gix::objs::tree::Entry { mode: EntryKind::Tree.into(), filename: name.into(), oid: *id });
+            tree_entries.push(gix::objs::tree::Entry { mode: EntryKind::Tree.into(), filename: name.into(), oid: id });
         }
         tree_entries.sort();
         let tree = gix::objs::Tree { entries: tree_entries };
@@ -306,7 +339,6 @@ pub fn tree_id(repo: &gix::Repository, entries: &Flat) -> ObjectId {
             }
             Err(_) => ObjectId::null(hash),
         };
-        ids.retain(|child, _| !is_direct_child(&prefix, child));
         ids.insert(dir, id);
     }
     ids.remove("").unwrap_or_else(|| ObjectId::empty_tree(hash))

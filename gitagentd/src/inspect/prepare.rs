@@ -284,10 +284,8 @@ fn previous_head_pack(root: &Path, git_env: &GitEnv) -> Option<ContextPack> {
     let parent_tree = git::commit_tree(&repo, parent)?;
     let before = git::flatten_tree(&repo, parent_tree).ok()?;
     let after = git::flatten_tree(&repo, head_tree).ok()?;
-    let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     let mut facts = Vec::new();
-    for path in paths {
-        let (old, new) = (before.get(path), after.get(path));
+    for (path, old, new) in git::union_entries(&before, &after) {
         if old == new {
             continue;
         }

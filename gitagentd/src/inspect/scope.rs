@@ -363,11 +363,9 @@ impl Workspace {
     pub fn changes(&self) -> Vec<Change> {
         let mut changes = Vec::new();
         for component in &self.components {
-            let paths: BTreeSet<&String> = component.base.keys().chain(component.target.keys()).collect();
-            for path in paths {
-                let old = component.base.get(path).copied();
-                let new = component.target.get(path).copied();
-                let dirty = component.dirty_submodules.contains_key(path.as_str());
+            for (path, old, new) in git::union_entries(&component.base, &component.target) {
+                let (old, new) = (old.copied(), new.copied());
+                let dirty = !component.dirty_submodules.is_empty() && component.dirty_submodules.contains_key(path);
                 if old != new || dirty {
                     changes.push(Change { prefix: component.prefix.clone(), path: path.clone(), old, new, dirty });
                 }

@@ -156,6 +156,39 @@ fn uncommitted_target_tree_is_the_tree_git_would_write() {
 }
 
 #[test]
+fn target_trees_of_nested_folders_with_neighbouring_names_match_git() {
+    let fixture = Fixture::new();
+    fixture.write("README.md", "readme\n");
+    fixture.commit_all("initial");
+    // Names that sort around "a/" ('-' and '.' before '/', '0' after) and
+    // folders several levels deep, some holding only folders.
+    for path in ["a/x.txt", "a-b/c.txt", "a.b/c.txt", "a0/c.txt", "a/b/c/d/e.txt", "a/b/f.txt", "z/y/x/w.txt"] {
+        fixture.write(path, &format!("{path}\n"));
+    }
+    let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+    fixture.git(&["add", "-A"]);
+    assert_eq!(prepared.fingerprint.unwrap().target_tree, fixture.git(&["write-tree"]).trim());
+}
+
+#[test]
+fn union_entries_walks_both_sides_in_path_order() {
+    let blob = |byte: u8| crate::inspect::git::Blob {
+        mode: gix::objs::tree::EntryKind::Blob.into(),
+        id: gix::hash::ObjectId::from_bytes_or_panic(&[byte; 20]),
+    };
+    let old: crate::inspect::git::Flat =
+        [("a", 1), ("b", 2), ("d", 4)].into_iter().map(|(path, byte)| (path.to_string(), blob(byte))).collect();
+    let new: crate::inspect::git::Flat =
+        [("b", 2), ("c", 3), ("d", 5)].into_iter().map(|(path, byte)| (path.to_string(), blob(byte))).collect();
+    let union: Vec<(&str, Option<u8>, Option<u8>)> = crate::inspect::git::union_entries(&old, &new)
+        .map(|(path, before, after)| {
+            (path.as_str(), before.map(|b| b.id.as_bytes()[0]), after.map(|b| b.id.as_bytes()[0]))
+        })
+        .collect();
+    assert_eq!(union, [("a", Some(1), None), ("b", Some(2), Some(2)), ("c", None, Some(3)), ("d", Some(4), Some(5))]);
+}
+
+#[test]
 fn empty_scopes_fail_and_codebase_has_no_diff() {
     let fixture = Fixture::new();
     fixture.write("a.txt", "one\n");
