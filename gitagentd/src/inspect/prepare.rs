@@ -279,13 +279,34 @@ fn read_prefix(path: &Path) -> Option<Vec<u8>> {
 fn previous_head_pack(root: &Path, git_env: &GitEnv) -> Option<ContextPack> {
     let repo = git::open(root, git_env).ok()?;
     let head = repo.head_commit().ok()?;
-    let head_tree = head.tree_id().ok()?.detach();
     let parent = head.parent_ids().next()?.detach();
-    let parent_tree = git::commit_tree(&repo, parent)?;
-    let before = git::flatten_tree(&repo, parent_tree).ok()?;
-    let after = git::flatten_tree(&repo, head_tree).ok()?;
+    let head_tree = head.tree().ok()?;
+    let parent_tree = repo.try_find_object(parent).ok()??.try_into_commit().ok()?.tree().ok()?;
+    // Only the entries that differ: unchanged folders are never read.
+    let options = gix::diff::Options::default().with_rewrites(None);
+    let mut entries: Vec<(String, Option<git::Blob>, Option<git::Blob>)> = repo
+        .diff_tree_to_tree(&parent_tree, &head_tree, options)
+        .ok()?
+        .into_iter()
+        .filter_map(|change| {
+            use gix::object::tree::diff::ChangeDetached as Change;
+            let blob = |mode: gix::objs::tree::EntryMode, id| (!mode.is_tree()).then_some(git::Blob { mode, id });
+            let (location, old, new) = match change {
+                Change::Addition { location, entry_mode, id, .. } => (location, None, blob(entry_mode, id)),
+                Change::Deletion { location, entry_mode, id, .. } => (location, blob(entry_mode, id), None),
+                Change::Modification { location, previous_entry_mode, previous_id, entry_mode, id } => {
+                    (location, blob(previous_entry_mode, previous_id), blob(entry_mode, id))
+                }
+                Change::Rewrite { .. } => return None,
+            };
+            (old.is_some() || new.is_some())
+                .then(|| (gix::bstr::ByteSlice::to_str_lossy(location.as_slice()).into_owned(), old, new))
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     let mut facts = Vec::new();
-    for (path, old, new) in git::union_entries(&before, &after) {
+    for (path, old, new) in &entries {
+        let (old, new) = (old.as_ref(), new.as_ref());
         if old == new {
             continue;
         }

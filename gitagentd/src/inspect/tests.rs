@@ -395,6 +395,27 @@ fn operator_hints_are_escaped_and_bounded() {
 }
 
 #[test]
+fn the_previous_head_pack_describes_only_what_head_changed() {
+    let fixture = Fixture::new();
+    fixture.write("keep/same.txt", "same\n");
+    fixture.write("old.txt", "gone\n");
+    fixture.write("src/lib.rs", "one\ntwo\n");
+    fixture.commit_all("initial");
+    fixture.git(&["rm", "-q", "old.txt"]);
+    fixture.write("src/lib.rs", "one\nthree\nfour\n");
+    fixture.write("src/deep/new.rs", "a\nb\n");
+    fixture.commit_all("second");
+    fixture.write("keep/same.txt", "dirty\n");
+    let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+    let previous = prepared.previous_head_context_pack.as_ref().unwrap();
+    assert_eq!(previous.overview.files, 3, "{previous:?}");
+    assert_eq!((previous.overview.adds, previous.overview.deletes), (4, 2), "{previous:?}");
+    let statuses: Vec<(&str, u64)> =
+        previous.overview.statuses.iter().map(|(status, count)| (status.as_str(), *count)).collect();
+    assert_eq!(statuses, [("added", 1), ("deleted", 1), ("modified", 1)]);
+}
+
+#[test]
 fn the_prompt_context_bounds_both_packs_and_keeps_the_diff() {
     let fixture = Fixture::new();
     fixture.write("a.txt", "one\n");
