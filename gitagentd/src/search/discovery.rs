@@ -418,9 +418,11 @@ fn walk_dir(
 /// Reads a found file and applies the content checks: at most 1 MiB,
 /// no NUL byte near the start, a text type. Returns the text (invalid
 /// UTF-8 replaced) or the reason to skip it.
-pub fn read_candidate(root: &Path, path: &str) -> Result<String, SkipReason> {
+/// `size_hint` (the walk's size) sizes the buffer; the limit holds
+/// whatever the file's size is now.
+pub fn read_candidate(root: &Path, path: &str, size_hint: u64) -> Result<String, SkipReason> {
     let file = fs::File::open(root.join(path)).map_err(|_| SkipReason::Unreadable)?;
-    let mut data = Vec::new();
+    let mut data = Vec::with_capacity(size_hint.min(MAX_FILE_BYTES) as usize + 1);
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data).map_err(|_| SkipReason::Unreadable)?;
     if data.len() as u64 > MAX_FILE_BYTES {
         return Err(SkipReason::Oversized);
@@ -450,7 +452,11 @@ mod tests {
     fn paths(root: &Path, scope: &[&str]) -> Vec<String> {
         let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
         let walk = walk(root, &scope, &mut IgnoreRules::new(root));
-        walk.files.into_iter().filter(|file| read_candidate(root, &file.path).is_ok()).map(|file| file.path).collect()
+        walk.files
+            .into_iter()
+            .filter(|file| read_candidate(root, &file.path, file.stat.size).is_ok())
+            .map(|file| file.path)
+            .collect()
     }
 
     #[test]
@@ -481,7 +487,7 @@ mod tests {
         let mut accepted = Vec::new();
         let mut counts = walk.skipped;
         for file in &walk.files {
-            match read_candidate(root, &file.path) {
+            match read_candidate(root, &file.path, file.stat.size) {
                 Ok(_) => accepted.push(file.path.clone()),
                 Err(reason) => {
                     counts.count(reason);
