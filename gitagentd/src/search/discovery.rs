@@ -284,6 +284,9 @@ impl IgnoreRules {
     }
 }
 
+/// A top-level folder's walk: its entry index, skips and files to stat.
+type WalkedFolder = (usize, Walk, Vec<(String, fs::DirEntry)>);
+
 /// Walks `root`, limited to `scope`, applying every rule that needs no
 /// file contents.
 pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
@@ -315,7 +318,7 @@ pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
         // nothing; a panic on one goes on in this thread.
         let next = AtomicUsize::new(0);
         let folders = &folders;
-        let walked: Vec<Vec<(usize, Walk, Vec<(String, fs::DirEntry)>)>> = std::thread::scope(|scope_threads| {
+        let walked: Vec<Vec<WalkedFolder>> = std::thread::scope(|scope_threads| {
             let handles: Vec<_> = (0..threads.min(folders.len()))
                 .map(|_| {
                     let (root_level, next) = (Arc::clone(&root_level), &next);

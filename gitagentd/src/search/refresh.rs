@@ -364,6 +364,9 @@ struct PendingFile {
     len: usize,
 }
 
+/// A batch's position and the outcomes of its files.
+type ReadBatch = (usize, Vec<ReadOutcome>);
+
 /// How many files a reader thread takes at a time.
 const READ_BATCH: usize = 32;
 
@@ -384,7 +387,7 @@ fn read_files(
         if indexes.len() < 64 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) };
     let batches: Vec<&[usize]> = indexes.chunks(READ_BATCH).collect();
     let next = AtomicUsize::new(0);
-    let results: Vec<Result<Vec<(usize, Vec<ReadOutcome>)>, RefreshError>> = std::thread::scope(|scope| {
+    let results: Vec<Result<Vec<ReadBatch>, RefreshError>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
             (0..threads).map(|_| scope.spawn(|| read_batches(request, files, &batches, &next, cancelled))).collect();
         handles
@@ -420,7 +423,7 @@ fn read_batches(
     batches: &[&[usize]],
     next: &AtomicUsize,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<(usize, Vec<ReadOutcome>)>, RefreshError> {
+) -> Result<Vec<ReadBatch>, RefreshError> {
     let snapshot_error = |source| RefreshError::Snapshot { dir: request.temp_dir.clone(), source };
     let mut writer = BodyWriter::new(&request.temp_dir).map_err(snapshot_error)?;
     let mut pending: Vec<(usize, Vec<Result<PendingFile, SkipReason>>)> = Vec::new();
