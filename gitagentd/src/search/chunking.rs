@@ -107,7 +107,7 @@ pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars
             chunks.push(path_only_chunk(path, source_kind, max_input_chars));
             done = true;
         } else {
-            let ranges = go_ranges(&file, &text, &lines);
+            let ranges = go_ranges(file, &text, &lines);
             if !ranges.is_empty() {
                 for (start, end, symbol) in ranges {
                     chunks.push(body_chunk(path, language, &text, &lines, start, end, symbol, max_input_chars));
@@ -172,7 +172,7 @@ fn windows(start: usize, end: usize) -> Vec<(usize, usize)> {
 
 /// Declaration chunks plus the uncovered stretches between them, sorted
 /// by first line.
-fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize, usize, Option<Symbol>)> {
+fn go_ranges(file: golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize, usize, Option<Symbol>)> {
     let count = lines.count();
     let mut covered = vec![false; count + 1];
     let mut ranges = Vec::new();
@@ -181,13 +181,17 @@ fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize
             return;
         }
         let end = end.min(count);
-        for (from, to) in windows(start, end) {
-            ranges.push((from, to, symbol.clone()));
+        let windows = windows(start, end);
+        let last = windows.len().saturating_sub(1);
+        let mut symbol = Some(symbol);
+        for (index, (from, to)) in windows.into_iter().enumerate() {
+            let symbol = if index == last { symbol.take().flatten() } else { symbol.clone().flatten() };
+            ranges.push((from, to, symbol));
             covered[from..=to].fill(true);
         }
     };
-    for decl in &file.decls {
-        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name.clone() };
+    for decl in file.decls {
+        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name };
         add(decl.start_line, decl.end_line, Some(symbol), &mut covered);
     }
     let blank = |line: usize| {
