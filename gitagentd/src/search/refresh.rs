@@ -285,6 +285,7 @@ pub fn prepare(
     let caches_change = any_read || cached_in_universe != accepted.len() || rejected_in_universe != rejected_now;
     let (contents, rejected) = if caches_change {
         let mut contents = live.contents.clone();
+        contents.reserve(read_contents.len());
         let mut rejected = live.rejected.clone();
         for content in read_contents {
             rejected.remove(&content.path);
@@ -430,11 +431,11 @@ fn read_batches(
     loop {
         let batch = next.fetch_add(1, Ordering::Relaxed);
         let Some(part) = batches.get(batch) else { break };
+        if cancelled() {
+            return Err(StoreError::Cancelled.into());
+        }
         let mut outcomes = Vec::with_capacity(part.len());
         for &index in *part {
-            if cancelled() {
-                return Err(StoreError::Cancelled.into());
-            }
             let file = &files[index];
             let started = now_ns();
             match discovery::read_candidate(&request.root, &file.path, file.stat.size) {
