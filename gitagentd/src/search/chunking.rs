@@ -97,6 +97,7 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
 pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars: usize) -> ChunkedFile {
     let text = normalize(source);
     let lines = LineIndex::new(&text);
+    let language = language_for_path(path);
     let mut chunks = Vec::new();
     let mut done = false;
     if path.ends_with(".go")
@@ -106,10 +107,10 @@ pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars
             chunks.push(path_only_chunk(path, source_kind, max_input_chars));
             done = true;
         } else {
-            let ranges = go_ranges(&file, &text, &lines);
+            let ranges = go_ranges(file, &text, &lines);
             if !ranges.is_empty() {
                 for (start, end, symbol) in ranges {
-                    chunks.push(body_chunk(path, &text, &lines, start, end, symbol, max_input_chars));
+                    chunks.push(body_chunk(path, language, &text, &lines, start, end, symbol, max_input_chars));
                 }
                 done = true;
             }
@@ -117,7 +118,7 @@ pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars
     }
     if !done {
         for (start, end) in windows(1, lines.count()) {
-            chunks.push(body_chunk(path, &text, &lines, start, end, None, max_input_chars));
+            chunks.push(body_chunk(path, language, &text, &lines, start, end, None, max_input_chars));
         }
     }
     ChunkedFile { text, chunks }
@@ -131,7 +132,8 @@ struct LineIndex {
 
 impl LineIndex {
     fn new(text: &str) -> Self {
-        let mut starts = vec![0];
+        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+        starts.push(0);
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|newline| newline + 1));
         Self { starts, len: text.len() }
     }
@@ -170,7 +172,7 @@ fn windows(start: usize, end: usize) -> Vec<(usize, usize)> {
 
 /// Declaration chunks plus the uncovered stretches between them, sorted
 /// by first line.
-fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize, usize, Option<Symbol>)> {
+fn go_ranges(file: golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize, usize, Option<Symbol>)> {
     let count = lines.count();
     let mut covered = vec![false; count + 1];
     let mut ranges = Vec::new();
@@ -179,13 +181,17 @@ fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize
             return;
         }
         let end = end.min(count);
-        for (from, to) in windows(start, end) {
-            ranges.push((from, to, symbol.clone()));
+        let windows = windows(start, end);
+        let last = windows.len().saturating_sub(1);
+        let mut symbol = Some(symbol);
+        for (index, (from, to)) in windows.into_iter().enumerate() {
+            let symbol = if index == last { symbol.take().flatten() } else { symbol.clone().flatten() };
+            ranges.push((from, to, symbol));
             covered[from..=to].fill(true);
         }
     };
-    for decl in &file.decls {
-        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name.clone() };
+    for decl in file.decls {
+        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name };
         add(decl.start_line, decl.end_line, Some(symbol), &mut covered);
     }
     let blank = |line: usize| {
@@ -211,8 +217,10 @@ fn go_ranges(file: &golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize
     ranges
 }
 
+#[allow(clippy::too_many_arguments)]
 fn body_chunk(
     path: &str,
+    language: Option<&str>,
     text: &str,
     lines: &LineIndex,
     start: usize,
@@ -222,24 +230,34 @@ fn body_chunk(
 ) -> ChunkDraft {
     let (from, to) = lines.range(start, end);
     let body = &text[from..to];
-    let longest_line = (start..=end)
-        .map(|line| {
+    // A body of at most 4,000 bytes has no longer line.
+    let short_lines = body.len() <= MAX_EMBEDDING_LINE_CHARS
+        || (start..=end).all(|line| {
             let (from, to) = lines.range(line, line);
-            to - from
-        })
-        .max()
-        .unwrap_or(0);
-    let input = if longest_line <= MAX_EMBEDDING_LINE_CHARS {
-        embedding_input_short_lines(path, symbol.as_ref(), body, max_input_chars)
+            to - from <= MAX_EMBEDDING_LINE_CHARS
+        });
+    // The input is hashed as it is produced where it is the header and
+    // the body verbatim, else built first.
+    let mut hasher = Sha256::new();
+    let mut input_bytes = 0;
+    let fed = short_lines
+        && short_lines_input(path, symbol.as_ref(), language, body, max_input_chars, |piece| {
+            hasher.update(piece.as_bytes());
+            input_bytes += piece.len();
+        });
+    let input_hash: Hash32 = if fed {
+        hasher.finalize().into()
     } else {
-        embedding_input(path, symbol.as_ref(), body, max_input_chars)
+        let input = embedding_input(path, symbol.as_ref(), body, max_input_chars);
+        input_bytes = input.len();
+        Sha256::digest(input.as_bytes()).into()
     };
     ChunkDraft {
         start_line: start as u32,
         end_line: end as u32,
         content_hash: Sha256::digest(body.as_bytes()).into(),
-        input_hash: Sha256::digest(input.as_bytes()).into(),
-        input_bytes: input.len() as u32,
+        input_hash,
+        input_bytes: input_bytes as u32,
         symbol,
         body_start: from as u32,
         body_len: (to - from) as u32,
@@ -298,39 +316,59 @@ pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_char
 }
 
 /// [`embedding_input`] for a body whose lines are all at most 4,000 bytes
-/// (so none needs clamping): when the whole input fits the cap in bytes it
-/// is copied at once, without counting characters.
+/// (so none needs clamping), built from [`short_lines_input`].
+#[cfg(test)]
 fn embedding_input_short_lines(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    if short_lines_input(path, symbol, language_for_path(path), body, max_chars, |piece| out.push_str(piece)) {
+        out
+    } else {
+        embedding_input(path, symbol, body, max_chars)
+    }
+}
+
+/// Feeds [`embedding_input`] for a body whose lines are all at most 4,000
+/// bytes (so none needs clamping) to `sink` piece by piece, when the whole
+/// input fits the cap in bytes: then it is the header and the body
+/// verbatim, with no characters to count. `language` is
+/// [`language_for_path`] of `path`. Returns `false`, having fed nothing,
+/// when the input might not fit.
+fn short_lines_input(
+    path: &str,
+    symbol: Option<&Symbol>,
+    language: Option<&str>,
+    body: &str,
+    max_chars: usize,
+    mut sink: impl FnMut(&str),
+) -> bool {
     let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
     let symbol = symbol.filter(|symbol| !symbol.name.is_empty());
-    let language = language_for_path(path);
     let header_len = 7
         + path.len()
         + symbol.map_or(0, |symbol| 10 + symbol.kind.len() + symbol.name.len())
         + language.map_or(0, |language| 11 + language.len())
         + 1;
     if header_len + body.len() > max_chars {
-        return embedding_input(path, symbol, body, max_chars);
+        return false;
     }
-    let mut out = String::with_capacity(header_len + body.len());
-    out.push_str("path: ");
-    out.push_str(path);
-    out.push('\n');
+    sink("path: ");
+    sink(path);
+    sink("\n");
     if let Some(symbol) = symbol {
-        out.push_str("symbol: ");
-        out.push_str(&symbol.kind);
-        out.push(' ');
-        out.push_str(&symbol.name);
-        out.push('\n');
+        sink("symbol: ");
+        sink(&symbol.kind);
+        sink(" ");
+        sink(&symbol.name);
+        sink("\n");
     }
     if let Some(language) = language {
-        out.push_str("language: ");
-        out.push_str(language);
-        out.push('\n');
+        sink("language: ");
+        sink(language);
+        sink("\n");
     }
-    out.push('\n');
-    out.push_str(body);
-    out
+    sink("\n");
+    sink(body);
+    true
 }
 
 /// A line cut to at most 4,000 characters.
@@ -497,6 +535,29 @@ mod tests {
         let capped = embedding_input("a.txt", None, "ééééé", 15);
         assert_eq!(capped, "path: a.txt\n\néé");
         assert_eq!(capped.chars().count(), 15);
+    }
+
+    #[test]
+    fn every_chunk_hashes_its_exact_input() {
+        let go = "package demo\n\n// Run runs.\nfunc Run() {\n\treturn\n}\n\ntype T struct{ A int }\n";
+        let long_line = "x".repeat(MAX_EMBEDDING_LINE_CHARS + 10);
+        let lines: String = (0..200).map(|line| format!("line {line} é\n")).collect();
+        for (path, text, cap) in [
+            ("demo.go", go.to_string(), 0),
+            ("demo.go", go.to_string(), 40),
+            ("docs/notes.md", lines.clone(), 0),
+            ("docs/notes.md", lines.clone(), 300),
+            ("a.txt", format!("{long_line}\nshort\n"), 0),
+            ("b.txt", String::new(), 0),
+        ] {
+            let file = chunk_file(path, "filesystem", text, cap);
+            assert!(!file.chunks.is_empty());
+            for chunk in &file.chunks {
+                let input = embedding_input(path, chunk.symbol.as_ref(), file.body(chunk), cap);
+                assert_eq!(chunk.input_hash, <Hash32>::from(Sha256::digest(input.as_bytes())), "{path} {cap}");
+                assert_eq!(chunk.input_bytes as usize, input.len(), "{path} {cap}");
+            }
+        }
     }
 
     #[test]

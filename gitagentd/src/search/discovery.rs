@@ -20,6 +20,7 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Files larger than this are skipped as oversized.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -283,13 +284,77 @@ impl IgnoreRules {
     }
 }
 
+/// A top-level folder's walk: its entry index, skips and files to stat.
+type WalkedFolder = (usize, Walk, Vec<(String, fs::DirEntry)>);
+
 /// Walks `root`, limited to `scope`, applying every rule that needs no
 /// file contents.
 pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
     let mut out = Walk::default();
-    let mut pending = Vec::new();
     let root_level = rules.level("");
-    walk_dir(root, "", scope, rules, &mut vec![root_level], &mut out, &mut pending);
+    let Some(entries) = read_sorted(root, "", &mut out) else { return out };
+    // Each top-level entry gets its own result; its folders are walked on
+    // a few threads, and the results are joined in walk order.
+    let mut parts: Vec<(Walk, Vec<(String, fs::DirEntry)>)> = Vec::with_capacity(entries.len());
+    let mut folders: Vec<(usize, String)> = Vec::new();
+    let mut stack = vec![Arc::clone(&root_level)];
+    for (name, entry) in entries {
+        let mut part = (Walk::default(), Vec::new());
+        if let Some(folder) = visit(root, "", name, entry, scope, rules, &mut stack, &mut part.0, &mut part.1, false) {
+            folders.push((parts.len(), folder));
+        }
+        parts.push(part);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    if folders.len() < 2 || threads == 1 {
+        for (index, folder) in folders {
+            let (walk, pending) = &mut parts[index];
+            let level = rules.level(&folder);
+            let mut stack = vec![Arc::clone(&root_level), level];
+            walk_dir(root, &folder, scope, rules, &mut stack, walk, pending);
+        }
+    } else {
+        // The threads take folders in turn, so one slowed down holds up
+        // nothing; a panic on one goes on in this thread.
+        let next = AtomicUsize::new(0);
+        let folders = &folders;
+        let walked: Vec<Vec<WalkedFolder>> = std::thread::scope(|scope_threads| {
+            let handles: Vec<_> = (0..threads.min(folders.len()))
+                .map(|_| {
+                    let (root_level, next) = (Arc::clone(&root_level), &next);
+                    scope_threads.spawn(move || {
+                        let mut rules = IgnoreRules::new(root);
+                        rules.levels.insert(String::new(), Arc::clone(&root_level));
+                        let mut done = Vec::new();
+                        while let Some((index, folder)) = folders.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            let mut walk = Walk::default();
+                            let mut pending = Vec::new();
+                            let level = rules.level(folder);
+                            let mut stack = vec![Arc::clone(&root_level), level];
+                            walk_dir(root, folder, scope, &mut rules, &mut stack, &mut walk, &mut pending);
+                            done.push((*index, walk, pending));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        for (index, walk, pending) in walked.into_iter().flatten() {
+            parts[index] = (walk, pending);
+        }
+    }
+    let mut pending = Vec::new();
+    for (walk, part_pending) in parts {
+        out.skipped.dirs += walk.skipped.dirs;
+        out.skipped.unreadable += walk.skipped.unreadable;
+        out.skipped.symlink += walk.skipped.symlink;
+        out.skips.extend(walk.skips);
+        pending.extend(part_pending);
+    }
     stat_files(pending, &mut out);
     out
 }
@@ -334,15 +399,9 @@ fn stat_files(pending: Vec<(String, fs::DirEntry)>, out: &mut Walk) {
     }
 }
 
-fn walk_dir(
-    root: &Path,
-    dir: &str,
-    scope: &[String],
-    rules: &mut IgnoreRules,
-    stack: &mut Vec<Arc<Level>>,
-    out: &mut Walk,
-    pending: &mut Vec<(String, fs::DirEntry)>,
-) {
+/// The entries of a folder sorted by name; `None` (with a skip) when the
+/// folder cannot be read.
+fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs::DirEntry)>> {
     let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
     let entries = match fs::read_dir(&abs) {
         Ok(entries) => entries,
@@ -350,7 +409,7 @@ fn walk_dir(
             out.skipped.unreadable += 1;
             let path = if dir.is_empty() { ".".to_string() } else { dir.to_string() };
             out.skips.push(Skip { path, reason: SkipReason::Unreadable });
-            return;
+            return None;
         }
     };
     let mut entries: Vec<(String, fs::DirEntry)> = entries
@@ -361,66 +420,103 @@ fn walk_dir(
         })
         .collect();
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Some(entries)
+}
+
+fn walk_dir(
+    root: &Path,
+    dir: &str,
+    scope: &[String],
+    rules: &mut IgnoreRules,
+    stack: &mut Vec<Arc<Level>>,
+    out: &mut Walk,
+    pending: &mut Vec<(String, fs::DirEntry)>,
+) {
+    let Some(entries) = read_sorted(root, dir, out) else { return };
     for (name, entry) in entries {
-        let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
-        let Ok(file_type) = entry.file_type() else {
-            out.skipped.unreadable += 1;
-            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
-            continue;
-        };
-        if file_type.is_dir() {
-            if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
-                continue;
-            }
-            if is_dot_name(&name) && dot_rule_skips(&path, scope) {
-                out.skipped.dirs += 1;
-                out.skips.push(Skip { path, reason: SkipReason::DotDir });
-                continue;
-            }
-            if rules.ignored_with(stack, &path, true) {
-                out.skipped.dirs += 1;
-                continue;
-            }
-            let level = rules.level(&path);
-            stack.push(level);
-            walk_dir(root, &path, scope, rules, stack, out, pending);
-            stack.pop();
-            continue;
-        }
-        if !path_in_scope(&path, scope) {
-            continue;
-        }
-        if is_dot_name(&name) {
-            if IGNORE_FILES.contains(&name.as_str()) {
-                continue;
-            }
-            if dot_rule_skips(&path, scope) {
-                out.skips.push(Skip { path, reason: SkipReason::DotFile });
-                continue;
-            }
-        }
-        if rules.ignored_with(stack, &path, false) {
-            continue;
-        }
-        if file_type.is_symlink() {
-            out.skipped.symlink += 1;
-            out.skips.push(Skip { path, reason: SkipReason::Symlink });
-            continue;
-        }
-        if !file_type.is_file() {
-            out.skips.push(Skip { path, reason: SkipReason::NonRegular });
-            continue;
-        }
-        pending.push((path, entry));
+        visit(root, dir, name, entry, scope, rules, stack, out, pending, true);
     }
+}
+
+/// Applies the walk's rules to one entry of `dir`. A folder to enter is
+/// walked at once when `recurse` is set, else returned.
+#[allow(clippy::too_many_arguments)]
+fn visit(
+    root: &Path,
+    dir: &str,
+    name: String,
+    entry: fs::DirEntry,
+    scope: &[String],
+    rules: &mut IgnoreRules,
+    stack: &mut Vec<Arc<Level>>,
+    out: &mut Walk,
+    pending: &mut Vec<(String, fs::DirEntry)>,
+    recurse: bool,
+) -> Option<String> {
+    let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+    let Ok(file_type) = entry.file_type() else {
+        out.skipped.unreadable += 1;
+        out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+        return None;
+    };
+    if file_type.is_dir() {
+        if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
+            return None;
+        }
+        if is_dot_name(&name) && dot_rule_skips(&path, scope) {
+            out.skipped.dirs += 1;
+            out.skips.push(Skip { path, reason: SkipReason::DotDir });
+            return None;
+        }
+        if rules.ignored_with(stack, &path, true) {
+            out.skipped.dirs += 1;
+            return None;
+        }
+        if !recurse {
+            return Some(path);
+        }
+        let level = rules.level(&path);
+        stack.push(level);
+        walk_dir(root, &path, scope, rules, stack, out, pending);
+        stack.pop();
+        return None;
+    }
+    if !path_in_scope(&path, scope) {
+        return None;
+    }
+    if is_dot_name(&name) {
+        if IGNORE_FILES.contains(&name.as_str()) {
+            return None;
+        }
+        if dot_rule_skips(&path, scope) {
+            out.skips.push(Skip { path, reason: SkipReason::DotFile });
+            return None;
+        }
+    }
+    if rules.ignored_with(stack, &path, false) {
+        return None;
+    }
+    if file_type.is_symlink() {
+        out.skipped.symlink += 1;
+        out.skips.push(Skip { path, reason: SkipReason::Symlink });
+        return None;
+    }
+    if !file_type.is_file() {
+        out.skips.push(Skip { path, reason: SkipReason::NonRegular });
+        return None;
+    }
+    pending.push((path, entry));
+    None
 }
 
 /// Reads a found file and applies the content checks: at most 1 MiB,
 /// no NUL byte near the start, a text type. Returns the text (invalid
 /// UTF-8 replaced) or the reason to skip it.
-pub fn read_candidate(root: &Path, path: &str) -> Result<String, SkipReason> {
+/// `size_hint` (the walk's size) sizes the buffer; the limit holds
+/// whatever the file's size is now.
+pub fn read_candidate(root: &Path, path: &str, size_hint: u64) -> Result<String, SkipReason> {
     let file = fs::File::open(root.join(path)).map_err(|_| SkipReason::Unreadable)?;
-    let mut data = Vec::new();
+    let mut data = Vec::with_capacity(size_hint.min(MAX_FILE_BYTES) as usize + 1);
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data).map_err(|_| SkipReason::Unreadable)?;
     if data.len() as u64 > MAX_FILE_BYTES {
         return Err(SkipReason::Oversized);
@@ -450,7 +546,11 @@ mod tests {
     fn paths(root: &Path, scope: &[&str]) -> Vec<String> {
         let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
         let walk = walk(root, &scope, &mut IgnoreRules::new(root));
-        walk.files.into_iter().filter(|file| read_candidate(root, &file.path).is_ok()).map(|file| file.path).collect()
+        walk.files
+            .into_iter()
+            .filter(|file| read_candidate(root, &file.path, file.stat.size).is_ok())
+            .map(|file| file.path)
+            .collect()
     }
 
     #[test]
@@ -481,7 +581,7 @@ mod tests {
         let mut accepted = Vec::new();
         let mut counts = walk.skipped;
         for file in &walk.files {
-            match read_candidate(root, &file.path) {
+            match read_candidate(root, &file.path, file.stat.size) {
                 Ok(_) => accepted.push(file.path.clone()),
                 Err(reason) => {
                     counts.count(reason);

@@ -129,7 +129,14 @@ impl<'a> Lexer<'a> {
 
 /// Scans `source`; `None` when it does not look like valid Go.
 pub fn scan(source: &str) -> Option<GoFile> {
-    let (tokens, comments) = lex(source)?;
+    scan_with(source, true)
+}
+
+/// [`scan`], stepping over regions whose tokens are not kept (bodies) with
+/// [`skip_region`] when `skip_regions` is set, else token by token (the
+/// reference the tests compare against).
+fn scan_with(source: &str, skip_regions: bool) -> Option<GoFile> {
+    let (tokens, comments) = lex(source, skip_regions)?;
     let statements = split_statements(&tokens)?;
     let mut file = GoFile::default();
     let mut iter = statements.into_iter().map(|range| &tokens[range]);
@@ -161,7 +168,7 @@ struct Comment {
     do_not_edit: bool,
 }
 
-fn lex<'a>(source: &'a str) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
+fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
     let bytes = source.as_bytes();
     let mut lexer = Lexer { tokens: Vec::with_capacity(bytes.len() / 16), last: None, stack: Vec::new() };
     let mut comments = Vec::new();
@@ -179,9 +186,10 @@ fn lex<'a>(source: &'a str) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
             b' ' | b'\t' | b'\r' => index += 1,
             b'/' if bytes.get(index + 1) == Some(&b'/') => {
                 let end = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
-                if !seen_package || lexer.stack.is_empty() {
+                // Only comments before `package` decide anything.
+                if !seen_package {
                     let text = &source[index..end];
-                    comments.push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                    comments.push(Comment { before_package: true, do_not_edit: text.contains("DO NOT EDIT") });
                 }
                 index = end;
             }
@@ -219,6 +227,15 @@ fn lex<'a>(source: &'a str) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
             b'(' | b'[' | b'{' => {
                 lexer.push(Tok::Open(byte), line, line)?;
                 index += 1;
+                if skip_regions && !lexer.keeps() {
+                    // A region whose tokens are not kept (a body, a
+                    // composite literal): step over it to its closing
+                    // bracket, which is lexed as usual.
+                    let depth = lexer.stack.len() - 1;
+                    let (close, lines) = skip_region(source, index, &mut lexer.stack, depth)?;
+                    line += lines;
+                    index = close;
+                }
             }
             b')' | b']' | b'}' => {
                 lexer.push(Tok::Close(byte), line, line)?;
@@ -282,6 +299,98 @@ fn lex<'a>(source: &'a str) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
         return None;
     }
     Some((lexer.tokens, comments))
+}
+
+/// Bytes that matter inside a skipped region: brackets, the starts of
+/// literals and comments, newlines and non-ASCII bytes.
+const REGION_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut index = 0;
+    let bytes = b"{}()[]\"'`/\n";
+    while index < bytes.len() {
+        table[bytes[index] as usize] = true;
+        index += 1;
+    }
+    let mut byte = 0x80;
+    while byte < 256 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table
+};
+
+/// Steps over the inside of a bracket region from `index` (just after its
+/// opening bracket, already on `stack`) to the bracket that closes it,
+/// with the lexer's own rules: nested brackets must match, strings, runes,
+/// raw strings and comments are stepped over, and a non-ASCII character
+/// outside them must be a letter or digit. Returns the index of the
+/// closing bracket (left for the lexer, with the stack one above `depth`)
+/// and the newlines crossed; `None` where [`lex`] would give up.
+fn skip_region(source: &str, mut index: usize, stack: &mut Vec<u8>, depth: usize) -> Option<(usize, usize)> {
+    let bytes = source.as_bytes();
+    let mut lines = 0;
+    loop {
+        while index < bytes.len() && !REGION_BYTES[bytes[index] as usize] {
+            index += 1;
+        }
+        let byte = *bytes.get(index)?;
+        match byte {
+            b'\n' => {
+                lines += 1;
+                index += 1;
+            }
+            b'(' | b'[' | b'{' => {
+                stack.push(byte);
+                index += 1;
+            }
+            b')' | b']' | b'}' => {
+                if stack.len() == depth + 1 {
+                    return Some((index, lines));
+                }
+                let open = stack.pop()?;
+                if !matches!((open, byte), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
+                    return None;
+                }
+                index += 1;
+            }
+            b'"' | b'\'' => {
+                let mut cursor = index + 1;
+                loop {
+                    match bytes.get(cursor)? {
+                        b'\\' => cursor += 2,
+                        b'\n' => return None,
+                        &b if b == byte => break,
+                        _ => cursor += 1,
+                    }
+                }
+                index = cursor + 1;
+            }
+            b'`' => {
+                let close = memchr::memchr(b'`', &bytes[index + 1..])? + index + 1;
+                lines += memchr::memchr_iter(b'\n', &bytes[index..close]).count();
+                index = close + 1;
+            }
+            b'/' => match bytes.get(index + 1) {
+                Some(b'/') => {
+                    index = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
+                }
+                Some(b'*') => {
+                    let close = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 2;
+                    lines += memchr::memchr_iter(b'\n', &bytes[index..close]).count();
+                    index = close + 2;
+                }
+                _ => index += 1,
+            },
+            _ => {
+                // Non-ASCII: part of an identifier, or a token Go rejects.
+                let ch = source.get(index..)?.chars().next()?;
+                if !ch.is_alphanumeric() {
+                    return None;
+                }
+                index += ch.len_utf8();
+            }
+        }
+    }
 }
 
 fn skip_number(bytes: &[u8], mut index: usize) -> usize {
@@ -474,5 +583,46 @@ type (
         assert!(scan("package x\nvar s = \"unterminated\n").is_none());
         assert!(scan("package x\n/* open comment\n").is_none());
         assert!(scan("package x\nfmt.Println(1)\n").is_none());
+    }
+
+    /// Stepping over bodies finds what lexing them token by token finds,
+    /// on valid sources and on every one-byte corruption of them.
+    #[test]
+    fn skipping_bodies_matches_lexing_them() {
+        let sources = [
+            "package x\n\nfunc A() {\n\ts := \"}{)(\\\"\"\n\tr := '}'\n\t_ = `raw\n}\n{`\n\t// }\n\t/* {\n( */\n}\n\nfunc B() int { return 1 }\n",
+            "package x\n\nvar m = map[string][]int{\"a\": {1, 2}, \"b\": {3}}\n\ntype T struct {\n\tA [4]byte\n\tB func(int) (int, error)\n}\n",
+            "package x\n\nfunc (t *T) M(a []int, b map[string]struct{}) (r int) {\n\tfor _, v := range a {\n\t\tr += v\n\t}\n\tnaïve := 0x1p-2\n\t_ = naïve\n\treturn\n}\n",
+            "package x\n\nfunc C() {\n\t_ = a × b\n}\n",
+            "package x\n\nconst (\n\tA = iota\n\tB\n)\n\nvar v = [...]string{\n\t\"x\",\n}\n\nfunc D() { if x { y() } else { z() } }\n",
+        ];
+        let alphabet = b"{}()[]\"'`/*\n x";
+        let mut checked = 0;
+        for source in sources {
+            let mut variants = vec![source.to_string()];
+            for at in 0..source.len() {
+                if !source.is_char_boundary(at) {
+                    continue;
+                }
+                let mut removed = source.to_string();
+                removed.remove(at);
+                variants.push(removed);
+                for &byte in alphabet {
+                    let mut inserted = source.to_string();
+                    inserted.insert(at, byte as char);
+                    variants.push(inserted);
+                }
+            }
+            for variant in &variants {
+                let fast = super::lex(variant, true).map(|(tokens, _)| format!("{tokens:?}"));
+                let slow = super::lex(variant, false).map(|(tokens, _)| format!("{tokens:?}"));
+                assert_eq!(fast, slow, "{variant:?}");
+                assert_eq!(super::scan_with(variant, true), super::scan_with(variant, false), "{variant:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000);
+        assert!(scan(sources[3]).is_none());
+        assert_eq!(scan(sources[2]).map(|file| file.decls.len()), Some(1));
     }
 }

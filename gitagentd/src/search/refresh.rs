@@ -25,6 +25,7 @@ use super::timefmt;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What one refresh is asked to do.
@@ -284,6 +285,7 @@ pub fn prepare(
     let caches_change = any_read || cached_in_universe != accepted.len() || rejected_in_universe != rejected_now;
     let (contents, rejected) = if caches_change {
         let mut contents = live.contents.clone();
+        contents.reserve(read_contents.len());
         let mut rejected = live.rejected.clone();
         for content in read_contents {
             rejected.remove(&content.path);
@@ -363,7 +365,16 @@ struct PendingFile {
     len: usize,
 }
 
-/// Reads and chunks files into new snapshot segments, in parallel.
+/// A batch's position and the outcomes of its files.
+type ReadBatch = (usize, Vec<ReadOutcome>);
+
+/// How many files a reader thread takes at a time.
+const READ_BATCH: usize = 32;
+
+/// Reads and chunks files into new snapshot segments, in parallel: the
+/// reader threads take batches of files in turn (so a thread slowed by
+/// other work on the machine holds up nothing), and the outcomes are put
+/// back in `indexes` order.
 fn read_files(
     request: &RefreshRequest,
     files: &[discovery::FoundFile],
@@ -375,11 +386,11 @@ fn read_files(
     }
     let threads =
         if indexes.len() < 64 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) };
-    let per = indexes.len().div_ceil(threads);
-    let parts: Vec<&[usize]> = indexes.chunks(per).collect();
-    let results: Vec<Result<Vec<ReadOutcome>, RefreshError>> = std::thread::scope(|scope| {
+    let batches: Vec<&[usize]> = indexes.chunks(READ_BATCH).collect();
+    let next = AtomicUsize::new(0);
+    let results: Vec<Result<Vec<ReadBatch>, RefreshError>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            parts.into_iter().map(|part| scope.spawn(move || read_part(request, files, part, cancelled))).collect();
+            (0..threads).map(|_| scope.spawn(|| read_batches(request, files, &batches, &next, cancelled))).collect();
         handles
             .into_iter()
             .map(|handle| {
@@ -392,58 +403,79 @@ fn read_files(
             })
             .collect()
     });
-    let mut out = Vec::with_capacity(indexes.len());
+    let mut done: Vec<Option<Vec<ReadOutcome>>> = (0..batches.len()).map(|_| None).collect();
     for part in results {
-        out.extend(part?);
+        for (batch, outcomes) in part? {
+            done[batch] = Some(outcomes);
+        }
+    }
+    let mut out = Vec::with_capacity(indexes.len());
+    for outcomes in done {
+        out.extend(outcomes.unwrap_or_default());
     }
     Ok(out)
 }
 
-fn read_part(
+/// One reader thread: takes batches until none is left, appending every
+/// text to one segment of its own.
+fn read_batches(
     request: &RefreshRequest,
     files: &[discovery::FoundFile],
-    part: &[usize],
+    batches: &[&[usize]],
+    next: &AtomicUsize,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<ReadOutcome>, RefreshError> {
+) -> Result<Vec<ReadBatch>, RefreshError> {
     let snapshot_error = |source| RefreshError::Snapshot { dir: request.temp_dir.clone(), source };
     let mut writer = BodyWriter::new(&request.temp_dir).map_err(snapshot_error)?;
-    let mut pending: Vec<Result<PendingFile, SkipReason>> = Vec::with_capacity(part.len());
-    for &index in part {
+    let mut pending: Vec<(usize, Vec<Result<PendingFile, SkipReason>>)> = Vec::new();
+    loop {
+        let batch = next.fetch_add(1, Ordering::Relaxed);
+        let Some(part) = batches.get(batch) else { break };
         if cancelled() {
             return Err(StoreError::Cancelled.into());
         }
-        let file = &files[index];
-        let started = now_ns();
-        match discovery::read_candidate(&request.root, &file.path) {
-            Ok(text) => {
-                let chunked = chunking::chunk_file(&file.path, "filesystem", text, request.max_input_chars);
-                let (offset, len) = writer.append(&chunked.text).map_err(snapshot_error)?;
-                pending.push(Ok(PendingFile {
-                    path: file.path.clone(),
-                    stat: file.stat,
-                    started,
-                    chunks: chunked.chunks,
-                    offset,
-                    len,
-                }));
+        let mut outcomes = Vec::with_capacity(part.len());
+        for &index in *part {
+            let file = &files[index];
+            let started = now_ns();
+            match discovery::read_candidate(&request.root, &file.path, file.stat.size) {
+                Ok(text) => {
+                    let chunked = chunking::chunk_file(&file.path, "filesystem", text, request.max_input_chars);
+                    let (offset, len) = writer.append(&chunked.text).map_err(snapshot_error)?;
+                    outcomes.push(Ok(PendingFile {
+                        path: file.path.clone(),
+                        stat: file.stat,
+                        started,
+                        chunks: chunked.chunks,
+                        offset,
+                        len,
+                    }));
+                }
+                Err(reason) => outcomes.push(Err(reason)),
             }
-            Err(reason) => pending.push(Err(reason)),
         }
+        pending.push((batch, outcomes));
     }
     let segment = writer.finish().map_err(snapshot_error)?;
     Ok(pending
         .into_iter()
-        .map(|item| {
-            item.map(|file| {
-                Arc::new(FileContent::new(
-                    file.path,
-                    file.stat,
-                    file.started,
-                    request.max_input_chars,
-                    file.chunks,
-                    body_ref(&segment, file.offset, file.len),
-                ))
-            })
+        .map(|(batch, outcomes)| {
+            let outcomes = outcomes
+                .into_iter()
+                .map(|item| {
+                    item.map(|file| {
+                        Arc::new(FileContent::new(
+                            file.path,
+                            file.stat,
+                            file.started,
+                            request.max_input_chars,
+                            file.chunks,
+                            body_ref(&segment, file.offset, file.len),
+                        ))
+                    })
+                })
+                .collect();
+            (batch, outcomes)
         })
         .collect())
 }
