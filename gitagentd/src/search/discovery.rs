@@ -384,7 +384,10 @@ fn stat_files(pending: Vec<(String, fs::DirEntry)>, out: &mut Walk) {
                 .into_iter()
                 .map(|part| scope.spawn(move || part.into_iter().map(stat).collect::<Vec<_>>()))
                 .collect();
-            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+            handles
+                .into_iter()
+                .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
         })
     };
     out.files.reserve(results.len());
