@@ -122,7 +122,8 @@ pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope
             gitlinks: BTreeSet::new(),
         });
     };
-    let workspace = scope::collect(&root, target, git_env)?;
+    let repo = git::open(&root, git_env)?;
+    let workspace = scope::collect_in(repo.clone(), target, git_env)?;
     let changes = workspace.changes();
     if changes.is_empty() {
         return Err(PrepareError::EmptyScope { mode: mode.as_str(), root });
@@ -157,7 +158,7 @@ pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope
         status,
         stats,
         context_pack: contextpack::build(&facts),
-        previous_head_context_pack: previous_head_pack(&root, git_env),
+        previous_head_context_pack: previous_head_pack(&repo),
         diff: rendered.text,
         diff_truncated: rendered.truncated,
         fingerprint: Some(workspace.fingerprint()),
@@ -276,8 +277,7 @@ fn read_prefix(path: &Path) -> Option<Vec<u8>> {
 
 /// HEAD against its first parent, for contrast only; `None` when there is
 /// no parent or anything fails.
-fn previous_head_pack(root: &Path, git_env: &GitEnv) -> Option<ContextPack> {
-    let repo = git::open(root, git_env).ok()?;
+fn previous_head_pack(repo: &gix::Repository) -> Option<ContextPack> {
     let head = repo.head_commit().ok()?;
     let parent = head.parent_ids().next()?.detach();
     let head_tree = head.tree().ok()?;
@@ -310,9 +310,9 @@ fn previous_head_pack(root: &Path, git_env: &GitEnv) -> Option<ContextPack> {
         if old == new {
             continue;
         }
-        let (adds, deletes) = line_counts(&repo, old, new);
+        let (adds, deletes) = line_counts(repo, old, new);
         let header = match new {
-            Some(blob) if path.ends_with(".go") && !blob.is_gitlink() => git::blob_bytes(&repo, blob.id)
+            Some(blob) if path.ends_with(".go") && !blob.is_gitlink() => git::blob_bytes(repo, blob.id)
                 .map(|bytes| String::from_utf8_lossy(&bytes[..bytes.len().min(HEADER_BYTES)]).into_owned())
                 .unwrap_or_default(),
             _ => String::new(),

@@ -99,7 +99,11 @@ pub fn prefixed(prefix: &str, path: &str) -> String {
 
 /// Collects the workspace of the repository at `root`.
 pub fn collect(root: &Path, target: Target, git_env: &GitEnv) -> Result<Workspace, GitError> {
-    let repo = git::open(root, git_env)?;
+    collect_in(git::open(root, git_env)?, target, git_env)
+}
+
+/// Collects the workspace of `repo`, opened with [`git::open`].
+pub fn collect_in(repo: gix::Repository, target: Target, git_env: &GitEnv) -> Result<Workspace, GitError> {
     let base_tree = git::head_tree(&repo)?;
     let mut components = Vec::new();
     let mut visited = HashSet::new();
