@@ -205,15 +205,7 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
                 index = close + 2;
             }
             b'"' | b'\'' => {
-                let mut cursor = index + 1;
-                loop {
-                    match bytes.get(cursor)? {
-                        b'\\' => cursor += 2,
-                        b'\n' => return None,
-                        &b if b == byte => break,
-                        _ => cursor += 1,
-                    }
-                }
+                let cursor = closing_quote(bytes, index, byte)?;
                 lexer.push(Tok::Literal, line, line)?;
                 index = cursor + 1;
             }
@@ -354,15 +346,7 @@ fn skip_region(source: &str, mut index: usize, stack: &mut Vec<u8>, depth: usize
                 index += 1;
             }
             b'"' | b'\'' => {
-                let mut cursor = index + 1;
-                loop {
-                    match bytes.get(cursor)? {
-                        b'\\' => cursor += 2,
-                        b'\n' => return None,
-                        &b if b == byte => break,
-                        _ => cursor += 1,
-                    }
-                }
+                let cursor = closing_quote(bytes, index, byte)?;
                 index = cursor + 1;
             }
             b'`' => {
@@ -497,6 +481,20 @@ fn spec_names<'a>(rest: &[Token<'a>], type_spec: bool) -> Option<String> {
 fn collect_spec<'a>(spec: &[Token<'a>], collect: &mut impl FnMut(&[Token<'a>])) {
     if !spec.is_empty() {
         collect(spec);
+    }
+}
+
+/// The position of the quote that closes the string or rune literal opened
+/// by `quote` at `open`; `None` when a line ends first.
+fn closing_quote(bytes: &[u8], open: usize, quote: u8) -> Option<usize> {
+    let mut cursor = open + 1;
+    loop {
+        match bytes.get(cursor)? {
+            b'\\' => cursor += 2,
+            b'\n' => return None,
+            &b if b == quote => return Some(cursor),
+            _ => cursor += 1,
+        }
     }
 }
 
