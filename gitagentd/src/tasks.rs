@@ -410,7 +410,11 @@ impl Worker {
                         Err(_) => {
                             cancel.cancel();
                             Err(crate::inspect::engine::EngineFailure {
-                                message: format!("the inspection exceeded its --timeout of {deadline:?}"),
+                                message: format!(
+                                    "the {} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
+                                    self.request.command.as_str(),
+                                    git_agent_shared::cli::format_duration(deadline)
+                                ),
                                 diagnostic: FailureDiagnostic::default(),
                             })
                         }

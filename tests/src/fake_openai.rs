@@ -178,6 +178,12 @@ impl FakeOpenAi {
     }
 
     /// The base URL to configure (`OPENAI_BASE_URL`), ending in `/v1`.
+    /// Points `env`'s provider at this server, authenticated with `api_key`.
+    pub fn configure(&self, env: &mut crate::TestEnv, api_key: &str) {
+        env.set_env("OPENAI_API_KEY", api_key);
+        env.set_env("OPENAI_BASE_URL", &self.url());
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.thread.address)
     }

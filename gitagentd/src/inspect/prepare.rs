@@ -281,7 +281,7 @@ fn previous_head_pack(repo: &gix::Repository) -> Option<ContextPack> {
     let head = repo.head_commit().ok()?;
     let parent = head.parent_ids().next()?.detach();
     let head_tree = head.tree().ok()?;
-    let parent_tree = repo.try_find_object(parent).ok()??.try_into_commit().ok()?.tree().ok()?;
+    let parent_tree = repo.find_tree(git::commit_tree(repo, parent)?).ok()?;
     // Only the entries that differ: unchanged folders are never read.
     let options = gix::diff::Options::default().with_rewrites(None);
     let mut entries: Vec<(String, Option<git::Blob>, Option<git::Blob>)> = repo

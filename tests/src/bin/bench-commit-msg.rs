@@ -16,8 +16,7 @@ fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(30);
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "bench-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "bench-key");
     let repo = env.repo("bench");
     for file in 0..20 {
         let body: String = (0..100).map(|line| format!("fn item_{file}_{line}() -> u32 {{ {line} }}\n")).collect();

@@ -32,8 +32,7 @@ fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(5);
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "bench-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "bench-key");
     let repo = env.repo("bench");
     repo.git(&["remote", "add", "origin", "git@example.test:org/bench.git"]);
 

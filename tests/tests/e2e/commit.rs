@@ -9,8 +9,7 @@ use git_agent_tests::{GitRepo, TestEnv};
 fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "sk-e2e-secret-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "sk-e2e-secret-key");
     let repo = env.repo("project");
     repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
     repo.commit_all("feat: start the project");

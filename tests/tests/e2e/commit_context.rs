@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 
 fn env_with(fake: &FakeOpenAi) -> TestEnv {
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "sk-e2e-secret-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "sk-e2e-secret-key");
     env
 }
 

@@ -11,8 +11,7 @@ const WAIT: Duration = Duration::from_secs(20);
 fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "sk-e2e-secret-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "sk-e2e-secret-key");
     let repo = env.repo("project");
     repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
     repo.write("README.md", "# Project\n");
@@ -260,8 +259,7 @@ fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     env.set_env("PATH", &path);
-    env.set_env("OPENAI_API_KEY", "k");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "k");
     let repo = env.repo("skills");
     repo.write("a.txt", "a\n");
     repo.git(&["add", "a.txt"]);

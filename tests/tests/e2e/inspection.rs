@@ -14,8 +14,7 @@ const KEY: &str = "sk-e2e-inspection-secret";
 fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", KEY);
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, KEY);
     let repo = env.repo("inspected");
     repo.write("README.md", "hello\n");
     repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
@@ -249,8 +248,7 @@ fn the_first_review_request_matches_its_golden_file() {
     let mut env = TestEnv::new();
     let path = git_only_path(&env);
     env.set_env("PATH", &path);
-    env.set_env("OPENAI_API_KEY", KEY);
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, KEY);
     let repo = env.repo("golden");
     repo.write("AGENTS.md", "Review with care.\n");
     repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");

@@ -30,8 +30,7 @@ fn clone_of_bare_origin(env: &TestEnv) -> GitRepo {
 fn feature_branch() -> (TestEnv, FakeOpenAi, GitRepo) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "sk-e2e-secret-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "sk-e2e-secret-key");
     let clone = clone_of_bare_origin(&env);
     clone.git(&["remote", "set-head", "origin", "--auto"]);
     clone.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n");

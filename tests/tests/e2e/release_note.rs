@@ -14,8 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 fn with_fake() -> (TestEnv, FakeOpenAi) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    env.set_env("OPENAI_API_KEY", "sk-e2e-secret-key");
-    env.set_env("OPENAI_BASE_URL", &fake.url());
+    fake.configure(&mut env, "sk-e2e-secret-key");
     (env, fake)
 }
 
