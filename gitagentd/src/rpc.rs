@@ -120,6 +120,9 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     // Work that outlives its connection (detached tasks) still holds an
     // activity guard; wait for it before exiting.
     activity.idle_for(Duration::ZERO).await;
+    // The release task may not have run yet when serving ends at once
+    // (nothing to drain): release here too; a second release is a no-op.
+    release_address(&path, &lock);
     tracing::info!("gitagentd stopped");
     result.map_err(Into::into)
 }
