@@ -30,7 +30,7 @@ pub type Hash32 = [u8; 32];
 /// The named declaration a chunk covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Symbol {
-    pub kind: String,
+    pub kind: &'static str,
     pub name: String,
 }
 
@@ -191,7 +191,7 @@ fn go_ranges(file: golang::GoFile, text: &str, lines: &LineIndex) -> Vec<(usize,
         }
     };
     for decl in file.decls {
-        let symbol = Symbol { kind: decl.kind.to_string(), name: decl.name };
+        let symbol = Symbol { kind: decl.kind, name: decl.name };
         add(decl.start_line, decl.end_line, Some(symbol), &mut covered);
     }
     let blank = |line: usize| {
@@ -289,7 +289,7 @@ pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_char
     out.push("\n");
     if let Some(symbol) = symbol.filter(|symbol| !symbol.name.is_empty()) {
         out.push("symbol: ");
-        out.push(&symbol.kind);
+        out.push(symbol.kind);
         out.push(" ");
         out.push(&symbol.name);
         out.push("\n");
@@ -356,7 +356,7 @@ fn short_lines_input(
     sink("\n");
     if let Some(symbol) = symbol {
         sink("symbol: ");
-        sink(&symbol.kind);
+        sink(symbol.kind);
         sink(" ");
         sink(&symbol.name);
         sink("\n");
@@ -562,7 +562,7 @@ mod tests {
 
     #[test]
     fn the_short_line_fast_path_builds_the_same_input() {
-        let symbol = Symbol { kind: "function".into(), name: "Run".into() };
+        let symbol = Symbol { kind: "function", name: "Run".into() };
         for (path, body, cap) in [
             ("a.go", "func Run() {}\n\treturn", 0),
             ("docs/x.md", "é text\nmore", 32_000),

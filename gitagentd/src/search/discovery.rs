@@ -129,6 +129,15 @@ impl SkipCounts {
         *self == Self::default()
     }
 
+    pub fn add(&mut self, other: &Self) {
+        self.dirs += other.dirs;
+        self.binary += other.binary;
+        self.non_text += other.non_text;
+        self.oversized += other.oversized;
+        self.symlink += other.symlink;
+        self.unreadable += other.unreadable;
+    }
+
     /// Counts one skip of a file read (binary, non-text, oversized or
     /// unreadable).
     pub fn count(&mut self, reason: SkipReason) {
@@ -245,6 +254,15 @@ impl IgnoreRules {
         level
     }
 
+    /// The level of a folder whose listing has no ignore file.
+    fn empty_level(&mut self, dir: &str) -> Arc<Level> {
+        let level = self
+            .levels
+            .entry(dir.to_string())
+            .or_insert_with(|| Arc::new(Level { dir: dir.to_string(), matchers: Vec::new() }));
+        Arc::clone(level)
+    }
+
     /// Whether `path` is ignored, given the ignore levels of its ancestor
     /// directories (`stack`, root first).
     fn ignored_with(&self, stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
@@ -284,23 +302,21 @@ impl IgnoreRules {
     }
 }
 
-/// A top-level folder's walk: its entry index, skips and files to stat.
-type WalkedFolder = (usize, Walk, Vec<(String, fs::DirEntry)>);
-
 /// Walks `root`, limited to `scope`, applying every rule that needs no
-/// file contents.
+/// file contents. Files are stat'ed as they are found, while their folder
+/// is still open, so a folder's handle is closed before the next is opened.
 pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
     let mut out = Walk::default();
     let root_level = rules.level("");
     let Some(entries) = read_sorted(root, "", &mut out) else { return out };
     // Each top-level entry gets its own result; its folders are walked on
     // a few threads, and the results are joined in walk order.
-    let mut parts: Vec<(Walk, Vec<(String, fs::DirEntry)>)> = Vec::with_capacity(entries.len());
+    let mut parts: Vec<Walk> = Vec::with_capacity(entries.len());
     let mut folders: Vec<(usize, String)> = Vec::new();
     let mut stack = vec![Arc::clone(&root_level)];
     for (name, entry) in entries {
-        let mut part = (Walk::default(), Vec::new());
-        if let Some(folder) = visit(root, "", name, entry, scope, rules, &mut stack, &mut part.0, &mut part.1, false) {
+        let mut part = Walk::default();
+        if let Some(folder) = visit(root, "", name, entry, scope, rules, &mut stack, &mut part, false) {
             folders.push((parts.len(), folder));
         }
         parts.push(part);
@@ -308,17 +324,15 @@ pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     if folders.len() < 2 || threads == 1 {
         for (index, folder) in folders {
-            let (walk, pending) = &mut parts[index];
-            let level = rules.level(&folder);
-            let mut stack = vec![Arc::clone(&root_level), level];
-            walk_dir(root, &folder, scope, rules, &mut stack, walk, pending);
+            let mut stack = vec![Arc::clone(&root_level)];
+            walk_dir(root, &folder, scope, rules, &mut stack, &mut parts[index]);
         }
     } else {
         // The threads take folders in turn, so one slowed down holds up
         // nothing; a panic on one goes on in this thread.
         let next = AtomicUsize::new(0);
         let folders = &folders;
-        let walked: Vec<Vec<WalkedFolder>> = std::thread::scope(|scope_threads| {
+        let walked: Vec<Vec<(usize, Walk)>> = std::thread::scope(|scope_threads| {
             let handles: Vec<_> = (0..threads.min(folders.len()))
                 .map(|_| {
                     let (root_level, next) = (Arc::clone(&root_level), &next);
@@ -328,11 +342,9 @@ pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
                         let mut done = Vec::new();
                         while let Some((index, folder)) = folders.get(next.fetch_add(1, Ordering::Relaxed)) {
                             let mut walk = Walk::default();
-                            let mut pending = Vec::new();
-                            let level = rules.level(folder);
-                            let mut stack = vec![Arc::clone(&root_level), level];
-                            walk_dir(root, folder, scope, &mut rules, &mut stack, &mut walk, &mut pending);
-                            done.push((*index, walk, pending));
+                            let mut stack = vec![Arc::clone(&root_level)];
+                            walk_dir(root, folder, scope, &mut rules, &mut stack, &mut walk);
+                            done.push((*index, walk));
                         }
                         done
                     })
@@ -343,63 +355,17 @@ pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
                 .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
         });
-        for (index, walk, pending) in walked.into_iter().flatten() {
-            parts[index] = (walk, pending);
+        for (index, walk) in walked.into_iter().flatten() {
+            parts[index] = walk;
         }
     }
-    let mut pending = Vec::new();
-    for (walk, part_pending) in parts {
-        out.skipped.dirs += walk.skipped.dirs;
-        out.skipped.unreadable += walk.skipped.unreadable;
-        out.skipped.symlink += walk.skipped.symlink;
-        out.skips.extend(walk.skips);
-        pending.extend(part_pending);
+    out.files.reserve(parts.iter().map(|part| part.files.len()).sum());
+    for part in parts {
+        out.skipped.add(&part.skipped);
+        out.skips.extend(part.skips);
+        out.files.extend(part.files);
     }
-    stat_files(pending, &mut out);
     out
-}
-
-/// Stats the regular files the walk kept, on a few threads when there are
-/// many, keeping walk order.
-fn stat_files(pending: Vec<(String, fs::DirEntry)>, out: &mut Walk) {
-    let stat = |(path, entry): (String, fs::DirEntry)| -> Result<FoundFile, Skip> {
-        match entry.metadata() {
-            Ok(metadata) if metadata.len() > MAX_FILE_BYTES => Err(Skip { path, reason: SkipReason::Oversized }),
-            Ok(metadata) => Ok(FoundFile { path, stat: FileStat::of(&metadata) }),
-            Err(_) => Err(Skip { path, reason: SkipReason::Unreadable }),
-        }
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let results: Vec<Result<FoundFile, Skip>> = if pending.len() < 1024 || threads == 1 {
-        pending.into_iter().map(stat).collect()
-    } else {
-        let per = pending.len().div_ceil(threads);
-        let mut parts: Vec<Vec<(String, fs::DirEntry)>> = Vec::new();
-        let mut pending = pending.into_iter().peekable();
-        while pending.peek().is_some() {
-            parts.push(pending.by_ref().take(per).collect());
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
-                .into_iter()
-                .map(|part| scope.spawn(move || part.into_iter().map(stat).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        })
-    };
-    out.files.reserve(results.len());
-    for result in results {
-        match result {
-            Ok(file) => out.files.push(file),
-            Err(skip) => {
-                out.skipped.count(skip.reason);
-                out.skips.push(skip);
-            }
-        }
-    }
 }
 
 /// The entries of a folder sorted by name; `None` (with a skip) when the
@@ -433,12 +399,19 @@ fn walk_dir(
     rules: &mut IgnoreRules,
     stack: &mut Vec<Arc<Level>>,
     out: &mut Walk,
-    pending: &mut Vec<(String, fs::DirEntry)>,
 ) {
     let Some(entries) = read_sorted(root, dir, out) else { return };
+    // The listing tells whether the folder has ignore files to load.
+    let level = if entries.iter().any(|(name, _)| IGNORE_FILES.contains(&name.as_str())) {
+        rules.level(dir)
+    } else {
+        rules.empty_level(dir)
+    };
+    stack.push(level);
     for (name, entry) in entries {
-        visit(root, dir, name, entry, scope, rules, stack, out, pending, true);
+        visit(root, dir, name, entry, scope, rules, stack, out, true);
     }
+    stack.pop();
 }
 
 /// Applies the walk's rules to one entry of `dir`. A folder to enter is
@@ -453,7 +426,6 @@ fn visit(
     rules: &mut IgnoreRules,
     stack: &mut Vec<Arc<Level>>,
     out: &mut Walk,
-    pending: &mut Vec<(String, fs::DirEntry)>,
     recurse: bool,
 ) -> Option<String> {
     let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
@@ -478,10 +450,7 @@ fn visit(
         if !recurse {
             return Some(path);
         }
-        let level = rules.level(&path);
-        stack.push(level);
-        walk_dir(root, &path, scope, rules, stack, out, pending);
-        stack.pop();
+        walk_dir(root, &path, scope, rules, stack, out);
         return None;
     }
     if !path_in_scope(&path, scope) {
@@ -508,7 +477,17 @@ fn visit(
         out.skips.push(Skip { path, reason: SkipReason::NonRegular });
         return None;
     }
-    pending.push((path, entry));
+    match entry.metadata() {
+        Ok(metadata) if metadata.len() > MAX_FILE_BYTES => {
+            out.skipped.oversized += 1;
+            out.skips.push(Skip { path, reason: SkipReason::Oversized });
+        }
+        Ok(metadata) => out.files.push(FoundFile { path, stat: FileStat::of(&metadata) }),
+        Err(_) => {
+            out.skipped.unreadable += 1;
+            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+        }
+    }
     None
 }
 

@@ -189,7 +189,7 @@ impl From<&Hit> for ResultOut {
             symbol: hit
                 .symbol
                 .as_ref()
-                .map(|Symbol { kind, name }| SymbolOut { kind: kind.clone(), name: name.clone() }),
+                .map(|Symbol { kind, name }| SymbolOut { kind: kind.to_string(), name: name.clone() }),
             scores: ScoresOut {
                 cosine: hit.scores.cosine,
                 vector_relatedness: hit.scores.vector_relatedness,
