@@ -95,6 +95,11 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
 /// Cuts `source` (as read from `path`) into chunks whose embedding inputs
 /// are capped at `max_input_chars` characters.
 pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars: usize) -> ChunkedFile {
+    if path.ends_with(".go") && golang::generated_heading(&source) {
+        // Generated Go is indexed by its path alone; its text is never
+        // read again, so none is kept.
+        return ChunkedFile { text: String::new(), chunks: vec![path_only_chunk(path, source_kind, max_input_chars)] };
+    }
     let text = normalize(source);
     let lines = LineIndex::new(&text);
     let language = language_for_path(path);

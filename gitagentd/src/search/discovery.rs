@@ -19,8 +19,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Files larger than this are skipped as oversized.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -234,7 +233,8 @@ impl Level {
 }
 
 /// `.gitignore`, `.gitagentignore` and the built-in list, loaded lazily per
-/// directory and shared between a walk and later path checks.
+/// directory for path checks after a walk (which takes the root folder's
+/// rules from here and reads the others as it lists their folders).
 pub struct IgnoreRules {
     root: PathBuf,
     levels: HashMap<String, Arc<Level>>,
@@ -254,29 +254,6 @@ impl IgnoreRules {
         level
     }
 
-    /// The level of a folder whose listing has no ignore file.
-    fn empty_level(&mut self, dir: &str) -> Arc<Level> {
-        let level = self
-            .levels
-            .entry(dir.to_string())
-            .or_insert_with(|| Arc::new(Level { dir: dir.to_string(), matchers: Vec::new() }));
-        Arc::clone(level)
-    }
-
-    /// Whether `path` is ignored, given the ignore levels of its ancestor
-    /// directories (`stack`, root first).
-    fn ignored_with(&self, stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
-        if stack.iter().all(|level| level.matchers.is_empty()) {
-            return default_ignored(path);
-        }
-        for level in stack.iter().rev() {
-            if let Some(ignored) = level.matched(path, is_dir) {
-                return ignored;
-            }
-        }
-        default_ignored(path)
-    }
-
     /// Whether discovery would pass over the file `path` because of a dot
     /// component, an ignored ancestor directory or an ignore rule, without
     /// walking (used to re-check index entries outside a visible scope).
@@ -291,7 +268,7 @@ impl IgnoreRules {
             end += part.len() + usize::from(index > 0);
             let prefix = &path[..end];
             let is_dir = index + 1 < components.len();
-            if self.ignored_with(&stack, prefix, is_dir) {
+            if ignored_with(&stack, prefix, is_dir) {
                 return true;
             }
             if is_dir {
@@ -302,70 +279,155 @@ impl IgnoreRules {
     }
 }
 
-/// Walks `root`, limited to `scope`, applying every rule that needs no
-/// file contents. Files are stat'ed as they are found, while their folder
-/// is still open, so a folder's handle is closed before the next is opened.
-pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
-    let mut out = Walk::default();
-    let root_level = rules.level("");
-    let Some(entries) = read_sorted(root, "", &mut out) else { return out };
-    // Each top-level entry gets its own result; its folders are walked on
-    // a few threads, and the results are joined in walk order.
-    let mut parts: Vec<Walk> = Vec::with_capacity(entries.len());
-    let mut folders: Vec<(usize, String)> = Vec::new();
-    let mut stack = vec![Arc::clone(&root_level)];
-    for (name, entry) in entries {
-        let mut part = Walk::default();
-        if let Some(folder) = visit(root, "", name, entry, scope, rules, &mut stack, &mut part, false) {
-            folders.push((parts.len(), folder));
+/// Whether `path` is ignored, given the ignore levels of its ancestor
+/// directories (`stack`, root first).
+fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
+    for level in stack.iter().rev() {
+        if let Some(ignored) = level.matched(path, is_dir) {
+            return ignored;
         }
-        parts.push(part);
     }
+    default_ignored(path)
+}
+
+/// Walks `root`, limited to `scope`, applying every rule that needs no
+/// file contents. Folders are listed on a few threads, each folder a job
+/// of its own (so one large folder anywhere in the tree keeps every
+/// thread busy), and the results are joined in walk order: lexical,
+/// depth first. Files are stat'ed while their folder is open, so a
+/// folder's handle is closed before the next is opened.
+pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
+    let root_level = rules.level("");
+    let jobs = Jobs::new(FolderJob { dir: String::new(), stack: Vec::new(), slot: 0 });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    if folders.len() < 2 || threads == 1 {
-        for (index, folder) in folders {
-            let mut stack = vec![Arc::clone(&root_level)];
-            walk_dir(root, &folder, scope, rules, &mut stack, &mut parts[index]);
+    let worker = || {
+        let mut done = Vec::new();
+        while let Some(job) = jobs.take() {
+            let listed = list_folder(root, scope, &root_level, job, &jobs);
+            done.push(listed);
+            jobs.finish();
         }
+        done
+    };
+    let listed: Vec<Vec<(usize, Listed)>> = if threads == 1 {
+        vec![worker()]
     } else {
-        // The threads take folders in turn, so one slowed down holds up
-        // nothing; a panic on one goes on in this thread.
-        let next = AtomicUsize::new(0);
-        let folders = &folders;
-        let walked: Vec<Vec<(usize, Walk)>> = std::thread::scope(|scope_threads| {
-            let handles: Vec<_> = (0..threads.min(folders.len()))
-                .map(|_| {
-                    let (root_level, next) = (Arc::clone(&root_level), &next);
-                    scope_threads.spawn(move || {
-                        let mut rules = IgnoreRules::new(root);
-                        rules.levels.insert(String::new(), Arc::clone(&root_level));
-                        let mut done = Vec::new();
-                        while let Some((index, folder)) = folders.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            let mut walk = Walk::default();
-                            let mut stack = vec![Arc::clone(&root_level)];
-                            walk_dir(root, folder, scope, &mut rules, &mut stack, &mut walk);
-                            done.push((*index, walk));
-                        }
-                        done
-                    })
-                })
-                .collect();
+        std::thread::scope(|threads_scope| {
+            let handles: Vec<_> = (0..threads).map(|_| threads_scope.spawn(worker)).collect();
             handles
                 .into_iter()
                 .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
-        });
-        for (index, walk) in walked.into_iter().flatten() {
-            parts[index] = walk;
+        })
+    };
+    let mut slots: Vec<Option<Listed>> = (0..jobs.slots()).map(|_| None).collect();
+    for (slot, folder) in listed.into_iter().flatten() {
+        slots[slot] = Some(folder);
+    }
+    let mut out = Walk::default();
+    out.files.reserve(slots.iter().flatten().map(|folder| folder.files).sum());
+    join_folder(&mut slots, 0, &mut out);
+    out
+}
+
+/// One folder to list: its root-relative path, the ignore levels of its
+/// ancestors (root first) and the slot its result goes to.
+struct FolderJob {
+    dir: String,
+    stack: Vec<Arc<Level>>,
+    slot: usize,
+}
+
+/// What listing one folder found, in name order.
+#[derive(Default)]
+struct Listed {
+    items: Vec<Item>,
+    skipped: SkipCounts,
+    files: usize,
+}
+
+enum Item {
+    File(FoundFile),
+    Skip(Skip),
+    /// A subfolder, listed into this slot.
+    Folder(usize),
+}
+
+/// The folders waiting to be listed, shared by the walk's threads.
+struct Jobs {
+    state: Mutex<JobsState>,
+    ready: Condvar,
+}
+
+struct JobsState {
+    waiting: Vec<FolderJob>,
+    /// Folders waiting or being listed.
+    open: usize,
+    slots: usize,
+}
+
+impl Jobs {
+    fn new(first: FolderJob) -> Self {
+        Self { state: Mutex::new(JobsState { waiting: vec![first], open: 1, slots: 1 }), ready: Condvar::new() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, JobsState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next folder, or `None` once every folder has been listed.
+    fn take(&self) -> Option<FolderJob> {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.waiting.pop() {
+                return Some(job);
+            }
+            if state.open == 0 {
+                return None;
+            }
+            state = self.ready.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
-    out.files.reserve(parts.iter().map(|part| part.files.len()).sum());
-    for part in parts {
-        out.skipped.add(&part.skipped);
-        out.skips.extend(part.skips);
-        out.files.extend(part.files);
+
+    /// Queues a subfolder and returns its slot.
+    fn add(&self, dir: String, stack: Vec<Arc<Level>>) -> usize {
+        let mut state = self.lock();
+        let slot = state.slots;
+        state.slots += 1;
+        state.open += 1;
+        state.waiting.push(FolderJob { dir, stack, slot });
+        drop(state);
+        self.ready.notify_one();
+        slot
     }
-    out
+
+    /// Marks a taken folder as listed.
+    fn finish(&self) {
+        let mut state = self.lock();
+        state.open -= 1;
+        if state.open == 0 {
+            drop(state);
+            self.ready.notify_all();
+        }
+    }
+
+    fn slots(&self) -> usize {
+        self.lock().slots
+    }
+}
+
+/// Appends a listed folder's files and skips to `out`, its subfolders'
+/// in their place.
+fn join_folder(slots: &mut [Option<Listed>], slot: usize, out: &mut Walk) {
+    let Some(folder) = slots.get_mut(slot).and_then(Option::take) else { return };
+    out.skipped.add(&folder.skipped);
+    for item in folder.items {
+        match item {
+            Item::File(file) => out.files.push(file),
+            Item::Skip(skip) => out.skips.push(skip),
+            Item::Folder(slot) => join_folder(slots, slot, out),
+        }
+    }
 }
 
 /// The entries of a folder sorted by name; `None` (with a skip) when the
@@ -392,103 +454,94 @@ fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs
     Some(entries)
 }
 
-fn walk_dir(
-    root: &Path,
-    dir: &str,
-    scope: &[String],
-    rules: &mut IgnoreRules,
-    stack: &mut Vec<Arc<Level>>,
-    out: &mut Walk,
-) {
-    let Some(entries) = read_sorted(root, dir, out) else { return };
+/// Lists one folder: applies the walk's rules to each entry, stats the
+/// files and queues the subfolders to enter.
+fn list_folder(root: &Path, scope: &[String], root_level: &Arc<Level>, job: FolderJob, jobs: &Jobs) -> (usize, Listed) {
+    let FolderJob { dir, mut stack, slot } = job;
+    let mut out = Listed::default();
+    let mut failed = Walk::default();
+    let Some(entries) = read_sorted(root, &dir, &mut failed) else {
+        out.skipped.add(&failed.skipped);
+        out.items.extend(failed.skips.into_iter().map(Item::Skip));
+        return (slot, out);
+    };
     // The listing tells whether the folder has ignore files to load.
-    let level = if entries.iter().any(|(name, _)| IGNORE_FILES.contains(&name.as_str())) {
-        rules.level(dir)
+    let level = if dir.is_empty() {
+        Arc::clone(root_level)
+    } else if entries.iter().any(|(name, _)| IGNORE_FILES.contains(&name.as_str())) {
+        Arc::new(Level::load(root, &dir))
     } else {
-        rules.empty_level(dir)
+        Arc::new(Level { dir: dir.clone(), matchers: Vec::new() })
     };
     stack.push(level);
     for (name, entry) in entries {
-        visit(root, dir, name, entry, scope, rules, stack, out, true);
+        visit(&dir, name, entry, scope, &stack, jobs, &mut out);
     }
-    stack.pop();
+    (slot, out)
 }
 
-/// Applies the walk's rules to one entry of `dir`. A folder to enter is
-/// walked at once when `recurse` is set, else returned.
+/// Applies the walk's rules to one entry of `dir`.
 #[allow(clippy::too_many_arguments)]
 fn visit(
-    root: &Path,
     dir: &str,
     name: String,
     entry: fs::DirEntry,
     scope: &[String],
-    rules: &mut IgnoreRules,
-    stack: &mut Vec<Arc<Level>>,
-    out: &mut Walk,
-    recurse: bool,
-) -> Option<String> {
+    stack: &[Arc<Level>],
+    jobs: &Jobs,
+    out: &mut Listed,
+) {
     let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+    let skip = |out: &mut Listed, path: String, reason: SkipReason| {
+        out.skipped.count(reason);
+        out.items.push(Item::Skip(Skip { path, reason }));
+    };
     let Ok(file_type) = entry.file_type() else {
-        out.skipped.unreadable += 1;
-        out.skips.push(Skip { path, reason: SkipReason::Unreadable });
-        return None;
+        return skip(out, path, SkipReason::Unreadable);
     };
     if file_type.is_dir() {
         if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
-            return None;
+            return;
         }
         if is_dot_name(&name) && dot_rule_skips(&path, scope) {
+            return skip(out, path, SkipReason::DotDir);
+        }
+        if ignored_with(stack, &path, true) {
             out.skipped.dirs += 1;
-            out.skips.push(Skip { path, reason: SkipReason::DotDir });
-            return None;
+            return;
         }
-        if rules.ignored_with(stack, &path, true) {
-            out.skipped.dirs += 1;
-            return None;
-        }
-        if !recurse {
-            return Some(path);
-        }
-        walk_dir(root, &path, scope, rules, stack, out);
-        return None;
+        let slot = jobs.add(path, stack.to_vec());
+        out.items.push(Item::Folder(slot));
+        return;
     }
     if !path_in_scope(&path, scope) {
-        return None;
+        return;
     }
     if is_dot_name(&name) {
         if IGNORE_FILES.contains(&name.as_str()) {
-            return None;
+            return;
         }
         if dot_rule_skips(&path, scope) {
-            out.skips.push(Skip { path, reason: SkipReason::DotFile });
-            return None;
+            return skip(out, path, SkipReason::DotFile);
         }
     }
-    if rules.ignored_with(stack, &path, false) {
-        return None;
+    if ignored_with(stack, &path, false) {
+        return;
     }
     if file_type.is_symlink() {
-        out.skipped.symlink += 1;
-        out.skips.push(Skip { path, reason: SkipReason::Symlink });
-        return None;
+        return skip(out, path, SkipReason::Symlink);
     }
     if !file_type.is_file() {
-        out.skips.push(Skip { path, reason: SkipReason::NonRegular });
-        return None;
+        return skip(out, path, SkipReason::NonRegular);
     }
     match entry.metadata() {
-        Ok(metadata) if metadata.len() > MAX_FILE_BYTES => {
-            out.skipped.oversized += 1;
-            out.skips.push(Skip { path, reason: SkipReason::Oversized });
+        Ok(metadata) if metadata.len() > MAX_FILE_BYTES => skip(out, path, SkipReason::Oversized),
+        Ok(metadata) => {
+            out.files += 1;
+            out.items.push(Item::File(FoundFile { path, stat: FileStat::of(&metadata) }));
         }
-        Ok(metadata) => out.files.push(FoundFile { path, stat: FileStat::of(&metadata) }),
-        Err(_) => {
-            out.skipped.unreadable += 1;
-            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
-        }
+        Err(_) => skip(out, path, SkipReason::Unreadable),
     }
-    None
 }
 
 /// Reads a found file and applies the content checks: at most 1 MiB,
@@ -668,5 +721,59 @@ mod tests {
         assert_eq!(paths(root, &["foo"]), ["foo/a.go"]);
         assert_eq!(paths(root, &[".github"]), [".github/workflows/ci.yml"]);
         assert_eq!(paths(root, &[]), ["bar/c.go", "foo/a.go"]);
+    }
+
+    /// Every regular file below `dir`, lexical by name at each level,
+    /// depth first: the order the walk must keep, whatever its threads do.
+    fn reference_order(root: &Path, dir: &str, out: &mut Vec<String>) {
+        let mut names: Vec<String> = fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        for name in names {
+            let path = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+            if root.join(&path).is_dir() {
+                reference_order(root, &path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn walk_order_is_lexical_depth_first_across_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Neighbouring names that sort differently as names and as paths,
+        // one deep folder next to many shallow ones, and skips among them.
+        for top in ["a", "a-b", "a.b", "a0", "z"] {
+            for middle in 0..6 {
+                for leaf in ["x", "x-y", "y"] {
+                    write(root, &format!("{top}/m{middle}/{leaf}/f.txt"), b"text\n");
+                    write(root, &format!("{top}/m{middle}/{leaf}.txt"), b"text\n");
+                }
+            }
+        }
+        let mut deep = String::from("deep");
+        for level in 0..30 {
+            deep.push_str(&format!("/d{level}"));
+            write(root, &format!("{deep}/file.txt"), b"text\n");
+        }
+        write(root, "a/m1/big.txt", &vec![b'a'; MAX_FILE_BYTES as usize + 1]);
+        write(root, "z/m2/.hidden", b"x\n");
+        let mut expected = Vec::new();
+        reference_order(root, "", &mut expected);
+        expected.retain(|path| !path.ends_with("big.txt") && !path.ends_with(".hidden"));
+
+        for _ in 0..5 {
+            let walk = walk(root, &[], &mut IgnoreRules::new(root));
+            let got: Vec<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+            assert_eq!(got, expected);
+            let skips: Vec<(&str, &str)> =
+                walk.skips.iter().map(|skip| (skip.path.as_str(), skip.reason.as_str())).collect();
+            assert_eq!(skips, [("a/m1/big.txt", "oversized"), ("z/m2/.hidden", "dot_file")]);
+            assert_eq!(walk.skipped.oversized, 1);
+        }
     }
 }
