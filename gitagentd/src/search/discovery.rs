@@ -297,37 +297,122 @@ fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
 /// depth first. Files are stat'ed while their folder is open, so a
 /// folder's handle is closed before the next is opened.
 pub fn walk(root: &Path, scope: &[String], rules: &mut IgnoreRules) -> Walk {
+    walk_with(root, scope, rules, &NoFileWork).walk
+}
+
+/// Work done on accepted files by the walk's own threads, as soon as a
+/// folder is listed, so reading overlaps listing.
+pub trait FileWork: Sync {
+    /// Each thread's own state (a snapshot writer, say).
+    type State: Send;
+    type Output: Send;
+    /// The state of thread `thread` (0-based).
+    fn state(&self, thread: usize) -> Self::State;
+    /// Whether `file` needs the work (decided while its folder is listed).
+    fn wants(&self, file: &FoundFile) -> bool;
+    fn run(&self, state: &mut Self::State, file: &FoundFile) -> Self::Output;
+}
+
+/// No work: a plain walk.
+struct NoFileWork;
+
+impl FileWork for NoFileWork {
+    type State = ();
+    type Output = ();
+    fn state(&self, _: usize) {}
+    fn wants(&self, _: &FoundFile) -> bool {
+        false
+    }
+    fn run(&self, _: &mut (), _: &FoundFile) {}
+}
+
+/// How many wanted files one job of [`FileWork`] takes.
+const WORK_BATCH: usize = 16;
+
+/// A walk with the outputs of its [`FileWork`].
+pub struct WorkedWalk<W: FileWork> {
+    pub walk: Walk,
+    /// In the order of `walk.files`; `None` for files the work did not want.
+    pub outputs: Vec<Option<W::Output>>,
+    /// Every thread's state.
+    pub states: Vec<W::State>,
+}
+
+/// A listed folder and the work outputs of its items.
+type Slot<O> = Option<(Listed, Vec<Option<O>>)>;
+
+/// [`walk`], running `work` on the files it wants.
+pub fn walk_with<W: FileWork>(root: &Path, scope: &[String], rules: &mut IgnoreRules, work: &W) -> WorkedWalk<W> {
     let root_level = rules.level("");
     let jobs = Jobs::new(FolderJob { dir: String::new(), stack: Vec::new(), slot: 0 });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let worker = || {
-        let mut done = Vec::new();
+    let worker = |thread: usize| {
+        let mut state = work.state(thread);
+        let mut listed = Vec::new();
+        let mut outputs = Vec::new();
         while let Some(job) = jobs.take() {
-            let listed = list_folder(root, scope, &root_level, job, &jobs);
-            done.push(listed);
+            match job {
+                Job::Folder(folder) => {
+                    let (slot, folder) = list_folder(root, scope, &root_level, folder, &jobs);
+                    let wanted: Vec<(usize, FoundFile)> = folder
+                        .items
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(index, item)| match item {
+                            Item::File(file) if work.wants(file) => Some((index, file.clone())),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut wanted = wanted.into_iter().peekable();
+                    while wanted.peek().is_some() {
+                        jobs.add_files(slot, wanted.by_ref().take(WORK_BATCH).collect());
+                    }
+                    listed.push((slot, folder));
+                }
+                Job::Files(slot, files) => {
+                    for (index, file) in files {
+                        outputs.push((slot, index, work.run(&mut state, &file)));
+                    }
+                }
+            }
             jobs.finish();
         }
-        done
+        (listed, outputs, state)
     };
-    let listed: Vec<Vec<(usize, Listed)>> = if threads == 1 {
-        vec![worker()]
+    type Done<W> = (Vec<(usize, Listed)>, Vec<(usize, usize, <W as FileWork>::Output)>, <W as FileWork>::State);
+    let done: Vec<Done<W>> = if threads == 1 {
+        vec![worker(0)]
     } else {
         std::thread::scope(|threads_scope| {
-            let handles: Vec<_> = (0..threads).map(|_| threads_scope.spawn(worker)).collect();
+            let handles: Vec<_> = (0..threads).map(|thread| threads_scope.spawn(move || worker(thread))).collect();
             handles
                 .into_iter()
                 .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
         })
     };
-    let mut slots: Vec<Option<Listed>> = (0..jobs.slots()).map(|_| None).collect();
-    for (slot, folder) in listed.into_iter().flatten() {
-        slots[slot] = Some(folder);
+    let mut slots: Vec<Slot<W::Output>> = (0..jobs.slots()).map(|_| None).collect();
+    let mut states = Vec::with_capacity(done.len());
+    let mut all_outputs = Vec::new();
+    for (listed, outputs, state) in done {
+        for (slot, folder) in listed {
+            let outputs = (0..folder.items.len()).map(|_| None).collect();
+            slots[slot] = Some((folder, outputs));
+        }
+        all_outputs.push(outputs);
+        states.push(state);
+    }
+    for (slot, index, output) in all_outputs.into_iter().flatten() {
+        if let Some((_, outputs)) = slots[slot].as_mut() {
+            outputs[index] = Some(output);
+        }
     }
     let mut out = Walk::default();
-    out.files.reserve(slots.iter().flatten().map(|folder| folder.files).sum());
-    join_folder(&mut slots, 0, &mut out);
-    out
+    let files = slots.iter().flatten().map(|(folder, _)| folder.files).sum();
+    out.files.reserve(files);
+    let mut outputs = Vec::with_capacity(files);
+    join_folder(&mut slots, 0, &mut out, &mut outputs);
+    WorkedWalk { walk: out, outputs, states }
 }
 
 /// One folder to list: its root-relative path, the ignore levels of its
@@ -336,6 +421,13 @@ struct FolderJob {
     dir: String,
     stack: Vec<Arc<Level>>,
     slot: usize,
+}
+
+enum Job {
+    Folder(FolderJob),
+    /// Files of the folder in a slot, with their item indexes, to run the
+    /// file work on.
+    Files(usize, Vec<(usize, FoundFile)>),
 }
 
 /// What listing one folder found, in name order.
@@ -353,30 +445,31 @@ enum Item {
     Folder(usize),
 }
 
-/// The folders waiting to be listed, shared by the walk's threads.
+/// The jobs waiting for the walk's threads.
 struct Jobs {
     state: Mutex<JobsState>,
     ready: Condvar,
 }
 
 struct JobsState {
-    waiting: Vec<FolderJob>,
-    /// Folders waiting or being listed.
+    waiting: Vec<Job>,
+    /// Jobs waiting or running.
     open: usize,
     slots: usize,
 }
 
 impl Jobs {
     fn new(first: FolderJob) -> Self {
-        Self { state: Mutex::new(JobsState { waiting: vec![first], open: 1, slots: 1 }), ready: Condvar::new() }
+        let state = JobsState { waiting: vec![Job::Folder(first)], open: 1, slots: 1 };
+        Self { state: Mutex::new(state), ready: Condvar::new() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, JobsState> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The next folder, or `None` once every folder has been listed.
-    fn take(&self) -> Option<FolderJob> {
+    /// The next job, or `None` once every job has run.
+    fn take(&self) -> Option<Job> {
         let mut state = self.lock();
         loop {
             if let Some(job) = state.waiting.pop() {
@@ -389,19 +482,30 @@ impl Jobs {
         }
     }
 
-    /// Queues a subfolder and returns its slot.
-    fn add(&self, dir: String, stack: Vec<Arc<Level>>) -> usize {
+    fn push(&self, job: Job) {
         let mut state = self.lock();
-        let slot = state.slots;
-        state.slots += 1;
         state.open += 1;
-        state.waiting.push(FolderJob { dir, stack, slot });
+        state.waiting.push(job);
         drop(state);
         self.ready.notify_one();
+    }
+
+    /// Queues a subfolder and returns its slot.
+    fn add_folder(&self, dir: String, stack: Vec<Arc<Level>>) -> usize {
+        let slot = {
+            let mut state = self.lock();
+            state.slots += 1;
+            state.slots - 1
+        };
+        self.push(Job::Folder(FolderJob { dir, stack, slot }));
         slot
     }
 
-    /// Marks a taken folder as listed.
+    fn add_files(&self, slot: usize, files: Vec<(usize, FoundFile)>) {
+        self.push(Job::Files(slot, files));
+    }
+
+    /// Marks a taken job as done.
     fn finish(&self) {
         let mut state = self.lock();
         state.open -= 1;
@@ -416,16 +520,19 @@ impl Jobs {
     }
 }
 
-/// Appends a listed folder's files and skips to `out`, its subfolders'
-/// in their place.
-fn join_folder(slots: &mut [Option<Listed>], slot: usize, out: &mut Walk) {
-    let Some(folder) = slots.get_mut(slot).and_then(Option::take) else { return };
+/// Appends a listed folder's files, their outputs and its skips to `out`,
+/// its subfolders' in their place.
+fn join_folder<O>(slots: &mut [Slot<O>], slot: usize, out: &mut Walk, outputs: &mut Vec<Option<O>>) {
+    let Some((folder, folder_outputs)) = slots.get_mut(slot).and_then(Option::take) else { return };
     out.skipped.add(&folder.skipped);
-    for item in folder.items {
+    for (item, output) in folder.items.into_iter().zip(folder_outputs) {
         match item {
-            Item::File(file) => out.files.push(file),
+            Item::File(file) => {
+                out.files.push(file);
+                outputs.push(output);
+            }
             Item::Skip(skip) => out.skips.push(skip),
-            Item::Folder(slot) => join_folder(slots, slot, out),
+            Item::Folder(slot) => join_folder(slots, slot, out, outputs),
         }
     }
 }
@@ -510,7 +617,7 @@ fn visit(
             out.skipped.dirs += 1;
             return;
         }
-        let slot = jobs.add(path, stack.to_vec());
+        let slot = jobs.add_folder(path, stack.to_vec());
         out.items.push(Item::Folder(slot));
         return;
     }

@@ -25,7 +25,6 @@ use super::timefmt;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What one refresh is asked to do.
@@ -203,49 +202,49 @@ pub fn prepare(
     let built_since_start = live.snapshot.manifest.created_nanos().is_some_and(|created| created >= request.started_ns);
     let reindex = request.reindex && !built_since_start;
 
+    // One pass: the walk's threads read and chunk each file whose cached
+    // version cannot be trusted as soon as its folder is listed.
     let mut rules = IgnoreRules::new(&request.root);
-    let walk = discovery::walk(&request.root, &request.scope, &mut rules);
+    let reader = Reader { request: &request, live: &live, now: now_ns(), cancelled };
+    let worked = discovery::walk_with(&request.root, &request.scope, &mut rules, &reader);
+    if cancelled() {
+        return Err(StoreError::Cancelled.into());
+    }
+    let read = finish_reads(&request, worked.outputs, worked.states)?;
+    let walk = worked.walk;
     let mut skipped = walk.skipped;
     for skip in &walk.skips {
         reporter.skip(&skip.path, skip.reason);
     }
 
-    // Decide which files need reading.
     enum State {
         Fresh(Arc<FileContent>),
         Rejected,
         Read,
     }
     let mut states = Vec::with_capacity(walk.files.len());
-    let mut to_read = Vec::new();
-    for (index, file) in walk.files.iter().enumerate() {
-        if let Some((stat, reason)) = live.rejected.get(&file.path)
-            && *stat == file.stat
-            && !racy(stat, now_ns())
-        {
-            skipped.count(*reason);
-            reporter.skip(&file.path, *reason);
-            states.push(State::Rejected);
+    let mut any_read = false;
+    for (file, read) in walk.files.iter().zip(&read) {
+        if read.is_some() {
+            any_read = true;
+            states.push(State::Read);
             continue;
         }
-        match live.contents.get(&file.path) {
-            Some(content) if content.is_fresh_for(&file.stat, request.max_input_chars) => {
-                states.push(State::Fresh(Arc::clone(content)));
+        match reader.cached(file) {
+            Cached::Rejected(reason) => {
+                skipped.count(reason);
+                reporter.skip(&file.path, reason);
+                states.push(State::Rejected);
             }
-            _ => {
-                states.push(State::Read);
-                to_read.push(index);
-            }
+            Cached::Fresh(content) => states.push(State::Fresh(Arc::clone(content))),
+            // Not reached: a file without a trusted cached version is read.
+            Cached::None => states.push(State::Rejected),
         }
-    }
-    let read = read_files(&request, &walk.files, &to_read, cancelled)?;
-    if cancelled() {
-        return Err(StoreError::Cancelled.into());
     }
     reporter.timing("discover", phase.elapsed());
     phase = Instant::now();
 
-    let mut read_results = read.into_iter();
+    let mut read_results = read.into_iter().flatten();
     let mut accepted: Vec<Arc<FileContent>> = Vec::with_capacity(walk.files.len());
     // Content and rejection changes, applied to copies of the caches only
     // when something changed.
@@ -270,7 +269,6 @@ pub fn prepare(
             },
         }
     }
-    let any_read = !to_read.is_empty();
     let in_universe = |path: &str| path_in_scope(path, &request.scope);
     let cached_in_universe = if request.scope.is_empty() {
         live.contents.len()
@@ -361,121 +359,134 @@ struct PendingFile {
     stat: FileStat,
     started: i128,
     chunks: Vec<ChunkDraft>,
+    /// The reader thread whose segment holds the text.
+    thread: usize,
     offset: usize,
     len: usize,
 }
 
-/// A batch's position and the outcomes of its files.
-type ReadBatch = (usize, Vec<ReadOutcome>);
-
-/// How many files a reader thread takes at a time.
-const READ_BATCH: usize = 32;
-
-/// Reads and chunks files into new snapshot segments, in parallel: the
-/// reader threads take batches of files in turn (so a thread slowed by
-/// other work on the machine holds up nothing), and the outcomes are put
-/// back in `indexes` order.
-fn read_files(
-    request: &RefreshRequest,
-    files: &[discovery::FoundFile],
-    indexes: &[usize],
-    cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<ReadOutcome>, RefreshError> {
-    if indexes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let threads =
-        if indexes.len() < 64 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) };
-    let batches: Vec<&[usize]> = indexes.chunks(READ_BATCH).collect();
-    let next = AtomicUsize::new(0);
-    let results: Vec<Result<Vec<ReadBatch>, RefreshError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            (0..threads).map(|_| scope.spawn(|| read_batches(request, files, &batches, &next, cancelled))).collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle.join().unwrap_or_else(|_| {
-                    Err(RefreshError::Snapshot {
-                        dir: request.temp_dir.clone(),
-                        source: std::io::Error::other("a reader thread panicked"),
-                    })
-                })
-            })
-            .collect()
-    });
-    let mut done: Vec<Option<Vec<ReadOutcome>>> = (0..batches.len()).map(|_| None).collect();
-    for part in results {
-        for (batch, outcomes) in part? {
-            done[batch] = Some(outcomes);
-        }
-    }
-    let mut out = Vec::with_capacity(indexes.len());
-    for outcomes in done {
-        out.extend(outcomes.unwrap_or_default());
-    }
-    Ok(out)
+/// What the previous view says about a found file.
+enum Cached<'a> {
+    /// Skipped before, and unchanged since.
+    Rejected(SkipReason),
+    /// Read before, and unchanged since.
+    Fresh(&'a Arc<FileContent>),
+    None,
 }
 
-/// One reader thread: takes batches until none is left, appending every
-/// text to one segment of its own.
-fn read_batches(
-    request: &RefreshRequest,
-    files: &[discovery::FoundFile],
-    batches: &[&[usize]],
-    next: &AtomicUsize,
-    cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<ReadBatch>, RefreshError> {
-    let snapshot_error = |source| RefreshError::Snapshot { dir: request.temp_dir.clone(), source };
-    let mut writer = BodyWriter::new(&request.temp_dir).map_err(snapshot_error)?;
-    let mut pending: Vec<(usize, Vec<Result<PendingFile, SkipReason>>)> = Vec::new();
-    loop {
-        let batch = next.fetch_add(1, Ordering::Relaxed);
-        let Some(part) = batches.get(batch) else { break };
-        if cancelled() {
-            return Err(StoreError::Cancelled.into());
+/// The walk's file work: reads and chunks every file whose cached version
+/// cannot be trusted, appending its text to the thread's own snapshot
+/// segment.
+struct Reader<'a> {
+    request: &'a RefreshRequest,
+    live: &'a LiveIndex,
+    /// When the walk started (for the racy-timestamp check).
+    now: i128,
+    cancelled: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// One reader thread's segment, opened at its first file.
+struct ReaderThread {
+    thread: usize,
+    writer: Option<BodyWriter>,
+    error: Option<std::io::Error>,
+}
+
+impl ReaderThread {
+    /// Appends `text` to this thread's segment, opening it first if need be.
+    fn append(&mut self, dir: &Path, text: &str) -> std::io::Result<(usize, usize)> {
+        let writer = match self.writer.take() {
+            Some(writer) => writer,
+            None => BodyWriter::new(dir)?,
+        };
+        self.writer.insert(writer).append(text)
+    }
+}
+
+impl Reader<'_> {
+    fn cached(&self, file: &discovery::FoundFile) -> Cached<'_> {
+        if let Some((stat, reason)) = self.live.rejected.get(&file.path)
+            && *stat == file.stat
+            && !racy(stat, self.now)
+        {
+            return Cached::Rejected(*reason);
         }
-        let mut outcomes = Vec::with_capacity(part.len());
-        for &index in *part {
-            let file = &files[index];
-            let started = now_ns();
-            match discovery::read_candidate(&request.root, &file.path, file.stat.size) {
-                Ok(text) => {
-                    let chunked = chunking::chunk_file(&file.path, "filesystem", text, request.max_input_chars);
-                    let (offset, len) = writer.append(&chunked.text).map_err(snapshot_error)?;
-                    outcomes.push(Ok(PendingFile {
-                        path: file.path.clone(),
-                        stat: file.stat,
-                        started,
-                        chunks: chunked.chunks,
-                        offset,
-                        len,
-                    }));
-                }
-                Err(reason) => outcomes.push(Err(reason)),
+        match self.live.contents.get(&file.path) {
+            Some(content) if content.is_fresh_for(&file.stat, self.request.max_input_chars) => Cached::Fresh(content),
+            _ => Cached::None,
+        }
+    }
+}
+
+impl discovery::FileWork for Reader<'_> {
+    type State = ReaderThread;
+    type Output = Result<PendingFile, SkipReason>;
+
+    fn state(&self, thread: usize) -> ReaderThread {
+        ReaderThread { thread, writer: None, error: None }
+    }
+
+    fn wants(&self, file: &discovery::FoundFile) -> bool {
+        matches!(self.cached(file), Cached::None)
+    }
+
+    fn run(&self, state: &mut ReaderThread, file: &discovery::FoundFile) -> Self::Output {
+        // After a failure or a cancellation the remaining files are passed
+        // over; the caller reports why.
+        if state.error.is_some() || (self.cancelled)() {
+            return Err(SkipReason::Unreadable);
+        }
+        let started = now_ns();
+        let text = discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?;
+        let chunked = chunking::chunk_file(&file.path, "filesystem", text, self.request.max_input_chars);
+        match state.append(&self.request.temp_dir, &chunked.text) {
+            Ok((offset, len)) => Ok(PendingFile {
+                path: file.path.clone(),
+                stat: file.stat,
+                started,
+                chunks: chunked.chunks,
+                thread: state.thread,
+                offset,
+                len,
+            }),
+            Err(error) => {
+                state.error = Some(error);
+                Err(SkipReason::Unreadable)
             }
         }
-        pending.push((batch, outcomes));
     }
-    let segment = writer.finish().map_err(snapshot_error)?;
-    Ok(pending
+}
+
+/// Maps every reader thread's segment and turns the files read into
+/// content versions (`None` for files the walk did not read).
+fn finish_reads(
+    request: &RefreshRequest,
+    outputs: Vec<Option<Result<PendingFile, SkipReason>>>,
+    threads: Vec<ReaderThread>,
+) -> Result<Vec<Option<ReadOutcome>>, RefreshError> {
+    let snapshot_error = |source| RefreshError::Snapshot { dir: request.temp_dir.clone(), source };
+    let mut segments = Vec::with_capacity(threads.len());
+    for thread in threads {
+        if let Some(error) = thread.error {
+            return Err(snapshot_error(error));
+        }
+        segments.push(thread.writer.map(BodyWriter::finish).transpose().map_err(snapshot_error)?);
+    }
+    Ok(outputs
         .into_iter()
-        .map(|(batch, outcomes)| {
-            let outcomes = outcomes
-                .into_iter()
-                .map(|item| {
-                    item.map(|file| {
-                        Arc::new(FileContent::new(
-                            file.path,
-                            file.stat,
-                            file.started,
-                            request.max_input_chars,
-                            file.chunks,
-                            body_ref(&segment, file.offset, file.len),
-                        ))
-                    })
-                })
-                .collect();
-            (batch, outcomes)
+        .map(|output| {
+            output.map(|read| {
+                let file = read?;
+                let segment = segments[file.thread].as_ref().ok_or(SkipReason::Unreadable)?;
+                Ok(Arc::new(FileContent::new(
+                    file.path,
+                    file.stat,
+                    file.started,
+                    request.max_input_chars,
+                    file.chunks,
+                    body_ref(segment, file.offset, file.len),
+                )))
+            })
         })
         .collect())
 }
