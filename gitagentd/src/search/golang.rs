@@ -63,6 +63,7 @@ impl<'a> Lexer<'a> {
         self.stack.is_empty() || (self.stack.len() == 1 && self.stack[0] == b'(')
     }
 
+    #[inline(always)]
     fn push(&mut self, tok: Tok<'a>, line: usize, end_line: usize) -> Option<()> {
         let token = Token { tok, line, end_line, top: self.stack.is_empty() };
         match tok {
@@ -209,13 +210,21 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
     let mut seen_package = false;
     while index < bytes.len() {
         let byte = bytes[index];
-        match byte {
+        // Each arm either moves past something that is not a token, or
+        // yields one token (from `first_line` to `line`) for the one push
+        // below.
+        let first_line = line;
+        let tok = match byte {
             b'\n' => {
                 lexer.line_end(line);
                 line += 1;
                 index += 1;
+                continue;
             }
-            b' ' | b'\t' | b'\r' => index += 1,
+            b' ' | b'\t' | b'\r' => {
+                index += 1;
+                continue;
+            }
             b'/' if bytes.get(index + 1) == Some(&b'/') => {
                 let end = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
                 // Only comments before `package` decide anything.
@@ -224,6 +233,7 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
                     comments.push(Comment { before_package: true, do_not_edit: text.contains("DO NOT EDIT") });
                 }
                 index = end;
+                continue;
             }
             b'/' if bytes.get(index + 1) == Some(&b'*') => {
                 let close = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 2;
@@ -235,71 +245,63 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
                 }
                 line += newlines;
                 index = close + 2;
+                continue;
             }
             b'"' | b'\'' => {
-                let cursor = closing_quote(bytes, index, byte)?;
-                lexer.push(Tok::Literal, line, line)?;
-                index = cursor + 1;
+                index = closing_quote(bytes, index, byte)? + 1;
+                Tok::Literal
             }
             b'`' => {
                 let close = memchr::memchr(b'`', &bytes[index + 1..])? + index + 1;
-                let newlines = memchr::memchr_iter(b'\n', &bytes[index..close]).count();
-                lexer.push(Tok::Literal, line, line + newlines)?;
-                line += newlines;
+                line += memchr::memchr_iter(b'\n', &bytes[index..close]).count();
                 index = close + 1;
+                Tok::Literal
             }
             b'(' | b'[' | b'{' => {
-                lexer.push(Tok::Open(byte), line, line)?;
                 index += 1;
-                if skip_regions && !lexer.keeps() {
-                    // A region whose tokens are not kept (a body, a
-                    // composite literal): step over it to its closing
-                    // bracket, which is lexed as usual.
-                    let depth = lexer.stack.len() - 1;
-                    let (close, lines) = skip_region(source, index, &mut lexer.stack, depth)?;
-                    line += lines;
-                    index = close;
-                }
+                Tok::Open(byte)
             }
             b')' | b']' | b'}' => {
-                lexer.push(Tok::Close(byte), line, line)?;
                 index += 1;
+                Tok::Close(byte)
             }
             b';' => {
-                lexer.push(Tok::Semi, line, line)?;
                 index += 1;
+                Tok::Semi
             }
             b',' => {
-                lexer.push(Tok::Comma, line, line)?;
                 index += 1;
+                Tok::Comma
             }
             b'+' | b'-' if bytes.get(index + 1) == Some(&byte) => {
-                lexer.push(Tok::IncDec, line, line)?;
                 index += 2;
+                Tok::IncDec
             }
             b'0'..=b'9' => {
                 index = skip_number(bytes, index);
-                lexer.push(Tok::Literal, line, line)?;
+                Tok::Literal
             }
             b'.' if bytes.get(index + 1).is_some_and(u8::is_ascii_digit) => {
                 index = skip_number(bytes, index);
-                lexer.push(Tok::Literal, line, line)?;
+                Tok::Literal
             }
             _ if byte == b'_' || byte.is_ascii_alphabetic() || byte >= 0x80 => {
                 let start = index;
                 while index < bytes.len() {
-                    let b = bytes[index];
-                    if b == b'_' || b.is_ascii_alphanumeric() {
-                        index += 1;
-                    } else if b >= 0x80 {
-                        let ch = source[index..].chars().next()?;
-                        if !ch.is_alphanumeric() {
-                            break;
-                        }
-                        index += ch.len_utf8();
-                    } else {
+                    // ASCII letters and digits in a run, the rare
+                    // non-ASCII character one at a time.
+                    index += bytes[index..]
+                        .iter()
+                        .position(|&b| !IDENT_BYTES[usize::from(b)])
+                        .unwrap_or(bytes.len() - index);
+                    if bytes.get(index).is_none_or(|&b| b < 0x80) {
                         break;
                     }
+                    let ch = source[index..].chars().next()?;
+                    if !ch.is_alphanumeric() {
+                        break;
+                    }
+                    index += ch.len_utf8();
                 }
                 if index == start {
                     // A non-ASCII character that is not a letter: an
@@ -310,12 +312,22 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
                 if word == "package" {
                     seen_package = true;
                 }
-                lexer.push(Tok::Ident(word), line, line)?;
+                Tok::Ident(word)
             }
             _ => {
-                lexer.push(Tok::Other, line, line)?;
                 index += 1;
+                Tok::Other
             }
+        };
+        lexer.push(tok, first_line, line)?;
+        if skip_regions && matches!(tok, Tok::Open(_)) && !lexer.keeps() {
+            // A region whose tokens are not kept (a body, a composite
+            // literal): step over it to its closing bracket, which is
+            // lexed as usual.
+            let depth = lexer.stack.len() - 1;
+            let (close, lines) = skip_region(source, index, &mut lexer.stack, depth)?;
+            line += lines;
+            index = close;
         }
     }
     lexer.line_end(line);
@@ -325,24 +337,121 @@ fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<C
     Some((lexer.tokens, comments))
 }
 
-/// Bytes that matter inside a skipped region: brackets, the starts of
-/// literals and comments, and non-ASCII bytes. (Newlines are counted once
-/// the region's end is known.)
-const REGION_BYTES: [bool; 256] = {
+/// ASCII bytes that continue an identifier: `_`, letters and digits.
+const IDENT_BYTES: [bool; 256] = {
     let mut table = [false; 256];
-    let mut index = 0;
-    let bytes = b"{}()[]\"'`/";
-    while index < bytes.len() {
-        table[bytes[index] as usize] = true;
-        index += 1;
-    }
-    let mut byte = 0x80;
-    while byte < 256 {
-        table[byte] = true;
+    let mut byte = 0;
+    while byte < 128 {
+        table[byte] = byte == b'_' as usize || (byte as u8).is_ascii_alphanumeric();
         byte += 1;
     }
     table
 };
+
+/// Bytes that matter inside a skipped region: brackets, the starts of
+/// literals and comments, and non-ASCII bytes. (Newlines are counted
+/// apart, see [`RegionBytes`].)
+fn region_byte(byte: u8) -> bool {
+    matches!(byte, b'{' | b'}' | b'(' | b')' | b'[' | b']' | b'"' | b'\'' | b'`' | b'/') || byte >= 0x80
+}
+
+/// The positions of [`region_byte`]s from some index on, found a 64-byte
+/// block at a time: one bit per byte, computed without a branch per byte
+/// (the compiler vectorises [`region_masks`]), so only the special bytes
+/// themselves (about one in 15 in Go bodies) cost a branch. Newlines are
+/// counted from the same blocks.
+struct RegionBytes<'a> {
+    bytes: &'a [u8],
+    /// Where the current block starts.
+    base: usize,
+    /// The block's special bytes not yet returned, bit `i` for `base + i`.
+    mask: u64,
+    /// The block's newlines, bit `i` for `base + i`.
+    newlines: u64,
+    /// Newlines from the start to `base`.
+    lines: usize,
+}
+
+impl<'a> RegionBytes<'a> {
+    fn new(bytes: &'a [u8], index: usize) -> Self {
+        let (mask, newlines) = block_masks(bytes, index);
+        RegionBytes { bytes, base: index, mask, newlines, lines: 0 }
+    }
+
+    /// The next special byte's position; `None` at the end of the input.
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            self.lines += self.newlines.count_ones() as usize;
+            self.base += 64;
+            if self.base >= self.bytes.len() {
+                return None;
+            }
+            (self.mask, self.newlines) = block_masks(self.bytes, self.base);
+        }
+        let index = self.base + self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        Some(index)
+    }
+
+    /// Continues from `index` (after a literal or comment the lexer
+    /// stepped over), within the current block when it reaches that far.
+    fn seek(&mut self, index: usize) {
+        let offset = index - self.base;
+        if offset < 64 {
+            self.mask &= u64::MAX << offset;
+        } else {
+            let skipped = &self.bytes[self.base + 64..index];
+            self.lines += self.newlines.count_ones() as usize + memchr::memchr_iter(b'\n', skipped).count();
+            self.base = index;
+            (self.mask, self.newlines) = block_masks(self.bytes, index);
+        }
+    }
+
+    /// Newlines from the start to `index`, a position in the current
+    /// block.
+    fn lines_to(&self, index: usize) -> usize {
+        let before = !(u64::MAX << (index - self.base));
+        self.lines + (self.newlines & before).count_ones() as usize
+    }
+}
+
+/// The [`region_masks`] of the 64 bytes from `index`, zero-padded past the
+/// end (a zero byte is neither special nor a newline).
+fn block_masks(bytes: &[u8], index: usize) -> (u64, u64) {
+    match bytes.get(index..index + 64) {
+        Some(block) => region_masks(block.try_into().unwrap()),
+        None => {
+            let mut block = [0u8; 64];
+            let tail = bytes.get(index..).unwrap_or_default();
+            block[..tail.len()].copy_from_slice(tail);
+            region_masks(&block)
+        }
+    }
+}
+
+/// Bit `i` set where `block[i]` is a [`region_byte`], and where it is a
+/// newline.
+fn region_masks(block: &[u8; 64]) -> (u64, u64) {
+    let mut special = [0u8; 64];
+    let mut newline = [0u8; 64];
+    for ((special, newline), &byte) in special.iter_mut().zip(&mut newline).zip(block) {
+        *special = u8::from(region_byte(byte));
+        *newline = u8::from(byte == b'\n');
+    }
+    (pack_bits(&special), pack_bits(&newline))
+}
+
+/// 64 bytes of 0 or 1 as the bits of a `u64`. Eight bytes become eight
+/// bits with one multiply: byte `k` lands on bit 56 + k, and no two
+/// partial products overlap.
+fn pack_bits(flags: &[u8; 64]) -> u64 {
+    let mut mask = 0;
+    for (index, eight) in flags.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(eight.try_into().unwrap());
+        mask |= (word.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (index * 8);
+    }
+    mask
+}
 
 /// Steps over the inside of a bracket region from `index` (just after its
 /// opening bracket, already on `stack`) to the bracket that closes it,
@@ -351,53 +460,41 @@ const REGION_BYTES: [bool; 256] = {
 /// outside them must be a letter or digit. Returns the index of the
 /// closing bracket (left for the lexer, with the stack one above `depth`)
 /// and the newlines crossed; `None` where [`lex`] would give up.
-fn skip_region(source: &str, mut index: usize, stack: &mut Vec<u8>, depth: usize) -> Option<(usize, usize)> {
+fn skip_region(source: &str, index: usize, stack: &mut Vec<u8>, depth: usize) -> Option<(usize, usize)> {
     let bytes = source.as_bytes();
-    let start = index;
-    let lines = |end: usize| memchr::memchr_iter(b'\n', &bytes[start..end]).count();
+    let mut specials = RegionBytes::new(bytes, index);
     loop {
-        while index < bytes.len() && !REGION_BYTES[bytes[index] as usize] {
-            index += 1;
-        }
-        let byte = *bytes.get(index)?;
+        let index = specials.next()?;
+        let byte = bytes[index];
         match byte {
-            b'(' | b'[' | b'{' => {
-                stack.push(byte);
-                index += 1;
-            }
+            b'(' | b'[' | b'{' => stack.push(byte),
             b')' | b']' | b'}' => {
                 if stack.len() == depth + 1 {
-                    return Some((index, lines(index)));
+                    return Some((index, specials.lines_to(index)));
                 }
                 let open = stack.pop()?;
                 if !matches!((open, byte), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
                     return None;
                 }
-                index += 1;
             }
-            b'"' | b'\'' => {
-                let cursor = closing_quote(bytes, index, byte)?;
-                index = cursor + 1;
-            }
-            b'`' => {
-                index = memchr::memchr(b'`', &bytes[index + 1..])? + index + 2;
-            }
+            b'"' | b'\'' => specials.seek(closing_quote(bytes, index, byte)? + 1),
+            b'`' => specials.seek(memchr::memchr(b'`', &bytes[index + 1..])? + index + 2),
             b'/' => match bytes.get(index + 1) {
                 Some(b'/') => {
-                    index = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
+                    specials.seek(memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset));
                 }
-                Some(b'*') => {
-                    index = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 4;
-                }
-                _ => index += 1,
+                Some(b'*') => specials.seek(memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 4),
+                _ => {}
             },
             _ => {
                 // Non-ASCII: part of an identifier, or a token Go rejects.
+                // (Only a character's first byte gets here: the others
+                // are skipped.)
                 let ch = source.get(index..)?.chars().next()?;
                 if !ch.is_alphanumeric() {
                     return None;
                 }
-                index += ch.len_utf8();
+                specials.seek(index + ch.len_utf8());
             }
         }
     }
@@ -514,6 +611,17 @@ fn collect_spec<'a>(spec: &[Token<'a>], collect: &mut impl FnMut(&[Token<'a>])) 
 /// by `quote` at `open`; `None` when a line ends first.
 fn closing_quote(bytes: &[u8], open: usize, quote: u8) -> Option<usize> {
     let mut cursor = open + 1;
+    if quote == b'"' {
+        // Strings run for dozens of bytes: jump from escape to escape.
+        loop {
+            let found = cursor + memchr::memchr3(b'\\', b'\n', quote, bytes.get(cursor..)?)?;
+            match bytes[found] {
+                b'\\' => cursor = found + 2,
+                b'\n' => return None,
+                _ => return Some(found),
+            }
+        }
+    }
     loop {
         match bytes.get(cursor)? {
             b'\\' => cursor += 2,
@@ -527,6 +635,230 @@ fn closing_quote(bytes: &[u8], open: usize, quote: u8) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lexer as it was before [`RegionBytes`], identifier runs and the
+    /// single push site: the new one must agree with it token for token.
+    mod reference {
+        use super::super::{Comment, Lexer, Tok, Token, skip_number};
+
+        pub(super) fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
+            let bytes = source.as_bytes();
+            let mut lexer = Lexer { tokens: Vec::with_capacity(bytes.len() / 16), last: None, stack: Vec::new() };
+            let mut comments = Vec::new();
+            let mut line = 1usize;
+            let mut index = 0usize;
+            let mut seen_package = false;
+            while index < bytes.len() {
+                let byte = bytes[index];
+                match byte {
+                    b'\n' => {
+                        lexer.line_end(line);
+                        line += 1;
+                        index += 1;
+                    }
+                    b' ' | b'\t' | b'\r' => index += 1,
+                    b'/' if bytes.get(index + 1) == Some(&b'/') => {
+                        let end = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
+                        // Only comments before `package` decide anything.
+                        if !seen_package {
+                            let text = &source[index..end];
+                            comments.push(Comment { before_package: true, do_not_edit: text.contains("DO NOT EDIT") });
+                        }
+                        index = end;
+                    }
+                    b'/' if bytes.get(index + 1) == Some(&b'*') => {
+                        let close = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 2;
+                        let text = &source[index..close + 2];
+                        let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+                        comments
+                            .push(Comment { before_package: !seen_package, do_not_edit: text.contains("DO NOT EDIT") });
+                        if newlines > 0 {
+                            lexer.line_end(line);
+                        }
+                        line += newlines;
+                        index = close + 2;
+                    }
+                    b'"' | b'\'' => {
+                        let cursor = closing_quote(bytes, index, byte)?;
+                        lexer.push(Tok::Literal, line, line)?;
+                        index = cursor + 1;
+                    }
+                    b'`' => {
+                        let close = memchr::memchr(b'`', &bytes[index + 1..])? + index + 1;
+                        let newlines = memchr::memchr_iter(b'\n', &bytes[index..close]).count();
+                        lexer.push(Tok::Literal, line, line + newlines)?;
+                        line += newlines;
+                        index = close + 1;
+                    }
+                    b'(' | b'[' | b'{' => {
+                        lexer.push(Tok::Open(byte), line, line)?;
+                        index += 1;
+                        if skip_regions && !lexer.keeps() {
+                            // A region whose tokens are not kept (a body, a
+                            // composite literal): step over it to its closing
+                            // bracket, which is lexed as usual.
+                            let depth = lexer.stack.len() - 1;
+                            let (close, lines) = skip_region(source, index, &mut lexer.stack, depth)?;
+                            line += lines;
+                            index = close;
+                        }
+                    }
+                    b')' | b']' | b'}' => {
+                        lexer.push(Tok::Close(byte), line, line)?;
+                        index += 1;
+                    }
+                    b';' => {
+                        lexer.push(Tok::Semi, line, line)?;
+                        index += 1;
+                    }
+                    b',' => {
+                        lexer.push(Tok::Comma, line, line)?;
+                        index += 1;
+                    }
+                    b'+' | b'-' if bytes.get(index + 1) == Some(&byte) => {
+                        lexer.push(Tok::IncDec, line, line)?;
+                        index += 2;
+                    }
+                    b'0'..=b'9' => {
+                        index = skip_number(bytes, index);
+                        lexer.push(Tok::Literal, line, line)?;
+                    }
+                    b'.' if bytes.get(index + 1).is_some_and(u8::is_ascii_digit) => {
+                        index = skip_number(bytes, index);
+                        lexer.push(Tok::Literal, line, line)?;
+                    }
+                    _ if byte == b'_' || byte.is_ascii_alphabetic() || byte >= 0x80 => {
+                        let start = index;
+                        while index < bytes.len() {
+                            let b = bytes[index];
+                            if b == b'_' || b.is_ascii_alphanumeric() {
+                                index += 1;
+                            } else if b >= 0x80 {
+                                let ch = source[index..].chars().next()?;
+                                if !ch.is_alphanumeric() {
+                                    break;
+                                }
+                                index += ch.len_utf8();
+                            } else {
+                                break;
+                            }
+                        }
+                        if index == start {
+                            // A non-ASCII character that is not a letter: an
+                            // operator-like token Go would reject.
+                            return None;
+                        }
+                        let word = &source[start..index];
+                        if word == "package" {
+                            seen_package = true;
+                        }
+                        lexer.push(Tok::Ident(word), line, line)?;
+                    }
+                    _ => {
+                        lexer.push(Tok::Other, line, line)?;
+                        index += 1;
+                    }
+                }
+            }
+            lexer.line_end(line);
+            if !lexer.stack.is_empty() {
+                return None;
+            }
+            Some((lexer.tokens, comments))
+        }
+
+        /// Bytes that matter inside a skipped region: brackets, the starts of
+        /// literals and comments, and non-ASCII bytes. (Newlines are counted once
+        /// the region's end is known.)
+        const REGION_BYTES: [bool; 256] = {
+            let mut table = [false; 256];
+            let mut index = 0;
+            let bytes = b"{}()[]\"'`/";
+            while index < bytes.len() {
+                table[bytes[index] as usize] = true;
+                index += 1;
+            }
+            let mut byte = 0x80;
+            while byte < 256 {
+                table[byte] = true;
+                byte += 1;
+            }
+            table
+        };
+
+        /// Steps over the inside of a bracket region from `index` (just after its
+        /// opening bracket, already on `stack`) to the bracket that closes it,
+        /// with the lexer's own rules: nested brackets must match, strings, runes,
+        /// raw strings and comments are stepped over, and a non-ASCII character
+        /// outside them must be a letter or digit. Returns the index of the
+        /// closing bracket (left for the lexer, with the stack one above `depth`)
+        /// and the newlines crossed; `None` where [`lex`] would give up.
+        fn skip_region(source: &str, mut index: usize, stack: &mut Vec<u8>, depth: usize) -> Option<(usize, usize)> {
+            let bytes = source.as_bytes();
+            let start = index;
+            let lines = |end: usize| memchr::memchr_iter(b'\n', &bytes[start..end]).count();
+            loop {
+                while index < bytes.len() && !REGION_BYTES[bytes[index] as usize] {
+                    index += 1;
+                }
+                let byte = *bytes.get(index)?;
+                match byte {
+                    b'(' | b'[' | b'{' => {
+                        stack.push(byte);
+                        index += 1;
+                    }
+                    b')' | b']' | b'}' => {
+                        if stack.len() == depth + 1 {
+                            return Some((index, lines(index)));
+                        }
+                        let open = stack.pop()?;
+                        if !matches!((open, byte), (b'(', b')') | (b'[', b']') | (b'{', b'}')) {
+                            return None;
+                        }
+                        index += 1;
+                    }
+                    b'"' | b'\'' => {
+                        let cursor = closing_quote(bytes, index, byte)?;
+                        index = cursor + 1;
+                    }
+                    b'`' => {
+                        index = memchr::memchr(b'`', &bytes[index + 1..])? + index + 2;
+                    }
+                    b'/' => match bytes.get(index + 1) {
+                        Some(b'/') => {
+                            index = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |offset| index + offset);
+                        }
+                        Some(b'*') => {
+                            index = memchr::memmem::find(&bytes[index + 2..], b"*/")? + index + 4;
+                        }
+                        _ => index += 1,
+                    },
+                    _ => {
+                        // Non-ASCII: part of an identifier, or a token Go rejects.
+                        let ch = source.get(index..)?.chars().next()?;
+                        if !ch.is_alphanumeric() {
+                            return None;
+                        }
+                        index += ch.len_utf8();
+                    }
+                }
+            }
+        }
+
+        /// The position of the quote that closes the string or rune literal opened
+        /// by `quote` at `open`; `None` when a line ends first.
+        fn closing_quote(bytes: &[u8], open: usize, quote: u8) -> Option<usize> {
+            let mut cursor = open + 1;
+            loop {
+                match bytes.get(cursor)? {
+                    b'\\' => cursor += 2,
+                    b'\n' => return None,
+                    &b if b == quote => return Some(cursor),
+                    _ => cursor += 1,
+                }
+            }
+        }
+    }
 
     fn decls(source: &str) -> Vec<(String, String, usize, usize)> {
         scan(source)
@@ -652,8 +984,11 @@ type (
             "package x\n\nfunc (t *T) M(a []int, b map[string]struct{}) (r int) {\n\tfor _, v := range a {\n\t\tr += v\n\t}\n\tnaïve := 0x1p-2\n\t_ = naïve\n\treturn\n}\n",
             "package x\n\nfunc C() {\n\t_ = a × b\n}\n",
             "package x\n\nconst (\n\tA = iota\n\tB\n)\n\nvar v = [...]string{\n\t\"x\",\n}\n\nfunc D() { if x { y() } else { z() } }\n",
+            // Literals and comments longer than a 64-byte block, ending in
+            // the next block or further on.
+            "package x\n\nfunc E() {\n\ts := \"a long string, with \\\" an escape, { and } and ( and ] in it, past a block\"\n\t/* a comment\n\tthat runs over three lines, with { and ( and \"\n\tand more than a block, or two: ..................................... */\n\tr := `raw\n{ ( [ \" ' /* that is long enough to cross a block boundary ......... `\n\tf(s, r, 'x', '\\'', \"é\", ü)\n}\n\nvar Ünïcode = 1\n",
         ];
-        let alphabet = b"{}()[]\"'`/*\n x";
+        let alphabet = b"{}()[]\"'`/*\\\n x";
         let mut checked = 0;
         for source in sources {
             let mut variants = vec![source.to_string()];
@@ -675,6 +1010,10 @@ type (
                 let slow = super::lex(variant, false).map(|(tokens, _)| format!("{tokens:?}"));
                 assert_eq!(fast, slow, "{variant:?}");
                 assert_eq!(super::scan_with(variant, true), super::scan_with(variant, false), "{variant:?}");
+                let before = reference::lex(variant, true).map(|(tokens, _)| format!("{tokens:?}"));
+                assert_eq!(fast, before, "{variant:?}");
+                let before = reference::lex(variant, false).map(|(tokens, _)| format!("{tokens:?}"));
+                assert_eq!(slow, before, "{variant:?}");
                 checked += 1;
             }
         }
