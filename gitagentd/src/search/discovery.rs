@@ -346,11 +346,16 @@ pub fn walk_with<W: FileWork>(root: &Path, scope: &[String], rules: &mut IgnoreR
     let root_level = rules.level("");
     let jobs = Jobs::new(FolderJob { dir: String::new(), stack: Vec::new(), slot: 0 });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let worker = |thread: usize| {
+    // `after_job` runs after each job (the first thread uses it to call in
+    // the others).
+    let worker = |thread: usize, after_job: &mut dyn FnMut()| {
         let mut state = work.state(thread);
         let mut listed = Vec::new();
         let mut outputs = Vec::new();
         while let Some(job) = jobs.take() {
+            // Counted as done even if it panics, so the other threads
+            // drain the queue and stop instead of waiting for it.
+            let _done = JobDone(&jobs);
             match job {
                 Job::Folder(folder) => {
                     let (slot, folder) = list_folder(root, scope, &root_level, folder, &jobs);
@@ -375,22 +380,28 @@ pub fn walk_with<W: FileWork>(root: &Path, scope: &[String], rules: &mut IgnoreR
                     }
                 }
             }
-            jobs.finish();
+            after_job();
         }
         (listed, outputs, state)
     };
+    let worker = &worker;
+    // The calling thread starts alone; the other threads are started only
+    // once jobs queue up, so a warm search of a small tree starts none.
     type Done<W> = (Vec<(usize, Listed)>, Vec<(usize, usize, <W as FileWork>::Output)>, <W as FileWork>::State);
-    let done: Vec<Done<W>> = if threads == 1 {
-        vec![worker(0)]
-    } else {
-        std::thread::scope(|threads_scope| {
-            let handles: Vec<_> = (0..threads).map(|thread| threads_scope.spawn(move || worker(thread))).collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        })
-    };
+    let done: Vec<Done<W>> = std::thread::scope(|threads_scope| {
+        let mut handles = Vec::new();
+        let mut call_in = || {
+            if handles.is_empty() && threads > 1 && jobs.waiting() > 1 {
+                handles.extend((1..threads).map(|thread| threads_scope.spawn(move || worker(thread, &mut || {}))));
+            }
+        };
+        let first = worker(0, &mut call_in);
+        let mut done = vec![first];
+        done.extend(
+            handles.into_iter().map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+        );
+        done
+    });
     let mut slots: Vec<Slot<W::Output>> = (0..jobs.slots()).map(|_| None).collect();
     let mut states = Vec::with_capacity(done.len());
     let mut all_outputs = Vec::new();
@@ -443,6 +454,15 @@ enum Item {
     Skip(Skip),
     /// A subfolder, listed into this slot.
     Folder(usize),
+}
+
+/// Marks a taken job as done when dropped.
+struct JobDone<'a>(&'a Jobs);
+
+impl Drop for JobDone<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
 }
 
 /// The jobs waiting for the walk's threads.
@@ -517,6 +537,10 @@ impl Jobs {
 
     fn slots(&self) -> usize {
         self.lock().slots
+    }
+
+    fn waiting(&self) -> usize {
+        self.lock().waiting.len()
     }
 }
 
@@ -882,5 +906,45 @@ mod tests {
             assert_eq!(skips, [("a/m1/big.txt", "oversized"), ("z/m2/.hidden", "dot_file")]);
             assert_eq!(walk.skipped.oversized, 1);
         }
+    }
+
+    /// File work that reads nothing and panics on one file.
+    struct PanicsOn(&'static str);
+
+    impl FileWork for PanicsOn {
+        type State = usize;
+        type Output = usize;
+        fn state(&self, thread: usize) -> usize {
+            thread
+        }
+        fn wants(&self, _: &FoundFile) -> bool {
+            true
+        }
+        fn run(&self, thread: &mut usize, file: &FoundFile) -> usize {
+            assert_ne!(file.path, self.0, "injected failure");
+            *thread
+        }
+    }
+
+    #[test]
+    fn file_work_runs_on_every_file_in_order_and_a_panic_ends_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for folder in 0..40 {
+            for file in 0..20 {
+                write(root, &format!("f{folder:02}/n{file:02}.txt"), b"text\n");
+            }
+        }
+        let worked = walk_with(root, &[], &mut IgnoreRules::new(root), &PanicsOn("none"));
+        assert_eq!(worked.walk.files.len(), 800);
+        assert_eq!(worked.outputs.len(), 800);
+        assert!(worked.outputs.iter().all(Option::is_some));
+        assert!(!worked.states.is_empty());
+
+        // A panicking job neither hangs the other threads nor is lost.
+        let panicked = std::panic::catch_unwind(|| {
+            walk_with(root, &[], &mut IgnoreRules::new(root), &PanicsOn("f17/n03.txt"));
+        });
+        assert!(panicked.is_err());
     }
 }
