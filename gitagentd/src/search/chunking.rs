@@ -40,9 +40,6 @@ pub struct ChunkDraft {
     pub start_line: u32,
     pub end_line: u32,
     pub symbol: Option<Symbol>,
-    /// SHA-256 of the chunk body (of `path-only:<source>:<path>` for a
-    /// path-only chunk).
-    pub content_hash: Hash32,
     /// SHA-256 of the exact capped embedding input.
     pub input_hash: Hash32,
     /// Byte length of the capped embedding input.
@@ -94,11 +91,11 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
 
 /// Cuts `source` (as read from `path`) into chunks whose embedding inputs
 /// are capped at `max_input_chars` characters.
-pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars: usize) -> ChunkedFile {
+pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> ChunkedFile {
     if path.ends_with(".go") && golang::generated_heading(&source) {
         // Generated Go is indexed by its path alone; its text is never
         // read again, so none is kept.
-        return ChunkedFile { text: String::new(), chunks: vec![path_only_chunk(path, source_kind, max_input_chars)] };
+        return ChunkedFile { text: String::new(), chunks: vec![path_only_chunk(path, max_input_chars)] };
     }
     let text = normalize(source);
     let lines = LineIndex::new(&text);
@@ -109,7 +106,7 @@ pub fn chunk_file(path: &str, source_kind: &str, source: String, max_input_chars
         && let Some(file) = golang::scan(&text)
     {
         if file.generated {
-            chunks.push(path_only_chunk(path, source_kind, max_input_chars));
+            chunks.push(path_only_chunk(path, max_input_chars));
             done = true;
         } else {
             let ranges = go_ranges(file, &text, &lines);
@@ -260,7 +257,6 @@ fn body_chunk(
     ChunkDraft {
         start_line: start as u32,
         end_line: end as u32,
-        content_hash: Sha256::digest(body.as_bytes()).into(),
         input_hash,
         input_bytes: input_bytes as u32,
         symbol,
@@ -270,18 +266,33 @@ fn body_chunk(
     }
 }
 
-fn path_only_chunk(path: &str, source_kind: &str, max_input_chars: usize) -> ChunkDraft {
+fn path_only_chunk(path: &str, max_input_chars: usize) -> ChunkDraft {
     let input = embedding_input(path, None, "", max_input_chars);
     ChunkDraft {
         start_line: 1,
         end_line: 1,
         symbol: None,
-        content_hash: Sha256::digest(format!("path-only:{source_kind}:{path}").as_bytes()).into(),
         input_hash: Sha256::digest(input.as_bytes()).into(),
         input_bytes: input.len() as u32,
         body_start: 0,
         body_len: 0,
         path_only: true,
+    }
+}
+
+/// The checksum stored with a chunk's record: SHA-256 of its body, or of
+/// `path-only:<source>:<path>` for a path-only chunk (whose body is never
+/// read). Only records being written need it, so it is computed then, not
+/// while chunking.
+pub fn content_hash(path: &str, source_kind: &str, chunk: &ChunkDraft, body: &str) -> Hash32 {
+    if chunk.path_only {
+        let mut hasher = Sha256::new();
+        for part in ["path-only:", source_kind, ":", path] {
+            hasher.update(part.as_bytes());
+        }
+        hasher.finalize().into()
+    } else {
+        Sha256::digest(body.as_bytes()).into()
     }
 }
 
@@ -473,24 +484,24 @@ mod tests {
 
     #[test]
     fn short_files_are_one_chunk_and_long_ones_overlap() {
-        let short = chunk_file("notes.txt", "filesystem", "a\nb\r\nc\n".to_string(), 0);
+        let short = chunk_file("notes.txt", "a\nb\r\nc\n".to_string(), 0);
         assert_eq!(short.text, "a\nb\nc");
         assert_eq!(ranges(&short), [(1, 3, None)]);
         assert_eq!(short.body(&short.chunks[0]), "a\nb\nc");
 
         let long: String = (1..=200).map(|n| format!("line {n}\n")).collect();
-        let file = chunk_file("notes.txt", "filesystem", long.to_string(), 0);
+        let file = chunk_file("notes.txt", long.to_string(), 0);
         assert_eq!(ranges(&file), [(1, 80, None), (61, 140, None), (121, 200, None)]);
         assert_eq!(file.body(&file.chunks[1]).lines().next(), Some("line 61"));
 
-        let empty = chunk_file("empty.txt", "filesystem", "".to_string(), 0);
+        let empty = chunk_file("empty.txt", "".to_string(), 0);
         assert_eq!(ranges(&empty), [(1, 1, None)]);
     }
 
     #[test]
     fn go_files_are_cut_at_declarations() {
         let source = "package demo\n\nimport \"fmt\"\n\n// Hello greets.\nfunc Hello() {\n\tfmt.Println(\"hi\")\n}\n\ntype T struct{}\n";
-        let file = chunk_file("demo.go", "filesystem", source.to_string(), 0);
+        let file = chunk_file("demo.go", source.to_string(), 0);
         assert_eq!(
             ranges(&file),
             [(1, 5, None), (6, 8, Some("function Hello".into())), (10, 10, Some("type T".into()))]
@@ -507,7 +518,7 @@ mod tests {
     fn long_go_declarations_are_split() {
         let body: String = (0..150).map(|n| format!("\tx{n} := {n}\n")).collect();
         let source = format!("package demo\n\nfunc Big() {{\n{body}}}\n");
-        let file = chunk_file("big.go", "filesystem", source.to_string(), 0);
+        let file = chunk_file("big.go", source.to_string(), 0);
         let got = ranges(&file);
         assert_eq!(got[0], (1, 2, None));
         assert_eq!(got[1], (3, 82, Some("function Big".into())));
@@ -518,7 +529,7 @@ mod tests {
     #[test]
     fn generated_go_files_are_path_only() {
         let source = "// Code generated by mockgen. DO NOT EDIT.\n\npackage mocks\n\nfunc Secret() {}\n";
-        let file = chunk_file("mocks/mock.go", "filesystem", source.to_string(), 0);
+        let file = chunk_file("mocks/mock.go", source.to_string(), 0);
         assert_eq!(file.chunks.len(), 1);
         let chunk = &file.chunks[0];
         assert!(chunk.path_only);
@@ -526,10 +537,17 @@ mod tests {
         let input = embedding_input("mocks/mock.go", None, "", 0);
         assert_eq!(input, "path: mocks/mock.go\nlanguage: go\n\n");
         assert_eq!(chunk.input_hash, <Hash32>::from(Sha256::digest(input.as_bytes())));
-        assert_eq!(chunk.content_hash, <Hash32>::from(Sha256::digest(b"path-only:filesystem:mocks/mock.go")));
+        assert_eq!(
+            content_hash("mocks/mock.go", "filesystem", chunk, "ignored"),
+            <Hash32>::from(Sha256::digest(b"path-only:filesystem:mocks/mock.go"))
+        );
+        assert_eq!(
+            content_hash("a.go", "filesystem", &file.chunks[0], ""),
+            content_hash("a.go", "filesystem", chunk, "x")
+        );
 
         let after = "package mocks\n\n// DO NOT EDIT below.\nfunc Secret() {}\n";
-        assert!(!chunk_file("mocks/mock.go", "filesystem", after.to_string(), 0).chunks[0].path_only);
+        assert!(!chunk_file("mocks/mock.go", after.to_string(), 0).chunks[0].path_only);
     }
 
     #[test]
@@ -555,7 +573,7 @@ mod tests {
             ("a.txt", format!("{long_line}\nshort\n"), 0),
             ("b.txt", String::new(), 0),
         ] {
-            let file = chunk_file(path, "filesystem", text, cap);
+            let file = chunk_file(path, text, cap);
             assert!(!file.chunks.is_empty());
             for chunk in &file.chunks {
                 let input = embedding_input(path, chunk.symbol.as_ref(), file.body(chunk), cap);

@@ -5,7 +5,7 @@
 //! swaps it in, so a running search keeps the view it started with.
 
 use super::bodies::BodyRef;
-use super::chunking::{ChunkDraft, Hash32, parse_hash};
+use super::chunking::{self, ChunkDraft, Hash32, parse_hash};
 use super::discovery::{FileStat, SkipReason};
 use super::query::Hit;
 use super::ranking::{self, FileTerms};
@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// A file modified this close to when it was read may have changed again
 /// within the timestamp's granularity: it is read again next time.
 pub const RACY_WINDOW_NS: i128 = 2_000_000_000;
+
+/// The `source` of filesystem records (and of their path-only checksums).
+pub const FILESYSTEM_SOURCE: &str = "filesystem";
 
 /// One version of a file as a search read it.
 #[derive(Debug)]
@@ -30,6 +33,9 @@ pub struct FileContent {
     pub chunks: Vec<ChunkDraft>,
     pub body: BodyRef,
     terms: OnceLock<FileTerms>,
+    /// The chunks' record checksums, computed the first time a record of
+    /// this version is written.
+    content_hashes: OnceLock<Vec<Hash32>>,
 }
 
 impl FileContent {
@@ -41,7 +47,16 @@ impl FileContent {
         chunks: Vec<ChunkDraft>,
         body: BodyRef,
     ) -> Self {
-        Self { path, stat, read_started_ns, max_input_chars, chunks, body, terms: OnceLock::new() }
+        Self {
+            path,
+            stat,
+            read_started_ns,
+            max_input_chars,
+            chunks,
+            body,
+            terms: OnceLock::new(),
+            content_hashes: OnceLock::new(),
+        }
     }
 
     /// Whether this version still describes the file with `stat`.
@@ -51,6 +66,17 @@ impl FileContent {
 
     pub fn is_racy(&self) -> bool {
         i128::from(self.stat.mtime_ns) + RACY_WINDOW_NS >= self.read_started_ns
+    }
+
+    /// The record checksum of chunk `index` ([`chunking::content_hash`]).
+    pub fn content_hash(&self, index: usize) -> Hash32 {
+        let hashes = self.content_hashes.get_or_init(|| {
+            self.chunks
+                .iter()
+                .map(|chunk| chunking::content_hash(&self.path, FILESYSTEM_SOURCE, chunk, self.chunk_body(chunk)))
+                .collect()
+        });
+        hashes[index]
     }
 
     pub fn chunk_body(&self, chunk: &ChunkDraft) -> &str {

@@ -382,7 +382,7 @@ mod ranking_tests {
         let mut writer = BodyWriter::new(temp.path()).unwrap();
         let mut pending = Vec::new();
         for (path, text) in files {
-            let chunked = chunking::chunk_file(path, "filesystem", text.to_string(), 0);
+            let chunked = chunking::chunk_file(path, text.to_string(), 0);
             let (offset, len) = writer.append(&chunked.text).unwrap();
             pending.push((path.to_string(), chunked, offset, len));
         }
@@ -408,7 +408,7 @@ mod ranking_tests {
                     source: "filesystem".into(),
                     start_line: i64::from(chunk.start_line),
                     end_line: i64::from(chunk.end_line),
-                    content_hash: hex(&chunk.content_hash),
+                    content_hash: hex(&chunking::content_hash(&path, "filesystem", chunk, chunked.body(chunk))),
                     embedding_input_hash: hex(&chunk.input_hash),
                     embedding_model: "m".into(),
                     dimensions: DIMENSIONS as i64,

@@ -18,7 +18,7 @@
 use super::bodies::{BodyWriter, body_ref};
 use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
-use super::live::{FileContent, LiveIndex};
+use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
 use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError};
 use super::timefmt;
@@ -438,7 +438,7 @@ impl discovery::FileWork for Reader<'_> {
         }
         let started = now_ns();
         let text = discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?;
-        let chunked = chunking::chunk_file(&file.path, "filesystem", text, self.request.max_input_chars);
+        let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
         match state.append(&self.request.temp_dir, &chunked.text) {
             Ok((offset, len)) => Ok(PendingFile {
                 path: file.path.clone(),
@@ -606,9 +606,12 @@ fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Res
 }
 
 /// A record to assemble, with its vector source and content link.
-struct Assembled {
+struct Assembled<'a> {
     record: IndexRecord,
     vector: AssembledVector,
+    /// The file version and chunk a new record comes from: its checksum
+    /// is filled in only if the snapshot is written.
+    chunk: Option<(&'a FileContent, usize)>,
 }
 
 enum AssembledVector {
@@ -637,7 +640,7 @@ pub fn finish(
     let mut counter = 0usize;
     for (candidate, file_sources) in candidates.iter().zip(&sources) {
         let content = &candidate.content;
-        for (chunk, source) in content.chunks.iter().zip(file_sources) {
+        for (index, (chunk, source)) in content.chunks.iter().zip(file_sources).enumerate() {
             counter += 1;
             let vector = match source {
                 Source::Record(index) => AssembledVector::Record(*index),
@@ -659,7 +662,11 @@ pub fn finish(
                     }
                 }
             };
-            assembled.push(Assembled { record: chunk_record(&request, content, chunk, counter), vector });
+            assembled.push(Assembled {
+                record: chunk_record(&request, content, chunk, counter),
+                vector,
+                chunk: Some((content, index)),
+            });
         }
     }
     // Entries outside the candidate set that stay in the shared cache.
@@ -723,7 +730,11 @@ pub fn finish(
         });
     }
     for index in preserved.into_iter().chain(outside) {
-        assembled.push(Assembled { record: snapshot.records[index].clone(), vector: AssembledVector::Record(index) });
+        assembled.push(Assembled {
+            record: snapshot.records[index].clone(),
+            vector: AssembledVector::Record(index),
+            chunk: None,
+        });
     }
     assembled.sort_by(|a, b| {
         (a.record.path.as_str(), a.record.start_line, a.record.end_line).cmp(&(
@@ -751,6 +762,9 @@ pub fn finish(
             AssembledVector::New(vector) => (vector.as_slice(), None),
         };
         let mut record = item.record.clone();
+        if let Some((content, index)) = item.chunk {
+            record.content_hash = hex(&content.content_hash(index));
+        }
         record.embedding_model = request.model.clone();
         record.dimensions = request.dimensions as i64;
         to_write.push(RecordToWrite { record, vector, stored });
@@ -779,11 +793,12 @@ fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDr
     IndexRecord {
         chunk_id: format!("c{ordinal:06}"),
         path: content.path.clone(),
-        source: "filesystem".into(),
+        source: FILESYSTEM_SOURCE.into(),
         blob: String::new(),
         start_line: i64::from(chunk.start_line),
         end_line: i64::from(chunk.end_line),
-        content_hash: hex(&chunk.content_hash),
+        // Filled in when the record is written (see `Assembled::chunk`).
+        content_hash: String::new(),
         embedding_input_hash: hex(&chunk.input_hash),
         embedding_model: request.model.clone(),
         dimensions: request.dimensions as i64,
@@ -796,9 +811,13 @@ fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDr
 }
 
 /// The identity of a record for "did the cache change" comparisons.
+/// The content checksum is left out: a chunk whose path, lines, file size,
+/// modification time and exact embedding input all match has the same
+/// body, and leaving it out lets an unchanged tree (the first search after
+/// the daemon starts) be confirmed without hashing any body.
 fn cache_key(record: &IndexRecord) -> String {
     format!(
-        "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
+        "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
         record.source,
         record.path,
         record.blob,
@@ -806,7 +825,6 @@ fn cache_key(record: &IndexRecord) -> String {
         record.end_line,
         record.size,
         record.mtime_unix_nano,
-        record.content_hash,
         record.embedding_input_hash,
         record.embedding_model,
         record.dimensions
@@ -820,4 +838,92 @@ fn file_stat(root: &Path, path: &str) -> Option<FileStat> {
 
 fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, record: &IndexRecord) -> bool {
     !rules.excludes_file(&record.path) && file_stat(root, &record.path).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    struct Quiet;
+
+    impl Reporter for Quiet {
+        fn skip(&self, _: &str, _: SkipReason) {}
+        fn timing(&self, _: &str, _: Duration) {}
+    }
+
+    fn request(root: &Path, metadata: &Path) -> RefreshRequest {
+        RefreshRequest {
+            root: root.to_path_buf(),
+            metadata_dir: metadata.to_path_buf(),
+            index_dir: metadata.join("index"),
+            scope: Vec::new(),
+            shared_scope: false,
+            code_only: false,
+            reindex: false,
+            started_ns: 0,
+            model: "m".into(),
+            dimensions: 4,
+            max_input_chars: 0,
+            manifest: Manifest { mode: "filesystem".into(), ..Manifest::default() },
+            temp_dir: std::env::temp_dir(),
+            crash_at: None,
+        }
+    }
+
+    /// Prepares, embeds every missing input with a constant vector, and
+    /// finishes.
+    fn refresh(root: &Path, metadata: &Path, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
+        let prepared = prepare(request(root, metadata), previous, &Quiet, &|| false).unwrap();
+        let vectors = prepared.missing.iter().map(|missing| (missing.hash, Arc::new(vec![0.5; 4]))).collect();
+        finish(prepared, vectors, &Quiet, &|| false).unwrap()
+    }
+
+    fn write_old(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        // Older than the racy window, so the versions read are trusted.
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(old).unwrap();
+    }
+
+    #[test]
+    fn record_checksums_are_written_and_an_unchanged_tree_is_not_republished() {
+        let tree = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        let go = "package demo\n\n// Run runs.\nfunc Run() int {\n\treturn 1\n}\n\nfunc Stop() {}\n";
+        write_old(&tree.path().join("demo.go"), go);
+        write_old(&tree.path().join("gen/mock.go"), "// Code generated. DO NOT EDIT.\n\npackage gen\n");
+        write_old(&tree.path().join("notes.md"), "# Notes\n\nSome text.\n");
+
+        let built = refresh(tree.path(), metadata.path(), None);
+        let records = &built.snapshot.records;
+        assert_eq!(records.len(), 5, "{records:#?}");
+        for record in records {
+            let expected = match record.path.as_str() {
+                "gen/mock.go" => hex(&Sha256::digest(b"path-only:filesystem:gen/mock.go")),
+                path => {
+                    let text = std::fs::read_to_string(tree.path().join(path)).unwrap();
+                    let chunked = chunking::chunk_file(path, text, 0);
+                    let chunk =
+                        chunked.chunks.iter().find(|chunk| i64::from(chunk.start_line) == record.start_line).unwrap();
+                    hex(&Sha256::digest(chunked.body(chunk).as_bytes()))
+                }
+            };
+            assert_eq!(record.content_hash, expected, "{}:{}", record.path, record.start_line);
+        }
+
+        // A new daemon (no view kept) reads every file again, finds the
+        // same records, and keeps the published snapshot as it is.
+        let again = refresh(tree.path(), metadata.path(), None);
+        assert_eq!(again.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
+        assert_eq!(again.snapshot.records, built.snapshot.records);
+
+        // A changed file is published again, with its new checksum.
+        write_old(&tree.path().join("notes.md"), "# Notes\n\nOther text.\n");
+        let changed = refresh(tree.path(), metadata.path(), Some(again));
+        assert_ne!(changed.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
+        let notes = changed.snapshot.records.iter().find(|record| record.path == "notes.md").unwrap();
+        assert_eq!(notes.content_hash, hex(&Sha256::digest(b"# Notes\n\nOther text.")));
+    }
 }
