@@ -203,7 +203,10 @@ struct Comment {
 
 fn lex<'a>(source: &'a str, skip_regions: bool) -> Option<(Vec<Token<'a>>, Vec<Comment>)> {
     let bytes = source.as_bytes();
-    let mut lexer = Lexer { tokens: Vec::with_capacity(bytes.len() / 16), last: None, stack: Vec::new() };
+    // Only tokens outside bodies are kept, a small share of the file: a
+    // capacity for every byte would touch megabytes of fresh memory for a
+    // large file.
+    let mut lexer = Lexer { tokens: Vec::with_capacity(bytes.len() / 256), last: None, stack: Vec::new() };
     let mut comments = Vec::new();
     let mut line = 1usize;
     let mut index = 0usize;
