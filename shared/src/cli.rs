@@ -155,7 +155,7 @@ pub struct InspectArgs {
     pub wait: Option<String>,
 
     /// Automatic inspection depth and default reasoning effort (default balanced).
-    #[arg(long, value_enum, value_name = "fast|balanced|thorough", conflicts_with = "max_steps")]
+    #[arg(long, value_name = "fast|balanced|thorough", value_parser = Depth::parse, conflicts_with = "max_steps")]
     pub depth: Option<Depth>,
 
     /// Exact model-step ceiling, overriding the automatic inspection depth.
@@ -192,6 +192,12 @@ pub enum Depth {
 }
 
 impl Depth {
+    /// `--depth`'s value, trimmed and in any case (` THOROUGH ` is
+    /// thorough), as the original accepts it.
+    fn parse(value: &str) -> Result<Self, UnknownDepth> {
+        <Self as ValueEnum>::from_str(value.trim(), true).map_err(|_| UnknownDepth)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Depth::Fast => "fast",
@@ -200,6 +206,11 @@ impl Depth {
         }
     }
 }
+
+/// A `--depth` value that names no depth.
+#[derive(Debug, thiserror::Error)]
+#[error("expected fast, balanced or thorough")]
+pub struct UnknownDepth;
 
 /// A reasoning effort chosen on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -570,6 +581,10 @@ mod tests {
         assert!(inspect(&["review", "--max-steps", "0"]).is_err());
         assert!(inspect(&["review", "--depth", "exhaustive"]).is_err());
         assert_eq!(inspect(&["review", "--depth", "thorough"]).unwrap().depth, Some(Depth::Thorough));
+        assert_eq!(inspect(&["review", "--depth", " THOROUGH "]).unwrap().depth, Some(Depth::Thorough));
+        assert_eq!(inspect(&["simplify", "--depth", "Fast"]).unwrap().depth, Some(Depth::Fast));
+        assert_eq!(inspect(&["review", "--depth=\tbalanced\n"]).unwrap().depth, Some(Depth::Balanced));
+        assert!(inspect(&["review", "--depth", " "]).is_err());
         assert_eq!(inspect(&["review", "--max-steps", "70"]).unwrap().max_steps, Some(70));
     }
 

@@ -263,3 +263,26 @@ fn the_first_review_request_matches_its_golden_file() {
     let body = serde_json::to_string_pretty(&fake.requests()[0].body).unwrap();
     assert_golden("review-request.json", &format!("{}\n", normalize(&body, repo.path())));
 }
+
+#[test]
+fn depth_is_read_trimmed_and_in_any_case() {
+    let (env, fake, repo) = setup();
+    fake.push(Reply::Events(events::text_reply(
+        r#"{"summary":"Fine.","recommendation":"APPROVE","findings":[]}"#,
+        json!({}),
+    )));
+    let id = launch(&env, &repo, &["review", "--depth", " THOROUGH "]);
+    env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    let requests = fake.requests();
+    assert_eq!(requests[0].body["reasoning"], json!({"effort": "high", "summary": "auto"}), "thorough's effort");
+
+    let run = env.run_in(repo.path(), &["review", "--depth", "deep"]);
+    assert_eq!(run.code, Some(2), "a usage error");
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr.contains("--depth") && run.stderr.contains("expected fast, balanced or thorough"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fake.requests().len(), 1, "no launch");
+}
