@@ -2,8 +2,9 @@
 //! is separated from the body, soft line breaks inside body paragraphs are
 //! joined, prose is reflowed to [`BODY_WIDTH`] columns, and list items,
 //! blockquotes and Git trailers are wrapped with their prefixes kept (a
-//! trailer's continuation lines are indented, as Git expects). Indented
-//! lines (code, tables) are kept as written. Words longer than the width,
+//! trailer's continuation lines are indented, as Git expects). Lines
+//! indented by two or more spaces (code, tables, a block under a list
+//! item) are kept as written; nested list items wrap under their marker. Words longer than the width,
 //! such as URLs, are never broken and may overflow.
 
 use textwrap::{Options, WordSeparator};
@@ -104,6 +105,19 @@ fn structure(line: &str) -> Option<Structure<'_>> {
     (!quote.is_empty()).then(|| Structure { first_prefix: quote.clone(), continuation_prefix: quote, content: rest })
 }
 
+/// Two or more leading spaces, or a tab, mark a line as its own block (a
+/// code block, an indented continuation under a list item), as the
+/// original keeps it.
+fn is_block_indent(indent: &str) -> bool {
+    indent.len() >= 2 || indent.contains('\t')
+}
+
+/// A bullet or numbered list item (not a quote or trailer).
+fn list_item(line: &str) -> Option<Structure<'_>> {
+    let marker = ["- ", "* ", "+ "].iter().any(|marker| line.starts_with(marker));
+    if marker || ordered_marker_width(line).is_some() { structure(line) } else { None }
+}
+
 fn ordered_marker_width(line: &str) -> Option<usize> {
     let digits = line.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 || digits > 3 {
@@ -140,8 +154,8 @@ fn reflow_body(body: &str, width: usize) -> String {
             }
             continue;
         }
-        let indented = trimmed.len() != line.len();
-        if let Some(structure) = (!indented).then(|| structure(line)).flatten() {
+        let indent = &line[..line.len() - trimmed.len()];
+        if let Some(structure) = indent.is_empty().then(|| structure(line)).flatten() {
             blocks.push(Block::Structured {
                 first_prefix: structure.first_prefix,
                 continuation_prefix: structure.continuation_prefix,
@@ -149,11 +163,25 @@ fn reflow_body(body: &str, width: usize) -> String {
             });
             continue;
         }
+        if is_block_indent(indent) {
+            // A nested list item wraps under its own marker; any other
+            // deeply indented line (code, an indented block under a list
+            // item) stays as written.
+            match list_item(trimmed) {
+                Some(item) => blocks.push(Block::Structured {
+                    first_prefix: format!("{indent}{}", item.first_prefix),
+                    continuation_prefix: format!("{indent}{}", item.continuation_prefix),
+                    words: vec![item.content.trim().to_string()],
+                }),
+                None => blocks.push(Block::Verbatim(line.to_string())),
+            }
+            continue;
+        }
         match blocks.last_mut() {
-            // A continuation of a list item, quote or trailer: indented
-            // under it, or a lazy continuation line right after it.
+            // A continuation of a list item, quote or trailer: a lazy
+            // continuation line right after it, or one indented by a space.
             Some(Block::Structured { words, .. }) if !is_structural(trimmed) => words.push(trimmed.to_string()),
-            _ if indented => blocks.push(Block::Verbatim(line.to_string())),
+            _ if !indent.is_empty() => blocks.push(Block::Verbatim(line.to_string())),
             Some(Block::Prose(lines)) => lines.push(trimmed.to_string()),
             _ => blocks.push(Block::Prose(vec![trimmed.to_string()])),
         }
@@ -264,6 +292,28 @@ mod tests {
         let shaped =
             shape("fix: c\n\nRun:\n\n    cargo test --workspace --all-features -- --nocapture --test-threads 1 extra");
         assert!(shaped.ends_with("\n    cargo test --workspace --all-features -- --nocapture --test-threads 1 extra"));
+    }
+
+    #[test]
+    fn an_indented_block_under_a_list_item_keeps_its_line() {
+        let raw = "fix: l\n\nfirst paragraph\ncontinues\n\n- first item\n  indented block\n- second item\nRefs: #123";
+        assert_eq!(
+            shape(raw),
+            "fix: l\n\nfirst paragraph continues\n\n- first item\n  indented block\n- second item\nRefs: #123"
+        );
+        assert_eq!(shape("fix: l\n\n- item\n\tcode();"), "fix: l\n\n- item\n\tcode();", "a tab indents too");
+        assert_eq!(shape("fix: l\n\n- item\n lazy"), "fix: l\n\n- item lazy", "one space continues the item");
+    }
+
+    #[test]
+    fn nested_list_items_wrap_under_their_marker() {
+        let raw = format!("fix: n\n\n- outer\n  - {}", "inner ".repeat(15));
+        let shaped = shape(&raw);
+        let body: Vec<&str> = shaped.lines().skip(2).collect();
+        assert_eq!(body[0], "- outer");
+        assert!(body[1].starts_with("  - inner"), "{body:?}");
+        assert!(body[2..].iter().all(|line| line.starts_with("    inner")), "{body:?}");
+        assert!(body.iter().all(|line| line.chars().count() <= BODY_WIDTH));
     }
 
     #[test]
