@@ -90,12 +90,17 @@ pub(super) fn commits_between(
     old: gix::ObjectId,
     new: gix::ObjectId,
     limit: usize,
-) -> Result<Vec<CommitInfo>, String> {
-    let walk = repo.rev_walk([new]).with_hidden([old]).all().map_err(|error| error.to_string())?;
+) -> Result<Vec<CommitInfo>, GitError> {
+    let error = |error: &dyn std::fmt::Display| GitError::Read {
+        path: repo.git_dir().to_path_buf(),
+        what: format!("the commits between {} and {}", old.to_hex_with_len(7), new.to_hex_with_len(7)),
+        message: error.to_string(),
+    };
+    let walk = repo.rev_walk([new]).with_hidden([old]).all().map_err(|e| error(&e))?;
     let mut commits = Vec::new();
     for info in walk.take(limit) {
-        let info = info.map_err(|error| error.to_string())?;
-        let commit = info.object().map_err(|error| error.to_string())?;
+        let info = info.map_err(|e| error(&e))?;
+        let commit = info.object().map_err(|e| error(&e))?;
         commits.push(commit_info(&commit));
     }
     Ok(commits)

@@ -3,7 +3,9 @@
 //! and the submodule section appended to a generated message that left
 //! out the staged submodule commit summaries. The body mirrors the
 //! release-note submodule changelog: each submodule path, then indented
-//! `short-sha: summary` entries.
+//! `short-sha: summary` entries; a nested submodule that moved with its
+//! parent gets its own section under its full path (`webui/wiki` after
+//! `webui`).
 
 use crate::git::SubmoduleChange;
 
@@ -47,9 +49,12 @@ fn is_conventional(subject: &str) -> bool {
         && scope.is_none_or(|scope| scope.len() > 1 && scope.ends_with(')') && !scope[..scope.len() - 1].contains(')'))
 }
 
-/// The complete message of a submodule-only staged change.
+/// The complete message of a submodule-only staged change. The subject
+/// names the staged gitlinks; the body has a section for each of them and
+/// for each nested submodule they moved.
 pub fn submodule_only_message(submodules: &[SubmoduleChange], recent_subjects: &[String]) -> String {
-    let mut paths: Vec<&str> = submodules.iter().map(|sub| sub.path.as_str()).collect();
+    let mut paths: Vec<&str> =
+        submodules.iter().filter(|sub| sub.nested_in.is_none()).map(|sub| sub.path.as_str()).collect();
     paths.sort_unstable();
     paths.dedup();
     let target = match paths.as_slice() {
@@ -144,6 +149,7 @@ mod tests {
                     date: String::new(),
                 })
                 .collect(),
+            nested_in: None,
         }
     }
 
@@ -182,6 +188,26 @@ mod tests {
         assert!(three.starts_with("chore(deps): update a, b, and c submodules\n"), "{three}");
         let four = submodule_only_message(&[sub("a", &[]), sub("b", &[]), sub("c", &[]), sub("d", &[])], &[]);
         assert!(four.starts_with("chore(deps): update submodules\n"), "{four}");
+    }
+
+    #[test]
+    fn nested_submodules_get_a_section_after_their_parent_but_stay_out_of_the_subject() {
+        let parent = sub("webui", &[("aaaaaaa111", "chore(deps): update wiki submodule")]);
+        let nested = SubmoduleChange {
+            nested_in: Some("webui".into()),
+            ..sub("webui/wiki", &[("bbbbbbb222", "docs(godoxy): document Docker label shortcuts")])
+        };
+        let message = submodule_only_message(&[nested.clone(), parent.clone()], &[]);
+        assert_eq!(
+            message,
+            "chore(deps): update webui submodule\n\nwebui\n  - aaaaaaa: chore(deps): update wiki submodule\n\n\
+             webui/wiki\n  - bbbbbbb: docs(godoxy): document Docker label shortcuts"
+        );
+        assert_eq!(
+            with_submodule_section("chore: update webui and docs", &[parent, nested]),
+            "chore: update webui and docs\n\nwebui\n  - aaaaaaa: chore(deps): update wiki submodule\n\n\
+             webui/wiki\n  - bbbbbbb: docs(godoxy): document Docker label shortcuts"
+        );
     }
 
     #[test]

@@ -273,6 +273,81 @@ fn a_submodule_only_change_is_formatted_locally_without_credentials() {
     assert!(fake.requests().is_empty(), "no request reached the provider");
 }
 
+/// Superproject `super` with submodule `webui`, which has its own
+/// submodule `wiki`; `webui`'s checkout moved one commit ahead, the commit
+/// that moved `wiki` one commit ahead (checked out recursively), and
+/// nothing is staged yet. Returns the short ids of the `webui` and `wiki`
+/// commits the movements span.
+fn nested_submodule_fixture(env: &TestEnv) -> (GitRepo, String, String) {
+    let file_ok = ["-c", "protocol.file.allow=always"];
+    let wiki = env.repo("wiki-src");
+    wiki.write("docs.md", "wildcards\n");
+    wiki.commit_all("docs(godoxy): document wildcard route aliases");
+    let wiki_base = wiki.git(&["rev-parse", "HEAD"]).trim().to_string();
+    wiki.write("docs.md", "wildcards\nlabels\n");
+    wiki.commit_all("docs(godoxy): document Docker label shortcuts");
+    let wiki_release = wiki.git(&["rev-parse", "--short=7", "HEAD"]).trim().to_string();
+
+    let webui = env.repo("webui-src");
+    webui.git(&[&file_ok[..], &["submodule", "add", "-q", "../wiki-src", "wiki"]].concat());
+    webui.git(&["-C", "wiki", "checkout", "-q", &wiki_base]);
+    webui.commit_all("feat: add wiki submodule");
+    let webui_base = webui.git(&["rev-parse", "HEAD"]).trim().to_string();
+    webui.git(&["-C", "wiki", "checkout", "-q", "main"]);
+    webui.commit_all("chore(deps): update wiki submodule");
+    let webui_release = webui.git(&["rev-parse", "HEAD"]).trim().to_string();
+
+    let repo = env.repo("super");
+    repo.write("README.md", "# Super\n");
+    repo.commit_all("feat: start");
+    repo.git(&[&file_ok[..], &["submodule", "add", "-q", "../webui-src", "webui"]].concat());
+    repo.git(&["-C", "webui", "checkout", "-q", &webui_base]);
+    repo.git(&[&file_ok[..], &["-C", "webui", "submodule", "update", "-q", "--init", "--recursive"]].concat());
+    repo.commit_all("feat: add webui submodule");
+    repo.git(&["-C", "webui", "checkout", "-q", &webui_release]);
+    repo.git(&[&file_ok[..], &["-C", "webui", "submodule", "update", "-q", "--init", "--recursive"]].concat());
+    (repo, webui_release[..7].to_string(), wiki_release)
+}
+
+#[test]
+fn a_nested_submodule_that_moved_gets_its_own_section() {
+    let fake = FakeOpenAi::start();
+    let env = env_with(&fake);
+    let (repo, webui, wiki) = nested_submodule_fixture(&env);
+    repo.write("README.md", "webui docs\n");
+    repo.git(&["add", "webui", "README.md"]);
+    reply(&fake, "chore: update webui and docs");
+    let message = env.run_in(repo.path(), &["commit-msg"]).success();
+    assert_eq!(
+        message,
+        format!(
+            "chore: update webui and docs\n\nwebui\n  - {webui}: chore(deps): update wiki submodule\n\n\
+             webui/wiki\n  - {wiki}: docs(godoxy): document Docker label shortcuts\n"
+        ),
+        "a section for webui, then one for webui/wiki"
+    );
+    let context = prepared(&fake.requests()[0]);
+    let paths: Vec<&str> =
+        context["staged_submodules"].as_array().unwrap().iter().map(|sub| sub["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["webui", "webui/wiki"]);
+    assert_eq!(context["staged_submodules"][1]["nested_in"], json!("webui"));
+}
+
+#[test]
+fn a_nested_submodule_is_in_the_local_submodule_only_message() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    env.set_env("OPENAI_BASE_URL", &fake.url());
+    let (repo, webui, wiki) = nested_submodule_fixture(&env);
+    repo.git(&["add", "webui"]);
+    let expected = format!(
+        "chore(deps): update webui submodule\n\nwebui\n  - {webui}: chore(deps): update wiki submodule\n\n\
+         webui/wiki\n  - {wiki}: docs(godoxy): document Docker label shortcuts\n"
+    );
+    assert_eq!(env.run_in(repo.path(), &["commit-msg"]).success(), expected);
+    assert!(fake.requests().is_empty(), "formatted without the model");
+}
+
 #[test]
 fn a_generated_heavy_change_keeps_the_handwritten_outlier_raw() {
     let fake = FakeOpenAi::start();
