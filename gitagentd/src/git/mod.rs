@@ -18,7 +18,7 @@
 
 pub mod amend;
 pub mod history;
-mod patch;
+pub mod patch;
 pub mod range;
 pub mod staged;
 pub mod submodule;

@@ -1,23 +1,20 @@
 //! Unified patches and line statistics of a [`Workspace`]'s changes, in
-//! Git's format: `diff --git` headers, mode and index lines, hunks with
-//! three lines of context, `Binary files ... differ`, and gitlinks as
-//! `Subproject commit` lines with bounded commit summaries when the
+//! Git's format as the one renderer in [`crate::git::patch`] writes it
+//! (gitlinks as `Subproject commit` lines, `-dirty` for a dirty
+//! checkout), with bounded commit summaries of moved gitlinks when the
 //! submodule's history is available. Nested repositories get a labelled
 //! section whose patch paths are relative to that repository.
 
 use super::git::{self, Blob, GitEnv, GitError};
 use super::scope::{Change, Component, Workspace};
+use crate::git::patch::{self as renderer, Content};
 use git_agent_shared::task_record::limit_text;
-use gix::diff::blob::unified_diff::{ConsumeHunk, ContextSize, DiffLineKind, HunkHeader};
-use gix::diff::blob::{Algorithm, Diff, InternedInput, UnifiedDiff};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// At most this many submodule commits are summarised per moved gitlink.
 const MAX_SUBMODULE_COMMITS: usize = 50;
-/// Bytes inspected to tell binary content apart, as Git does.
-const BINARY_PROBE: usize = 8000;
 
 /// Added and deleted lines of one changed path.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -104,159 +101,59 @@ pub fn render(
     Ok(Rendered { text, truncated, stats })
 }
 
+/// The patch of one change, with paths relative to its component.
+pub fn file_patch(repo: &gix::Repository, component: &Component, change: &Change) -> Result<FilePatch, GitError> {
+    let path = &change.path;
+    let side = |blob: Option<Blob>| blob.map(|blob| renderer::Side { id: blob.id, kind: blob.mode.kind() });
+    let described = renderer::Change { path, old: side(change.old), new: side(change.new), rewrite: None };
+    let mut stat = FileStat { path: path.clone(), ..FileStat::default() };
+    if change.old.is_none() && change.new.is_none() {
+        return Ok(FilePatch { stat, text: String::new() });
+    }
+    let (before, after) = if change.old.map(|blob| blob.id) == change.new.map(|blob| blob.id) && !change.dirty {
+        // Only the mode changed: nothing to read.
+        (Some(Vec::new()), Some(Vec::new()))
+    } else {
+        let before = match change.old {
+            Some(blob) => side_bytes(repo, component, path, &blob, false, false)?,
+            None => Some(Vec::new()),
+        };
+        let after = match change.new {
+            Some(blob) => {
+                side_bytes(repo, component, path, &blob, component.from_worktree.contains(path), change.dirty)?
+            }
+            None => Some(Vec::new()),
+        };
+        (before, after)
+    };
+    let content = match (&before, &after) {
+        (Some(old), Some(new)) => Content::Bytes { old, new },
+        _ => Content::TooLarge,
+    };
+    let (text, stats) = renderer::patch_text(&described, content);
+    stat.adds = u64::from(stats.additions);
+    stat.deletes = u64::from(stats.deletions);
+    stat.is_binary = stats.binary;
+    Ok(FilePatch { stat, text })
+}
+
+/// The bytes of one side; `None` when a worktree file is larger than the
+/// review cap. A gitlink's side is its `Subproject commit` line.
 fn side_bytes(
     repo: &gix::Repository,
     component: &Component,
     path: &str,
     blob: &Blob,
     worktree: bool,
+    dirty: bool,
 ) -> Result<Option<Vec<u8>>, GitError> {
-    if worktree { git::worktree_bytes(&component.root, path, blob) } else { git::blob_bytes(repo, blob.id).map(Some) }
-}
-
-/// The patch of one change, with paths relative to its component.
-pub fn file_patch(repo: &gix::Repository, component: &Component, change: &Change) -> Result<FilePatch, GitError> {
-    let path = &change.path;
-    let mut stat = FileStat { path: path.clone(), ..FileStat::default() };
-    if change.is_gitlink() {
-        stat.adds = u64::from(change.new.is_some());
-        stat.deletes = u64::from(change.old.is_some());
-        return Ok(FilePatch { stat, text: gitlink_patch(change) });
+    if blob.is_gitlink() {
+        Ok(Some(renderer::gitlink_content(blob.id, dirty)))
+    } else if worktree {
+        git::worktree_bytes(&component.root, path, blob)
+    } else {
+        git::blob_bytes(repo, blob.id).map(Some)
     }
-    let mut text = format!("diff --git a/{path} b/{path}\n");
-    match (change.old, change.new) {
-        (None, Some(new)) => {
-            let _ = writeln!(text, "new file mode {}", new.mode_octal());
-            let _ = writeln!(text, "index {}..{}", short(None), new.id.to_hex_with_len(7));
-        }
-        (Some(old), None) => {
-            let _ = writeln!(text, "deleted file mode {}", old.mode_octal());
-            let _ = writeln!(text, "index {}..{}", old.id.to_hex_with_len(7), short(None));
-        }
-        (Some(old), Some(new)) => {
-            if old.mode != new.mode {
-                let _ = writeln!(text, "old mode {}\nnew mode {}", old.mode_octal(), new.mode_octal());
-                let _ = writeln!(text, "index {}..{}", old.id.to_hex_with_len(7), new.id.to_hex_with_len(7));
-            } else {
-                let _ = writeln!(
-                    text,
-                    "index {}..{} {}",
-                    old.id.to_hex_with_len(7),
-                    new.id.to_hex_with_len(7),
-                    new.mode_octal()
-                );
-            }
-        }
-        (None, None) => return Ok(FilePatch { stat, text: String::new() }),
-    }
-    if change.old.map(|blob| blob.id) == change.new.map(|blob| blob.id) {
-        return Ok(FilePatch { stat, text });
-    }
-    let before = match change.old {
-        Some(blob) => side_bytes(repo, component, path, &blob, false)?,
-        None => Some(Vec::new()),
-    };
-    let after = match change.new {
-        Some(blob) => side_bytes(repo, component, path, &blob, component.from_worktree.contains(path))?,
-        None => Some(Vec::new()),
-    };
-    let old_name = if change.old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
-    let new_name = if change.new.is_some() { format!("b/{path}") } else { "/dev/null".into() };
-    let (Some(before), Some(after)) = (before, after) else {
-        stat.is_binary = true;
-        let _ = writeln!(text, "Binary files {old_name} and {new_name} differ (larger than the review cap)");
-        return Ok(FilePatch { stat, text });
-    };
-    if is_binary(&before) || is_binary(&after) {
-        stat.is_binary = true;
-        let _ = writeln!(text, "Binary files {old_name} and {new_name} differ");
-        return Ok(FilePatch { stat, text });
-    }
-    let _ = writeln!(text, "--- {old_name}\n+++ {new_name}");
-    let input = InternedInput::new(before.as_slice(), after.as_slice());
-    let mut diff = Diff::compute(Algorithm::Histogram, &input);
-    diff.postprocess_lines(&input);
-    stat.adds = u64::from(diff.count_additions());
-    stat.deletes = u64::from(diff.count_removals());
-    let hunks =
-        UnifiedDiff::new(&diff, &input, GitHunks::default(), ContextSize::symmetrical(3)).consume().unwrap_or_default();
-    text.push_str(&hunks);
-    Ok(FilePatch { stat, text })
-}
-
-fn short(id: Option<gix::hash::ObjectId>) -> String {
-    id.map_or_else(|| "0000000".to_string(), |id| id.to_hex_with_len(7).to_string())
-}
-
-pub fn is_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
-}
-
-/// Collects hunks in Git's format, marking a last line without newline.
-#[derive(Default)]
-struct GitHunks {
-    out: String,
-}
-
-impl ConsumeHunk for GitHunks {
-    type Out = String;
-
-    fn consume_hunk(&mut self, header: HunkHeader, lines: &[(DiffLineKind, &[u8])]) -> std::io::Result<()> {
-        // Git names an empty range by the line before it.
-        let range = |start: u32, len: u32| match len {
-            0 => format!("{},0", start.saturating_sub(1)),
-            1 => format!("{start}"),
-            _ => format!("{start},{len}"),
-        };
-        let _ = writeln!(
-            self.out,
-            "@@ -{} +{} @@",
-            range(header.before_hunk_start, header.before_hunk_len),
-            range(header.after_hunk_start, header.after_hunk_len)
-        );
-        for (kind, content) in lines {
-            self.out.push(kind.to_prefix());
-            self.out.push_str(&String::from_utf8_lossy(content));
-            if !content.ends_with(b"\n") {
-                self.out.push_str("\n\\ No newline at end of file\n");
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Self::Out {
-        self.out
-    }
-}
-
-fn gitlink_patch(change: &Change) -> String {
-    let path = &change.path;
-    let old = change.old.map(|blob| blob.id.to_string());
-    let new = change.new.map(|blob| blob.id.to_string());
-    let zeros = "0".repeat(40);
-    let old_hash = old.clone().unwrap_or_else(|| zeros.clone());
-    let new_hash = new.clone().unwrap_or(zeros);
-    let old_name = if old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
-    let new_name = if new.is_some() { format!("b/{path}") } else { "/dev/null".into() };
-    let mut text = format!(
-        "diff --git a/{path} b/{path}\nindex {}..{} 160000\n--- {old_name}\n+++ {new_name}\n",
-        &old_hash[..7],
-        &new_hash[..7]
-    );
-    let dirty = if change.dirty { "-dirty" } else { "" };
-    match (old, new) {
-        (None, Some(new)) => {
-            let _ = write!(text, "@@ -0,0 +1 @@\n+Subproject commit {new}{dirty}\n");
-        }
-        (Some(old), None) => {
-            let _ = write!(text, "@@ -1 +0,0 @@\n-Subproject commit {old}\n");
-        }
-        (Some(old), Some(new)) => {
-            let _ = write!(text, "@@ -1 +1 @@\n-Subproject commit {old}\n+Subproject commit {new}{dirty}\n");
-        }
-        (None, None) => {}
-    }
-    text
 }
 
 /// "Submodule commits <path> (<old>..<new>):" followed by the commits the

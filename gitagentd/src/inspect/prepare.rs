@@ -10,6 +10,7 @@ use super::contextpack::{self, ContextPack, FileFact};
 use super::git::{self, GitEnv, GitError};
 use super::patch::{self, FileStat};
 use super::scope::{self, Change, Target, Workspace};
+use crate::git::patch as renderer;
 use git_agent_shared::task_record::RepositoryFingerprint;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -328,17 +329,14 @@ fn previous_head_pack(repo: &gix::Repository) -> Option<ContextPack> {
 }
 
 fn line_counts(repo: &gix::Repository, old: Option<&git::Blob>, new: Option<&git::Blob>) -> (u64, u64) {
-    if old.is_some_and(git::Blob::is_gitlink) || new.is_some_and(git::Blob::is_gitlink) {
-        return (u64::from(new.is_some()), u64::from(old.is_some()));
-    }
-    let load = |blob: Option<&git::Blob>| blob.map_or(Some(Vec::new()), |blob| git::blob_bytes(repo, blob.id).ok());
+    let load = |blob: Option<&git::Blob>| match blob {
+        None => Some(Vec::new()),
+        Some(blob) if blob.is_gitlink() => Some(renderer::gitlink_content(blob.id, false)),
+        Some(blob) => git::blob_bytes(repo, blob.id).ok(),
+    };
     let (Some(before), Some(after)) = (load(old), load(new)) else { return (0, 0) };
-    if patch::is_binary(&before) || patch::is_binary(&after) {
-        return (0, 0);
-    }
-    let input = gix::diff::blob::InternedInput::new(before.as_slice(), after.as_slice());
-    let diff = gix::diff::blob::Diff::compute(gix::diff::blob::Algorithm::Histogram, &input);
-    (u64::from(diff.count_additions()), u64::from(diff.count_removals()))
+    let stats = renderer::stats(renderer::Content::Bytes { old: &before, new: &after });
+    (u64::from(stats.additions), u64::from(stats.deletions))
 }
 
 /// The prepared context as the initial prompt shows it: bounded views of

@@ -1,25 +1,18 @@
 //! Tree-to-tree changes with Git's default rename detection (50 %
 //! similarity), their line statistics, and bounded patches: either Git's
-//! own format (`diff --git` headers, mode and index lines, three lines of
-//! context, `Binary files ... differ`, gitlinks as `Subproject commit`
-//! lines) or compact excerpts (a `--- path` line and the changed lines
-//! only). Blob diffs use the Myers algorithm, as `git diff` does.
+//! own format, written by the one renderer in [`crate::git::patch`], or
+//! compact excerpts (a `--- path` line and the changed lines only, from
+//! the same renderer's hunks without context).
 
 use super::chain_cache::CachedObjects;
 use super::{History, HistoryError};
+use crate::git::patch::{self as renderer, Content, Rewrite};
 use gix::bstr::BStr;
-use gix::diff::blob::unified_diff::{ConsumeHunk, ContextSize, DiffLineKind, HunkHeader};
-use gix::diff::blob::{Algorithm, Diff, InternedInput, UnifiedDiff};
 use gix::diff::tree_with_rewrites::{Action, ChangeRef};
 use gix::hash::ObjectId;
 use gix::objs::FindExt;
 use gix::objs::tree::{EntryKind, EntryMode};
 use serde::Serialize;
-
-/// Bytes inspected to tell binary content apart, as Git does.
-const BINARY_PROBE_BYTES: usize = 8000;
-/// Blobs larger than this are counted like binary files: no line diff.
-const MAX_DIFF_BLOB_BYTES: usize = 8 * 1024 * 1024;
 
 /// How a path changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +67,21 @@ impl RawChange {
         [self.old, self.new].iter().flatten().any(|side| side.kind == EntryKind::Commit)
     }
 
+    /// The change as the patch renderer describes it.
+    fn to_patch_change(&self) -> renderer::Change<'_> {
+        let side = |side: Option<Side>| side.map(|side| renderer::Side { id: side.id, kind: side.kind });
+        renderer::Change {
+            path: &self.path,
+            old: side(self.old),
+            new: side(self.new),
+            rewrite: self.old_path.as_deref().map(|from| Rewrite {
+                from,
+                copy: self.status == ChangeStatus::Copied,
+                similarity: self.similarity.unwrap_or(100),
+            }),
+        }
+    }
+
     pub(super) fn to_file_change(&self, stats: LineStats) -> FileChange {
         FileChange {
             path: self.path.clone(),
@@ -87,13 +95,7 @@ impl RawChange {
     }
 }
 
-/// Added and removed lines of one file; binary files have none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct LineStats {
-    pub additions: u32,
-    pub deletions: u32,
-    pub binary: bool,
-}
+pub(super) use crate::git::patch::LineStats;
 
 /// How a file's patch is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,44 +226,36 @@ impl<'h> TreeDiffer<'h> {
         change: &RawChange,
         patch: Option<(&mut BoundedText, PatchStyle)>,
     ) -> Result<FileChange, HistoryError> {
-        if change.is_gitlink() {
-            let stats = LineStats {
-                additions: u32::from(change.new.is_some_and(|side| side.kind == EntryKind::Commit)),
-                deletions: u32::from(change.old.is_some_and(|side| side.kind == EntryKind::Commit)),
-                binary: false,
-            };
-            if let Some((out, style)) = patch {
-                write_gitlink_patch(out, change, style);
-            }
-            return Ok(change.to_file_change(stats));
-        }
         let Self { history, objects, old_blob, new_blob, .. } = self;
-        let old = load_blob(history, objects, change.old, old_blob)?;
-        let new = load_blob(history, objects, change.new, new_blob)?;
-        let binary = is_binary(old) || is_binary(new);
-        let same_content = change.old.map(|side| side.id) == change.new.map(|side| side.id);
-        let mut stats = LineStats { binary, ..LineStats::default() };
-        let mut writer = patch;
-        if let Some((out, style)) = writer.as_mut() {
-            write_file_header(out, change, *style, binary || same_content);
-        }
-        if binary || same_content {
-            return Ok(change.to_file_change(stats));
-        }
-        let input = InternedInput::new(old, new);
-        let mut diff = Diff::compute(Algorithm::Myers, &input);
-        stats.additions = diff.count_additions();
-        stats.deletions = diff.count_removals();
-        if let Some((out, style)) = writer
-            && !out.is_full()
-        {
-            diff.postprocess_lines(&input);
-            let context = if style == PatchStyle::Git { 3 } else { 0 };
-            // The writer stops early once the text is full; that is not an error.
-            let _ = UnifiedDiff::new(&diff, &input, HunkWriter { out }, ContextSize::symmetrical(context)).consume();
-        }
+        let (old, new) = if change.is_gitlink() {
+            *old_blob = side_gitlink(change.old);
+            *new_blob = side_gitlink(change.new);
+            (old_blob.as_slice(), new_blob.as_slice())
+        } else {
+            (load_blob(history, objects, change.old, old_blob)?, load_blob(history, objects, change.new, new_blob)?)
+        };
+        let content = Content::Bytes { old, new };
+        let stats = match patch {
+            None => renderer::stats(content),
+            Some((out, PatchStyle::Git)) => {
+                let mut described = change.to_patch_change();
+                if let Some(rewrite) = described.rewrite.as_mut() {
+                    // Git's own score, not the one rename detection used.
+                    rewrite.similarity = renderer::similarity(old, new);
+                }
+                renderer::write_patch(&described, content, renderer::CONTEXT_LINES, &mut |line| out.push_line(line))
+            }
+            Some((out, PatchStyle::Excerpt)) => write_excerpt(out, change, content),
+        };
         Ok(change.to_file_change(stats))
     }
+}
+
+/// A gitlink side's content as Git diffs it; nothing for another kind.
+fn side_gitlink(side: Option<Side>) -> Vec<u8> {
+    side.filter(|side| side.kind == EntryKind::Commit)
+        .map(|side| renderer::gitlink_content(side.id, false))
+        .unwrap_or_default()
 }
 
 fn load_blob<'b>(
@@ -274,10 +268,6 @@ fn load_blob<'b>(
     let blob =
         objects.find_blob(&side.id, buffer).map_err(|error| history.read_error(format!("blob {}", side.id), error))?;
     Ok(blob.data)
-}
-
-fn is_binary(data: &[u8]) -> bool {
-    data.len() > MAX_DIFF_BLOB_BYTES || data[..data.len().min(BINARY_PROBE_BYTES)].contains(&0)
 }
 
 fn raw_change(change: ChangeRef<'_>) -> Option<RawChange> {
@@ -345,141 +335,23 @@ fn type_of(kind: EntryKind) -> u8 {
     }
 }
 
-fn mode_of(kind: EntryKind) -> &'static str {
-    match kind {
-        EntryKind::Blob => "100644",
-        EntryKind::BlobExecutable => "100755",
-        EntryKind::Link => "120000",
-        EntryKind::Commit => "160000",
-        EntryKind::Tree => "40000",
-    }
-}
-
-fn short(id: Option<Side>) -> String {
-    id.map_or_else(|| "0000000".to_string(), |side| side.id.to_hex_with_len(7).to_string())
-}
-
-/// Writes the lines before the hunks: Git's extended header, or the
-/// excerpt's `--- path` line.
-fn write_file_header(out: &mut BoundedText, change: &RawChange, style: PatchStyle, no_hunks: bool) {
-    let old_path = change.old_path.as_deref().unwrap_or(&change.path);
-    if style == PatchStyle::Excerpt {
-        let title = match &change.old_path {
-            Some(old) => format!("--- {old} => {}", change.path),
-            None => format!("--- {}", change.path),
-        };
-        out.push_line(&title);
-        if no_hunks && change.old.map(|side| side.id) != change.new.map(|side| side.id) {
-            out.push_line("(binary content changed)");
-        }
-        return;
-    }
-    let mut lines = vec![format!("diff --git a/{old_path} b/{}", change.path)];
-    match (change.old, change.new) {
-        (None, Some(new)) => lines.push(format!("new file mode {}", mode_of(new.kind))),
-        (Some(old), None) => lines.push(format!("deleted file mode {}", mode_of(old.kind))),
-        (Some(old), Some(new)) if old.kind != new.kind => {
-            lines.push(format!("old mode {}", mode_of(old.kind)));
-            lines.push(format!("new mode {}", mode_of(new.kind)));
-        }
-        _ => {}
-    }
-    if let Some(old) = &change.old_path {
-        let verb = if change.status == ChangeStatus::Copied { "copy" } else { "rename" };
-        lines.push(format!("similarity index {}%", change.similarity.unwrap_or(100)));
-        lines.push(format!("{verb} from {old}"));
-        lines.push(format!("{verb} to {}", change.path));
-    }
-    let same_content = change.old.map(|side| side.id) == change.new.map(|side| side.id);
-    if !same_content {
-        let unchanged_mode = match (change.old, change.new) {
-            (Some(old), Some(new)) if old.kind == new.kind => format!(" {}", mode_of(new.kind)),
-            _ => String::new(),
-        };
-        lines.push(format!("index {}..{}{unchanged_mode}", short(change.old), short(change.new)));
-        let from = if change.old.is_some() { format!("a/{old_path}") } else { "/dev/null".to_string() };
-        let to = if change.new.is_some() { format!("b/{}", change.path) } else { "/dev/null".to_string() };
-        if no_hunks {
-            lines.push(format!("Binary files {from} and {to} differ"));
-        } else {
-            lines.push(format!("--- {from}"));
-            lines.push(format!("+++ {to}"));
-        }
-    }
-    for line in lines {
-        if !out.push_line(&line) {
-            return;
-        }
-    }
-}
-
-fn write_gitlink_patch(out: &mut BoundedText, change: &RawChange, style: PatchStyle) {
-    let commit = |side: Option<Side>| side.filter(|side| side.kind == EntryKind::Commit);
-    let (old, new) = (commit(change.old), commit(change.new));
-    if style == PatchStyle::Git {
-        write_file_header(out, change, style, false);
-        let count = |side: Option<Side>| if side.is_some() { "1" } else { "0,0" };
-        let start = |side: Option<Side>| if side.is_some() { "1" } else { "0" };
-        let header = format!("@@ -{} +{} @@", range(start(old), count(old)), range(start(new), count(new)));
-        out.push_line(&header);
-    } else {
-        out.push_line(&format!("--- {} (submodule)", change.path));
-    }
-    if let Some(old) = old {
-        out.push_line(&format!("-Subproject commit {}", old.id));
-    }
-    if let Some(new) = new {
-        out.push_line(&format!("+Subproject commit {}", new.id));
-    }
-}
-
-fn range(start: &str, count: &str) -> String {
-    if count == "1" { start.to_string() } else { format!("{start},{}", count.trim_start_matches("0,")) }
-}
-
-/// Writes hunks into a [`BoundedText`], stopping when it is full.
-struct HunkWriter<'a> {
-    out: &'a mut BoundedText,
-}
-
-impl ConsumeHunk for HunkWriter<'_> {
-    type Out = ();
-
-    fn consume_hunk(&mut self, header: HunkHeader, lines: &[(DiffLineKind, &[u8])]) -> std::io::Result<()> {
-        let full = || std::io::Error::other("the patch text is full");
-        if !self.out.push_line(&hunk_header(header)) {
-            return Err(full());
-        }
-        let mut line = String::new();
-        for (kind, content) in lines {
-            line.clear();
-            line.push(kind.to_prefix());
-            let content = content.strip_suffix(b"\n").unwrap_or(content);
-            let content = content.strip_suffix(b"\r").unwrap_or(content);
-            line.push_str(&String::from_utf8_lossy(content));
-            if !self.out.push_line(&line) {
-                return Err(full());
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Self::Out {}
-}
-
-/// `@@ -a,b +c,d @@` as Git writes it: a length of one is left out, and
-/// an empty side starts at the line before it.
-fn hunk_header(header: HunkHeader) -> String {
-    let side = |start: u32, len: u32| match len {
-        0 => format!("{},0", start.saturating_sub(1)),
-        1 => start.to_string(),
-        _ => format!("{start},{len}"),
+/// The excerpt of one change: a `--- path` title (`--- old => new` for
+/// a rename, `(submodule)` for a gitlink), then the changed lines in hunks
+/// without context, or `(binary content changed)`.
+fn write_excerpt(out: &mut BoundedText, change: &RawChange, content: Content<'_>) -> LineStats {
+    let title = match &change.old_path {
+        Some(old) => format!("--- {old} => {}", change.path),
+        None if change.is_gitlink() => format!("--- {} (submodule)", change.path),
+        None => format!("--- {}", change.path),
     };
-    format!(
-        "@@ -{} +{} @@",
-        side(header.before_hunk_start, header.before_hunk_len),
-        side(header.after_hunk_start, header.after_hunk_len)
-    )
+    if !out.push_line(&title) {
+        return renderer::stats(content);
+    }
+    let stats = renderer::write_content_hunks(content, 0, &mut |line| out.push_line(line));
+    if stats.binary {
+        out.push_line("(binary content changed)");
+    }
+    stats
 }
 
 #[cfg(test)]
@@ -565,5 +437,144 @@ mod tests {
         }
         assert!(text.truncated);
         assert_eq!(text.text.lines().count(), 5);
+    }
+
+    /// Base state of the one-renderer tests: every kind of change Git's
+    /// patch format distinguishes, staged on top of it (nothing
+    /// committed yet). Gitlinks are recorded without checkouts.
+    fn every_kind_of_change() -> Fixture {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let fixture = Fixture::new();
+        let numbered: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+        fixture.write("crlf.txt", "one\r\ntwo\r\nthree\r\n");
+        fixture.write("cr-only.txt", "a\nb\nc\n");
+        fixture.write("no-eol-old.txt", "x\ny");
+        fixture.write("no-eol-new.txt", "x\ny\n");
+        fixture.write("no-eol-both.txt", "p\nq");
+        fixture.write("numbered.txt", &numbered);
+        fixture.write("code.c", "int a(void)\n{\n\treturn 1;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n");
+        fixture.write("blob.bin", "\0ab");
+        fixture.write("gone.txt", "bye\nfor now\n");
+        fixture.write("script.sh", "echo hi\n");
+        fixture.write("tool.sh", "echo one\n");
+        fixture.write("target-a", "a\n");
+        symlink("target-a", fixture.root().join("link")).unwrap();
+        std::fs::create_dir_all(fixture.root().join("vendor/moved")).unwrap();
+        std::fs::create_dir_all(fixture.root().join("vendor/removed")).unwrap();
+        std::fs::create_dir_all(fixture.root().join("vendor/added")).unwrap();
+        fixture.git(&["add", "-A"]);
+        let gitlink = |digit: &str, path: &str| format!("160000,{},{path}", digit.repeat(40));
+        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("1", "vendor/moved")]);
+        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("3", "vendor/removed")]);
+        fixture.git(&["commit", "-q", "-m", "base"]);
+
+        let numbered = numbered
+            .replace("line 2\n", "line two\n")
+            .replace("line 27\n", "")
+            .replace("line 15\n", "line 15\nmiddle\n");
+        fixture.write("crlf.txt", "one\r\nTWO\r\nthree\r\n");
+        fixture.write("cr-only.txt", "a\r\nb\nc\n");
+        fixture.write("no-eol-old.txt", "x\ny\n");
+        fixture.write("no-eol-new.txt", "x\nz");
+        fixture.write("no-eol-both.txt", "p\nr");
+        fixture.write("numbered.txt", &numbered);
+        fixture.write(
+            "code.c",
+            "int a(void)\n{\n\treturn 1;\n}\n\nint b(void)\n{\n\treturn 2;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n",
+        );
+        fixture.write("blob.bin", "\0ac");
+        std::fs::remove_file(fixture.root().join("gone.txt")).unwrap();
+        fixture.write("added.txt", "hello\nworld");
+        fixture.write("empty.txt", "");
+        let executable = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(fixture.root().join("script.sh"), executable.clone()).unwrap();
+        fixture.write("tool.sh", "echo two\n");
+        std::fs::set_permissions(fixture.root().join("tool.sh"), executable).unwrap();
+        std::fs::remove_file(fixture.root().join("link")).unwrap();
+        symlink("target-b", fixture.root().join("link")).unwrap();
+        fixture.git(&["add", "-A"]);
+        fixture.git(&["update-index", "--cacheinfo", &gitlink("2", "vendor/moved")]);
+        fixture.git(&["update-index", "--force-remove", "vendor/removed"]);
+        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("4", "vendor/added")]);
+        fixture
+    }
+
+    /// `git diff --numstat` lines as `adds\tdeletes\tpath`, `-` for binary.
+    fn numstat_line(path: &str, adds: u64, deletes: u64, binary: bool) -> String {
+        if binary { format!("-\t-\t{path}") } else { format!("{adds}\t{deletes}\t{path}") }
+    }
+
+    #[test]
+    fn commit_msg_review_and_release_note_render_the_same_patch_as_git() {
+        let fixture = every_kind_of_change();
+        let git_patch = fixture.git(&["diff", "--cached", "--no-renames"]);
+        let git_numstat: Vec<String> =
+            fixture.git(&["diff", "--cached", "--no-renames", "--numstat"]).lines().map(str::to_string).collect();
+        for needle in ["\r\n", "\\ No newline at end of file", "Binary files a/blob.bin and b/blob.bin differ"] {
+            assert!(git_patch.contains(needle), "the fixture covers {needle:?}:\n{git_patch}");
+        }
+
+        // commit-msg: the staged scope.
+        let repo = crate::git::Repository::discover(fixture.root()).unwrap();
+        let changes = repo.staged_changes().unwrap();
+        let patches: Vec<_> = changes
+            .iter()
+            .map(|change| repo.file_patch(&change.path, change.old.as_ref(), change.new.as_ref(), true).unwrap())
+            .collect();
+        let commit_msg: String = patches.iter().map(|patch| patch.text.as_str()).collect();
+        assert_eq!(commit_msg, git_patch, "commit-msg");
+        let commit_msg_numstat: Vec<String> =
+            patches.iter().map(|p| numstat_line(&p.path, p.adds as u64, p.deletes as u64, p.binary)).collect();
+        assert_eq!(commit_msg_numstat, git_numstat, "commit-msg counts");
+
+        // review --staged.
+        let git_env = crate::inspect::git::GitEnv { home: None, xdg_config_home: None };
+        let prepared =
+            crate::inspect::prepare::prepare(fixture.root(), crate::inspect::prepare::Mode::Staged, &git_env).unwrap();
+        assert_eq!(prepared.diff, git_patch, "review");
+        let review_numstat: Vec<String> =
+            prepared.stats.iter().map(|s| numstat_line(&s.path, s.adds, s.deletes, s.is_binary)).collect();
+        assert_eq!(review_numstat, git_numstat, "review counts");
+
+        // release-note and pr-message: the same change, committed.
+        fixture.git(&["commit", "-q", "-m", "change"]);
+        let history = fixture.history();
+        let tree = |rev: &str| fixture.rev(&format!("{rev}^{{tree}}")).parse::<ObjectId>().unwrap();
+        let mut differ = TreeDiffer::new(&history).unwrap();
+        let changes = differ.changes(Some(tree("HEAD~1")), tree("HEAD"), false).unwrap();
+        let mut text = BoundedText::new(10_000, 1 << 20);
+        let files: Vec<FileChange> = changes
+            .iter()
+            .map(|change| differ.file_change(change, Some((&mut text, PatchStyle::Git))).unwrap())
+            .collect();
+        assert_eq!(text.text, git_patch, "release-note");
+        let release_numstat: Vec<String> = files
+            .iter()
+            .map(|f| numstat_line(&f.path, u64::from(f.additions), u64::from(f.deletions), f.binary))
+            .collect();
+        assert_eq!(release_numstat, git_numstat, "release-note counts");
+        let mut excerpt = BoundedText::new(10_000, 1 << 20);
+        let excerpt_files: Vec<FileChange> = changes
+            .iter()
+            .map(|change| differ.file_change(change, Some((&mut excerpt, PatchStyle::Excerpt))).unwrap())
+            .collect();
+        assert_eq!(excerpt_files, files, "an excerpt counts the same lines");
+    }
+
+    #[test]
+    fn renames_and_copies_render_as_git_does() {
+        let fixture = Fixture::new();
+        let body: String = (1..=20).map(|n| format!("row {n}\n")).collect();
+        fixture.write("old/name.txt", &body);
+        fixture.write("same.txt", "unchanged content\n");
+        fixture.commit_all("base");
+        std::fs::remove_file(fixture.root().join("old/name.txt")).unwrap();
+        fixture.write("new/name.txt", &body.replace("row 20\n", "row twenty\n"));
+        std::fs::rename(fixture.root().join("same.txt"), fixture.root().join("moved.txt")).unwrap();
+        fixture.commit_all("rename");
+        let (files, patch) = diff_of(&fixture, "HEAD~1", "HEAD", PatchStyle::Git);
+        assert_eq!(patch, fixture.git(&["diff", "-M", "HEAD~1", "HEAD"]));
+        assert!(patch.contains("similarity index 91%\nrename from old/name.txt\nrename to new/name.txt\n"), "{patch}");
+        assert_eq!(files.iter().map(|f| (f.additions, f.deletions)).collect::<Vec<_>>(), [(0, 0), (1, 1)]);
     }
 }
