@@ -1,5 +1,5 @@
 //! `inspect_file`: a file's exact size and line count and a bounded
-//! outline (Go types and functions, Markdown headings, JSON pointers),
+//! outline (Go declarations, Markdown headings, JSON pointers),
 //! without its content.
 
 use super::paths::RepoFiles;
@@ -96,38 +96,37 @@ fn outline_kind(path: &str) -> &'static str {
     }
 }
 
-/// Top-level Go declarations, read line by line.
+/// Top-level Go declarations as search's Go lexer finds them (functions,
+/// methods as `Receiver.Name`, types, constants and variables, one entry
+/// per name of a grouped declaration); none for text the lexer cannot
+/// follow.
 fn go_outline(text: &str) -> Outline {
     let mut outline = Outline::default();
-    for (index, line) in text.lines().enumerate() {
-        let entry = if let Some(rest) = line.strip_prefix("func ") {
-            let (kind, rest) = match rest.strip_prefix('(') {
-                Some(receiver) => match receiver.split_once(')') {
-                    Some((receiver, rest)) => {
-                        let receiver = receiver.split_whitespace().last().unwrap_or("").trim_start_matches('*');
-                        let receiver = receiver.split('[').next().unwrap_or(receiver);
-                        ("method", format!("{receiver}.{}", identifier(rest.trim_start())))
-                    }
-                    None => continue,
-                },
-                None => ("function", identifier(rest).to_string()),
-            };
-            Some((kind, rest))
-        } else {
-            line.strip_prefix("type ").map(|rest| ("type", identifier(rest).to_string()))
+    let Some(file) = crate::search::golang::scan(text) else { return outline };
+    let lines: Vec<&str> = text.lines().collect();
+    for decl in file.decls {
+        let names: Vec<String> = match decl.kind {
+            "method" => {
+                let receiver = lines.get(decl.start_line - 1).and_then(|line| receiver_type(line)).unwrap_or_default();
+                vec![if receiver.is_empty() { decl.name } else { format!("{receiver}.{}", decl.name) }]
+            }
+            _ => decl.name.split(", ").map(str::to_string).collect(),
         };
-        if let Some((kind, name)) = entry.filter(|(_, name)| !name.is_empty() && !name.ends_with('.'))
-            && !outline.add(kind, name, Some(index + 1))
-        {
-            break;
+        for name in names {
+            if !outline.add(decl.kind, name, Some(decl.start_line)) {
+                return outline;
+            }
         }
     }
     outline
 }
 
-fn identifier(text: &str) -> &str {
-    let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len());
-    &text[..end]
+/// The receiver's type name on a method's first line: `Repo` in
+/// `func (r *Repo[T]) Close() error {`.
+fn receiver_type(line: &str) -> Option<&str> {
+    let receiver = line.strip_prefix("func")?.trim_start().strip_prefix('(')?.split_once(')')?.0;
+    let receiver = receiver.split_whitespace().last()?.trim_start_matches('*');
+    Some(receiver.split('[').next().unwrap_or(receiver))
 }
 
 /// ATX headings outside fenced code blocks.
@@ -201,6 +200,27 @@ mod tests {
             go_outline("package x\n\ntype Repo struct{}\n\nfunc Open() {}\nfunc (r *Repo) Close() error {}\n");
         let names: Vec<(&str, &str)> = outline.entries.iter().map(|e| (e.kind.as_str(), e.name.as_str())).collect();
         assert_eq!(names, [("type", "Repo"), ("function", "Open"), ("method", "Repo.Close")]);
+    }
+
+    #[test]
+    fn go_outlines_see_grouped_and_multi_line_declarations() {
+        let source = "package x\n\ntype (\n\tA struct{}\n\tB int\n)\n\nconst Max = 3\n\nfunc (s *Set[T]) Add(\n\tv T,\n) {\n\tfunc() {}()\n}\n\nvar x, y = 1, 2\n";
+        let outline = go_outline(source);
+        let entries: Vec<(&str, &str, Option<usize>)> =
+            outline.entries.iter().map(|e| (e.kind.as_str(), e.name.as_str(), e.line)).collect();
+        assert_eq!(
+            entries,
+            [
+                ("type", "A", Some(3)),
+                ("type", "B", Some(3)),
+                ("const", "Max", Some(8)),
+                ("method", "Set.Add", Some(10)),
+                ("var", "x", Some(16)),
+                ("var", "y", Some(16)),
+            ],
+            "a nested func literal is no declaration"
+        );
+        assert!(go_outline("not go at all {").entries.is_empty());
     }
 
     #[test]
