@@ -26,8 +26,8 @@
 //! This module never decides what to index; it reads and writes snapshots.
 
 use super::chunking::{Hash32, hex, parse_hash};
-use super::timefmt;
-use git_agent_shared::private_fs;
+use super::spool::{NewVectors, Spooled};
+use git_agent_shared::{private_fs, timefmt};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -102,8 +102,8 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Nanoseconds since the epoch of `created_at`, when it parses.
-    pub fn created_nanos(&self) -> Option<i128> {
+    /// When the index was built, when `created_at` parses.
+    pub fn created(&self) -> Option<jiff::Timestamp> {
         timefmt::parse_rfc3339(&self.created_at)
     }
 }
@@ -598,10 +598,41 @@ pub struct RecordToWrite<'a> {
     /// Metadata; `offset`, `vector_key` and `vector_checksum` are filled
     /// in by publication.
     pub record: IndexRecord,
-    pub vector: &'a [f32],
+    pub vector: VectorData<'a>,
     /// Where this exact vector is already stored in the shared payload,
     /// when it was read from there.
     pub stored: Option<CatalogEntry>,
+}
+
+/// The values of a vector to publish: in memory (usually a mapped
+/// payload), or in the spool of new vectors.
+#[derive(Clone, Copy)]
+pub enum VectorData<'a> {
+    Values(&'a [f32]),
+    Spooled(&'a NewVectors, Spooled),
+}
+
+impl VectorData<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Values(values) => values.len(),
+            Self::Spooled(_, at) => at.values(),
+        }
+    }
+
+    /// The little-endian bytes, written into `buf`.
+    fn encode_into(&self, buf: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Self::Values(values) => {
+                buf.clear();
+                for value in *values {
+                    buf.extend_from_slice(&value.to_le_bytes());
+                }
+                Ok(())
+            }
+            Self::Spooled(spool, at) => spool.read_bytes(*at, buf),
+        }
+    }
 }
 
 /// What to publish.
@@ -614,14 +645,6 @@ pub struct Publication<'a> {
     /// catalog already has.
     pub force_new: bool,
     pub crash_at: Option<CrashPoint>,
-}
-
-fn encode(vector: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(vector.len() * 4);
-    for value in vector {
-        out.extend_from_slice(&value.to_le_bytes());
-    }
-    out
 }
 
 /// Publishes a snapshot and returns it as loaded.
@@ -657,14 +680,17 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         .map_err(io_error("open", &payload_path))?;
     let mut offset = payload.metadata().map_err(io_error("stat", &payload_path))?.len() as i64;
     let mut entries = catalog.entries.take().unwrap_or_default();
-    let mut written: HashMap<String, CatalogEntry> = HashMap::with_capacity(records.len());
-    let mut batch_bytes: HashMap<String, u32> = HashMap::new();
+    // Each identity written by this publication, with its bytes' checksum.
+    let mut written: HashMap<String, (CatalogEntry, u32)> = HashMap::with_capacity(records.len());
     let mut changed = false;
     let mut out_records = Vec::with_capacity(records.len());
     let mut out_vectors = Vec::with_capacity(records.len());
     let mut local_bytes: Vec<u8> = Vec::new();
-    for item in &records {
-        let mut record = item.record.clone();
+    // One vector's bytes at a time: new vectors come from the spool, so
+    // the heap never holds all of them.
+    let mut data: Vec<u8> = Vec::new();
+    for item in records {
+        let mut record = item.record;
         if record.dimensions < 1 || item.vector.len() as i64 != record.dimensions {
             return Err(StoreError::Publish {
                 path: index_dir.to_path_buf(),
@@ -676,8 +702,8 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                 ),
             });
         }
+        item.vector.encode_into(&mut data).map_err(io_error("read the new vectors spooled for", index_dir))?;
         if record.embedding_input_hash.is_empty() {
-            let data = encode(item.vector);
             record.offset = local_bytes.len() as i64;
             record.vector_checksum = crc32fast::hash(&data);
             record.vector_key.clear();
@@ -687,9 +713,9 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             continue;
         }
         let key = vector_key(&record.embedding_input_hash, &record.embedding_model, record.dimensions);
-        let entry = if let Some(entry) = written.get(&key) {
-            let checksum = crc32fast::hash(&encode(item.vector));
-            if batch_bytes.get(&key) != Some(&checksum) {
+        let checksum = crc32fast::hash(&data);
+        let entry = if let Some((entry, written_checksum)) = written.get(&key) {
+            if *written_checksum != checksum {
                 return Err(StoreError::Publish {
                     path: index_dir.to_path_buf(),
                     reason: format!("vector records for embedding key {key} contain conflicting payloads"),
@@ -697,8 +723,6 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             }
             *entry
         } else {
-            let data = encode(item.vector);
-            let checksum = crc32fast::hash(&data);
             let existing = entries.get(&key).copied().filter(|_| !force_new);
             let reusable = match (existing, item.stored) {
                 (Some(current), Some(known)) if current == known => Some(current),
@@ -722,8 +746,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                     entry
                 }
             };
-            written.insert(key.clone(), entry);
-            batch_bytes.insert(key.clone(), checksum);
+            written.insert(key.clone(), (entry, checksum));
             entry
         };
         record.offset = entry.offset;
@@ -744,25 +767,29 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             payload: catalog.payload.clone(),
             entries: Some(entries),
         };
-        let data = serde_json::to_vec(&published).map_err(|error| StoreError::Publish {
+        let mut data = serde_json::to_vec(&published).map_err(|error| StoreError::Publish {
             path: store.clone(),
             reason: format!("cannot encode the catalog: {error}"),
         })?;
+        data.push(b'\n');
         let path = store.join(catalog_name(next_generation));
-        write_file_atomic(&path, &[&data, b"\n"])?;
+        write_file_atomic(&path, &data)?;
+        drop((data, published));
         crash_if(crash_at, CrashPoint::Catalog);
         remove_old_generations(&store, previous, next_generation, &payload_name)?;
         catalog_path = Some(path);
     }
-    drop(payload);
+    drop((payload, written));
 
     // 4. The chunk records (and the local payload of legacy records).
-    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &[&local_bytes])?;
-    let data = serde_json::to_vec(&out_records).map_err(|error| StoreError::Publish {
+    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &local_bytes)?;
+    let mut data = serde_json::to_vec(&out_records).map_err(|error| StoreError::Publish {
         path: index_dir.to_path_buf(),
         reason: format!("cannot encode the records: {error}"),
     })?;
-    write_file_atomic(&index_dir.join(RECORDS), &[&data, b"\n"])?;
+    data.push(b'\n');
+    write_file_atomic(&index_dir.join(RECORDS), &data)?;
+    drop(data);
     crash_if(crash_at, CrashPoint::Records);
 
     // 5. The manifest, last.
@@ -770,11 +797,12 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     manifest.vector_store = SHARED_STORE_VERSION.to_string();
     manifest.file_count = out_records.iter().map(|record| record.path.as_str()).collect::<HashSet<_>>().len() as i64;
     manifest.chunk_count = out_records.len() as i64;
-    let data = serde_json::to_vec(&manifest).map_err(|error| StoreError::Publish {
+    let mut data = serde_json::to_vec(&manifest).map_err(|error| StoreError::Publish {
         path: index_dir.to_path_buf(),
         reason: format!("cannot encode the manifest: {error}"),
     })?;
-    write_file_atomic(&manifest_path, &[&data, b"\n"])?;
+    data.push(b'\n');
+    write_file_atomic(&manifest_path, &data)?;
 
     let mut watched = vec![manifest_path, index_dir.join(RECORDS), payload_path.clone()];
     if let Some(path) = catalog_path {
@@ -822,13 +850,8 @@ fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_nam
     Ok(())
 }
 
-fn write_file_atomic(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
-    let total: usize = parts.iter().map(|part| part.len()).sum();
-    let mut bytes = Vec::with_capacity(total);
-    for part in parts {
-        bytes.extend_from_slice(part);
-    }
-    private_fs::write_atomic(path, &bytes).map_err(io_error("write", path))
+fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    private_fs::write_atomic(path, bytes).map_err(io_error("write", path))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -967,7 +990,7 @@ mod tests {
             .iter()
             .map(|(path, input, vector)| RecordToWrite {
                 record: record(path, input, vector.len() as i64),
-                vector,
+                vector: VectorData::Values(vector),
                 stored: None,
             })
             .collect();
