@@ -78,8 +78,9 @@ pub enum RefreshError {
 enum Source {
     /// A usable record of the current snapshot.
     Record(usize),
-    /// Another index's entry in the shared store.
-    Shared(Arc<Vec<f32>>, CatalogEntry),
+    /// Another index's entry in the shared store (its bytes are read
+    /// from the payload when the record is written).
+    Shared(CatalogEntry),
     /// To be embedded.
     Missing,
 }
@@ -567,16 +568,14 @@ fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Res
             dimensions,
             &missing_hashes,
         );
-        let found =
+        let shared =
             store::read_shared_vectors(&request.metadata_dir, &referenced, &request.model, dimensions, cancelled)?;
-        let shared: HashMap<Hash32, (Arc<Vec<f32>>, CatalogEntry)> =
-            found.into_iter().map(|(hash, (vector, entry))| (hash, (Arc::new(vector), entry))).collect();
         for (candidate, file_sources) in prepared.candidates.iter().zip(sources.iter_mut()) {
             for (chunk, source) in candidate.content.chunks.iter().zip(file_sources.iter_mut()) {
                 if matches!(source, Source::Missing)
-                    && let Some((vector, entry)) = shared.get(&chunk.input_hash)
+                    && let Some(entry) = shared.get(&chunk.input_hash)
                 {
-                    *source = Source::Shared(Arc::clone(vector), *entry);
+                    *source = Source::Shared(*entry);
                 }
             }
         }
@@ -619,7 +618,7 @@ struct Assembled<'a> {
 
 enum AssembledVector {
     Record(usize),
-    Shared(Arc<Vec<f32>>, CatalogEntry),
+    Shared(CatalogEntry),
     New(Spooled),
 }
 
@@ -647,9 +646,9 @@ pub fn finish(
             counter += 1;
             let vector = match source {
                 Source::Record(index) => AssembledVector::Record(*index),
-                Source::Shared(vector, entry) => {
+                Source::Shared(entry) => {
                     fresh_sources = true;
-                    AssembledVector::Shared(Arc::clone(vector), *entry)
+                    AssembledVector::Shared(*entry)
                 }
                 Source::Missing => {
                     fresh_sources = true;
@@ -763,7 +762,7 @@ pub fn finish(
                 };
                 (VectorData::Values(vector), stored)
             }
-            AssembledVector::Shared(vector, entry) => (VectorData::Values(vector.as_slice()), Some(*entry)),
+            &AssembledVector::Shared(entry) => (VectorData::Stored(entry), Some(entry)),
             &AssembledVector::New(at) => (VectorData::Spooled(&vectors, at), None),
         };
         let mut record = std::mem::take(&mut item.record);
@@ -881,7 +880,11 @@ mod tests {
     /// Prepares, embeds every missing input with a constant vector, and
     /// finishes.
     fn refresh(root: &Path, metadata: &Path, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
-        let prepared = prepare(request(root, metadata), previous, &Quiet, &|| false).unwrap();
+        refresh_with(request(root, metadata), previous)
+    }
+
+    fn refresh_with(request: RefreshRequest, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
+        let prepared = prepare(request, previous, &Quiet, &|| false).unwrap();
         let mut spool = VectorSpool::new();
         for missing in &prepared.missing {
             spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&missing.hash)).unwrap();
@@ -892,6 +895,34 @@ mod tests {
     /// A distinct vector per embedding input.
     fn vector_of(hash: &Hash32) -> Vec<f32> {
         hash[..4].iter().map(|&byte| f32::from(byte) + 1.0).collect()
+    }
+
+    #[test]
+    fn another_index_reuses_shared_vectors_without_embedding_them() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        let go = "package demo\n\n// Run runs.\nfunc Run() int {\n\treturn 1\n}\n";
+        write_old(&first.path().join("demo.go"), go);
+        write_old(&second.path().join("demo.go"), go);
+        // Both indexes where the store looks for others: under `search/`.
+        let index_of = |root: &Path| {
+            let mut request = request(root, metadata.path());
+            request.index_dir = store::filesystem_index_dir(metadata.path(), &root.display().to_string(), None);
+            request
+        };
+        let built = refresh_with(index_of(first.path()), None);
+
+        let other = index_of(second.path());
+        let prepared = prepare(other, None, &Quiet, &|| false).unwrap();
+        assert!(prepared.missing.is_empty(), "every vector is in the shared store");
+        assert_eq!(prepared.reused, built.snapshot.records.len());
+        let reused = finish(prepared, NewVectors::default(), &Quiet, &|| false).unwrap();
+        assert_eq!(reused.snapshot.records.len(), built.snapshot.records.len());
+        for (index, record) in reused.snapshot.records.iter().enumerate() {
+            let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
+            assert_eq!(reused.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
+        }
     }
 
     fn write_old(path: &Path, text: &str) {

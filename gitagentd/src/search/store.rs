@@ -419,7 +419,7 @@ pub fn load(metadata_dir: &Path, index_dir: &Path, cancelled: &dyn Fn() -> bool)
     let store = store_dir(metadata_dir);
     let _store_lock = lock_blocking(&lock_path(&store), cancelled)?;
     let catalog = load_catalog(&store).ok().map(|(catalog, _)| catalog);
-    let payload_name = catalog.as_ref().and_then(|catalog| catalog_payload(catalog).ok()).unwrap_or(DEFAULT_PAYLOAD);
+    let payload_name = catalog.as_ref().and_then(catalog_payload).unwrap_or(DEFAULT_PAYLOAD);
     let mut watched = vec![index_dir.join(MANIFEST), index_dir.join(RECORDS), store.join(payload_name)];
     if let Some(catalog) = &catalog {
         watched.push(store.join(catalog_name(catalog.generation)));
@@ -511,14 +511,16 @@ fn payload_generation(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-fn catalog_payload(catalog: &Catalog) -> Result<&str, String> {
+/// The payload file a catalog refers to; `None` when its name is not one
+/// the store writes (a catalog that cannot be trusted).
+fn catalog_payload(catalog: &Catalog) -> Option<&str> {
     if catalog.payload.is_empty() {
-        return Ok(DEFAULT_PAYLOAD);
+        return Some(DEFAULT_PAYLOAD);
     }
     if catalog.payload != DEFAULT_PAYLOAD && payload_generation(&catalog.payload).is_none() {
-        return Err("shared vector catalog payload has an invalid name".into());
+        return None;
     }
-    Ok(&catalog.payload)
+    Some(&catalog.payload)
 }
 
 /// The newest valid catalog generation and the next generation number.
@@ -549,7 +551,7 @@ fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
         if catalog.version != CATALOG_VERSION || catalog.generation != *generation || catalog.entries.is_none() {
             continue;
         }
-        let Ok(payload) = catalog_payload(&catalog) else { continue };
+        let Some(payload) = catalog_payload(&catalog) else { continue };
         if !fs::symlink_metadata(store.join(payload)).is_ok_and(|meta| meta.is_file()) {
             continue;
         }
@@ -605,11 +607,16 @@ pub struct RecordToWrite<'a> {
 }
 
 /// The values of a vector to publish: in memory (usually a mapped
-/// payload), or in the spool of new vectors.
+/// payload), in the spool of new vectors, or already in the shared
+/// payload. Only the first is in the heap, so publication holds one
+/// vector at a time.
 #[derive(Clone, Copy)]
 pub enum VectorData<'a> {
     Values(&'a [f32]),
     Spooled(&'a NewVectors, Spooled),
+    /// At this entry of the shared payload (read from another index);
+    /// its bytes must still match the entry's checksum.
+    Stored(CatalogEntry),
 }
 
 impl VectorData<'_> {
@@ -617,11 +624,13 @@ impl VectorData<'_> {
         match self {
             Self::Values(values) => values.len(),
             Self::Spooled(_, at) => at.values(),
+            Self::Stored(entry) => usize::try_from(entry.dimensions).unwrap_or(0),
         }
     }
 
-    /// The little-endian bytes, written into `buf`.
-    fn encode_into(&self, buf: &mut Vec<u8>) -> io::Result<()> {
+    /// The little-endian bytes, written into `buf`; `payload` is the
+    /// shared payload file.
+    fn encode_into(&self, payload: &File, buf: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Self::Values(values) => {
                 buf.clear();
@@ -631,6 +640,18 @@ impl VectorData<'_> {
                 Ok(())
             }
             Self::Spooled(spool, at) => spool.read_bytes(*at, buf),
+            Self::Stored(entry) => {
+                buf.clear();
+                buf.resize(self.len() * 4, 0);
+                payload.read_exact_at(buf, u64::try_from(entry.offset).unwrap_or(u64::MAX))?;
+                if crc32fast::hash(buf) != entry.checksum {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a shared vector changed while the index was refreshed; run the search again",
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -668,7 +689,12 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     // 2. Append new vectors to the shared payload.
     let (mut catalog, next_generation) = load_catalog(&store)?;
     let payload_name =
-        catalog_payload(&catalog).map_err(|reason| StoreError::Publish { path: store.clone(), reason })?.to_string();
+        catalog_payload(&catalog)
+            .ok_or_else(|| StoreError::Publish {
+                path: store.clone(),
+                reason: "the shared vector catalog names an invalid payload file".into(),
+            })?
+            .to_string();
     let payload_path = store.join(&payload_name);
     let payload = OpenOptions::new()
         .create(true)
@@ -702,7 +728,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                 ),
             });
         }
-        item.vector.encode_into(&mut data).map_err(io_error("read the new vectors spooled for", index_dir))?;
+        item.vector.encode_into(&payload, &mut data).map_err(io_error("read the vectors to publish in", index_dir))?;
         if record.embedding_input_hash.is_empty() {
             record.offset = local_bytes.len() as i64;
             record.vector_checksum = crc32fast::hash(&data);
@@ -827,7 +853,7 @@ fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_nam
     if previous > 0
         && let Ok(data) = fs::read(store.join(catalog_name(previous)))
         && let Ok(catalog) = serde_json::from_slice::<Catalog>(&data)
-        && let Ok(name) = catalog_payload(&catalog)
+        && let Some(name) = catalog_payload(&catalog)
     {
         retained.insert(name.to_string());
     }
@@ -909,15 +935,16 @@ pub fn referenced_inputs(
     found
 }
 
-/// Reads shared vectors for `inputs` from the current catalog, skipping
-/// any whose bytes fail their checksum.
+/// The current catalog's entries for `inputs`, skipping any whose bytes
+/// fail their checksum. The bytes stay in the payload: publication reads
+/// them one at a time ([`VectorData::Stored`]).
 pub fn read_shared_vectors(
     metadata_dir: &Path,
     inputs: &HashSet<Hash32>,
     model: &str,
     dimensions: i64,
     cancelled: &dyn Fn() -> bool,
-) -> Result<HashMap<Hash32, (Vec<f32>, CatalogEntry)>, StoreError> {
+) -> Result<HashMap<Hash32, CatalogEntry>, StoreError> {
     let store = store_dir(metadata_dir);
     let mut out = HashMap::new();
     if inputs.is_empty() || !store.is_dir() {
@@ -925,7 +952,7 @@ pub fn read_shared_vectors(
     }
     let _lock = lock_blocking(&lock_path(&store), cancelled)?;
     let Ok((catalog, _)) = load_catalog(&store) else { return Ok(out) };
-    let Ok(name) = catalog_payload(&catalog) else { return Ok(out) };
+    let Some(name) = catalog_payload(&catalog) else { return Ok(out) };
     let Ok(payload) = Payload::open(&store.join(name)) else { return Ok(out) };
     let Some(entries) = catalog.entries.as_ref() else { return Ok(out) };
     for hash in inputs {
@@ -937,8 +964,7 @@ pub fn read_shared_vectors(
         if crc32fast::hash(bytes) != entry.checksum {
             continue;
         }
-        let vector = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        out.insert(*hash, (vector, *entry));
+        out.insert(*hash, *entry);
     }
     Ok(out)
 }
