@@ -323,44 +323,8 @@ impl GenerationArgs {
     }
 }
 
-/// Parses a duration written like Go's `time.ParseDuration`: a sequence of
-/// decimal numbers with units (`ns`, `us`, `ms`, `s`, `m`, `h`), such as
-/// `90s`, `1m30s` or `1.5h`. It must be positive.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    const UNITS: [(&str, f64); 7] =
-        [("ns", 1e-9), ("us", 1e-6), ("\u{b5}s", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
-    let invalid = || format!("invalid duration {text:?}; write it like 90s, 2m or 1m30s");
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut seconds = 0f64;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(invalid)?;
-        let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
-        rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let factor =
-            UNITS.iter().find(|(unit, _)| *unit == &rest[..unit_len]).map(|(_, factor)| *factor).ok_or_else(invalid)?;
-        seconds += number * factor;
-        rest = &rest[unit_len..];
-    }
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(format!("the duration {text:?} must be positive"));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|_| invalid())
-}
-
-/// A duration as a user would write it for `--timeout`: whole minutes as
-/// `5m`, anything else in seconds (`90s`, `1.5s`).
-pub fn format_duration(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 60 && seconds.is_multiple_of(60) && duration.subsec_nanos() == 0 {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{}s", duration.as_secs_f64())
-    }
-}
+/// `--timeout` values are read and written by [`crate::timefmt`].
+pub use crate::timefmt::{format_duration, parse_duration};
 
 impl InspectArgs {
     /// The prompt text after flag parsing: the positional words joined with

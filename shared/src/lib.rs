@@ -11,5 +11,6 @@ pub mod identity;
 pub mod paths;
 pub mod private_fs;
 pub mod task_record;
+pub mod timefmt;
 
 pub use environment::Environment;

@@ -520,21 +520,9 @@ pub fn process_alive(pid: i64) -> bool {
     }
 }
 
-/// RFC 3339 in UTC with nanoseconds when present, as the original writes.
-pub fn format_time(time: jiff::Timestamp) -> String {
-    time.to_string()
-}
-
-/// Parses an RFC 3339 timestamp with any offset.
-pub fn parse_time(text: &str) -> Option<jiff::Timestamp> {
-    text.parse().ok()
-}
-
-/// Milliseconds since the Unix epoch of an RFC 3339 timestamp (0 when
-/// unparseable).
-pub fn unix_millis(text: &str) -> i64 {
-    parse_time(text).map_or(0, |time| time.as_millisecond())
-}
+/// Record times are RFC 3339 in UTC with nanoseconds when present, as the
+/// original writes them ([`crate::timefmt`]).
+pub use crate::timefmt::{format_rfc3339 as format_time, parse_rfc3339 as parse_time, unix_millis};
 
 #[cfg(test)]
 mod tests {

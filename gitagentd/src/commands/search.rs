@@ -7,6 +7,7 @@ use crate::search::{self, SearchError, SearchRequest, output as render, progress
 use crate::services::Services;
 use git_agent_shared::cli::SearchArgs;
 use git_agent_shared::environment::vars;
+use git_agent_shared::timefmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -17,10 +18,7 @@ const MAX_LIMIT: i64 = 100;
 
 impl From<SearchError> for CommandError {
     fn from(error: SearchError) -> Self {
-        match error {
-            SearchError::Usage(message) => CommandError::Usage(message),
-            other => CommandError::Failed(other.to_string()),
-        }
+        if error.is_usage() { CommandError::Usage(error.to_string()) } else { CommandError::Failed(error.to_string()) }
     }
 }
 
@@ -207,7 +205,7 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
             output.stdout(render::to_json_line(&indexes));
         } else {
             let created = |text: &str| {
-                search::timefmt::parse_rfc3339(text).map(search::timefmt::format_rfc3339_seconds).unwrap_or_default()
+                timefmt::parse_rfc3339(text).map(timefmt::format_rfc3339_seconds).unwrap_or_default()
             };
             output.stdout(render::format_indexes(&indexes, &created));
         }

@@ -121,17 +121,7 @@ fn commit_info(commit: &gix::Commit<'_>) -> CommitInfo {
 
 /// `2026-01-02T03:04:05Z`, or with a `+hh:mm` offset.
 fn rfc3339(time: gix::date::Time) -> String {
-    let Ok(timestamp) = jiff::Timestamp::from_second(time.seconds) else { return String::new() };
-    let Ok(offset) = jiff::tz::Offset::from_seconds(time.offset) else { return String::new() };
-    let civil = offset.to_datetime(timestamp);
-    let zone = if time.offset == 0 {
-        "Z".to_string()
-    } else {
-        let sign = if time.offset < 0 { '-' } else { '+' };
-        let minutes = time.offset.unsigned_abs() / 60;
-        format!("{sign}{:02}:{:02}", minutes / 60, minutes % 60)
-    };
-    format!("{}{zone}", civil.strftime("%Y-%m-%dT%H:%M:%S"))
+    git_agent_shared::timefmt::format_rfc3339_in_offset(time.seconds, time.offset).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -243,6 +243,14 @@ impl LiveIndex {
         }
     }
 
+    /// Roughly what keeping this view costs: the mapped bytes of its
+    /// usable vectors plus a share per record for its metadata.
+    pub fn footprint(&self) -> u64 {
+        const PER_RECORD: u64 = 512;
+        let usable = self.norms.iter().filter(|norm| norm.is_some()).count() as u64;
+        usable * self.dimensions as u64 * 4 + self.snapshot.records.len() as u64 * PER_RECORD
+    }
+
     /// The vector of a usable record.
     pub fn vector(&self, index: usize) -> Option<&[f32]> {
         self.norms[index]?;

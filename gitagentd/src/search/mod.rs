@@ -19,6 +19,7 @@
 //! reports.
 
 pub mod bodies;
+pub mod cache;
 pub mod chunking;
 pub mod discovery;
 pub mod embeddings;
@@ -32,12 +33,13 @@ pub mod query;
 pub mod ranking;
 pub mod refresh;
 pub mod settings;
+pub mod spool;
 pub mod store;
 pub mod textkind;
-pub mod timefmt;
 
+use cache::FolderCache;
 use embeddings::{EmbeddingError, EmbeddingSettings, EmbeddingsClient};
-use git_agent_shared::Environment;
+use git_agent_shared::{Environment, timefmt};
 use git_agent_shared::identity::{IdentityError, ProjectIdentity};
 use history::{History, HistoryError, QueryKey, Replay, StoredFilters};
 use live::LiveIndex;
@@ -46,19 +48,31 @@ use refresh::{RefreshError, RefreshRequest};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Instant, SystemTime};
 use store::{CrashPoint, Manifest, StoreError};
 use tokio_util::sync::CancellationToken;
 
 /// How many physical indexes the daemon keeps mapped at once.
 const CACHED_INDEXES: usize = 8;
+/// How many bytes of mapped vectors (and their records) those may use
+/// together; the view just used always stays.
+const CACHED_INDEX_BYTES: u64 = 1 << 30;
+/// How many query history databases stay open.
+const CACHED_HISTORIES: usize = 8;
 
 /// Why a search, `--ls` or `--ls-files` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    #[error("{0}")]
-    Usage(String),
+    /// A `--scope` value was refused (a usage error).
+    #[error(transparent)]
+    Scope(#[from] paths::ScopeError),
+    /// A flag or the environment's embedding settings are wrong; a bad flag
+    /// is a usage error.
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+    #[error(transparent)]
+    MissingHome(#[from] git_agent_shared::environment::MissingHome),
     #[error(transparent)]
     Identity(#[from] IdentityError),
     #[error(transparent)]
@@ -71,18 +85,16 @@ pub enum SearchError {
     History(#[from] HistoryError),
     #[error("no search index at {dir}\nhint: run `git-agent search --index` first{scope_hint}")]
     NoIndex { dir: PathBuf, scope_hint: String },
-    #[error("{0}")]
-    Setup(String),
+    #[error("a search worker failed: {0}")]
+    Worker(#[from] tokio::task::JoinError),
     #[error("the search was cancelled")]
     Cancelled,
 }
 
-impl From<settings::SettingsError> for SearchError {
-    fn from(error: settings::SettingsError) -> Self {
-        match error {
-            settings::SettingsError::Flag(message) => Self::Usage(message),
-            settings::SettingsError::Environment(message) => Self::Setup(message),
-        }
+impl SearchError {
+    /// Whether the caller's flags are at fault (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::Scope(_) | Self::Settings(settings::SettingsError::Flag(_)))
     }
 }
 
@@ -111,9 +123,9 @@ impl Selection {
 pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Selection, SearchError> {
     let identity = ProjectIdentity::resolve(cwd)?;
     let metadata_root =
-        git_agent_shared::paths::metadata_root(env).map_err(|error| SearchError::Setup(error.to_string()))?;
+        git_agent_shared::paths::metadata_root(env)?;
     let metadata_dir = metadata_root.join(identity.id());
-    let mut scope = paths::normalize_scopes(raw_scopes).map_err(|error| SearchError::Usage(error.to_string()))?;
+    let mut scope = paths::normalize_scopes(raw_scopes)?;
     let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));
     let relative = cwd_clean
         .strip_prefix(&identity.root)
@@ -172,10 +184,11 @@ pub struct SearchOutcome {
 
 /// Daemon-wide search state. See the module documentation.
 pub struct SearchService {
-    client: OnceLock<Result<EmbeddingsClient, String>>,
+    /// Built on first use; a failed construction is tried again next time.
+    client: Mutex<Option<EmbeddingsClient>>,
     flights: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
-    indexes: Mutex<IndexCache>,
-    histories: Mutex<HashMap<PathBuf, Arc<History>>>,
+    indexes: Mutex<FolderCache<Arc<LiveIndex>>>,
+    histories: Mutex<FolderCache<Arc<History>>>,
     query_flights: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     crash_at: Option<CrashPoint>,
 }
@@ -197,72 +210,51 @@ impl Default for SearchService {
     }
 }
 
-#[derive(Default)]
-struct IndexCache {
-    entries: HashMap<PathBuf, (Arc<LiveIndex>, u64)>,
-    clock: u64,
-}
-
-impl IndexCache {
-    fn get(&mut self, dir: &Path) -> Option<Arc<LiveIndex>> {
-        self.clock += 1;
-        let clock = self.clock;
-        self.entries.get_mut(dir).map(|(live, used)| {
-            *used = clock;
-            Arc::clone(live)
-        })
-    }
-
-    fn put(&mut self, dir: &Path, live: Arc<LiveIndex>) {
-        self.clock += 1;
-        self.entries.insert(dir.to_path_buf(), (live, self.clock));
-        while self.entries.len() > CACHED_INDEXES {
-            let oldest = self.entries.iter().min_by_key(|(_, (_, used))| *used).map(|(dir, _)| dir.clone());
-            match oldest {
-                Some(dir) => self.entries.remove(&dir),
-                None => break,
-            };
-        }
-    }
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The value in `slot`, built by `build` when there is none yet. A failed
+/// build leaves the slot empty, so a transient failure is not remembered
+/// for the daemon's lifetime.
+fn cached_or_build<T: Clone, E>(slot: &Mutex<Option<T>>, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    let mut slot = lock(slot);
+    if let Some(value) = slot.as_ref() {
+        return Ok(value.clone());
+    }
+    let value = build()?;
+    *slot = Some(value.clone());
+    Ok(value)
+}
+
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|error| SearchError::Setup(format!("a search worker failed: {error}")))
+    Ok(tokio::task::spawn_blocking(work).await?)
 }
 
 impl SearchService {
     pub fn new(crash_at: Option<CrashPoint>) -> Self {
         Self {
-            client: OnceLock::new(),
+            client: Mutex::new(None),
             flights: Mutex::new(HashMap::new()),
-            indexes: Mutex::new(IndexCache::default()),
-            histories: Mutex::new(HashMap::new()),
+            indexes: Mutex::new(FolderCache::new(CACHED_INDEXES, CACHED_INDEX_BYTES)),
+            histories: Mutex::new(FolderCache::new(CACHED_HISTORIES, u64::MAX)),
             query_flights: Mutex::new(HashMap::new()),
             crash_at,
         }
     }
 
     fn client(&self) -> Result<EmbeddingsClient, SearchError> {
-        self.client
-            .get_or_init(|| EmbeddingsClient::new().map_err(|error| error.to_string()))
-            .clone()
-            .map_err(SearchError::Setup)
+        Ok(cached_or_build(&self.client, EmbeddingsClient::new)?)
     }
 
     fn history(&self, metadata_dir: &Path) -> Result<Arc<History>, SearchError> {
         let path = store::search_root(metadata_dir).join("history.sqlite3");
         let mut histories = lock(&self.histories);
         if let Some(history) = histories.get(&path) {
-            return Ok(Arc::clone(history));
+            return Ok(history);
         }
         let history = Arc::new(History::open(&path)?);
-        histories.insert(path, Arc::clone(&history));
+        histories.put(&path, Arc::clone(&history), 0);
         Ok(history)
     }
 
@@ -352,7 +344,10 @@ impl SearchService {
         let (files, chunks, reused, embedded, skipped) =
             (prepared.files, prepared.chunks, prepared.reused, prepared.embedded_chunks, prepared.skipped);
 
-        let mut vectors: HashMap<chunking::Hash32, Arc<Vec<f32>>> = HashMap::new();
+        // New vectors go to a spool file as their batches arrive (see
+        // `spool`); a write failure stops using it and is reported below.
+        let mut spool = spool::VectorSpool::new();
+        let mut spool_error: Option<std::io::Error> = None;
         let embed_started = Instant::now();
         if !prepared.missing.is_empty() {
             let sizes: Vec<usize> = prepared.missing.iter().map(|missing| missing.input_bytes).collect();
@@ -380,7 +375,11 @@ impl SearchService {
                 prepared.input_builder(),
                 |range, batch, done| {
                     for (hash, vector) in hashes[range].iter().zip(batch) {
-                        vectors.insert(*hash, Arc::new(vector));
+                        if spool_error.is_none()
+                            && let Err(error) = spool.insert(&request.temp_dir, *hash, &vector)
+                        {
+                            spool_error = Some(error);
+                        }
                     }
                     let item = done.elapsed.checked_div(done.done.max(1) as u32).unwrap_or_default();
                     progress.event(
@@ -413,15 +412,20 @@ impl SearchService {
             .await;
             feedback.timing_event("embed_index", embed_started.elapsed());
             result?;
+            if let Some(source) = spool_error {
+                return Err(RefreshError::Snapshot { dir: request.temp_dir.clone(), source }.into());
+            }
         } else {
             feedback.timing_event("embed_index", embed_started.elapsed());
         }
 
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
-        let embedded_any = !vectors.is_empty();
+        let embedded_any = !spool.is_empty();
+        let temp_dir = request.temp_dir.clone();
         let live = blocking(move || {
             let cancelled = move || token.is_cancelled();
+            let vectors = spool.finish().map_err(|source| RefreshError::Snapshot { dir: temp_dir, source })?;
             let live = refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled);
             if embedded_any {
                 release_freed_memory();
@@ -429,7 +433,7 @@ impl SearchService {
             live
         })
         .await??;
-        lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live));
+        lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live), live.footprint());
         drop(file_lock);
         drop(flight);
 
@@ -569,8 +573,8 @@ impl Feedback {
     }
 }
 
-/// New vectors pass through the heap on their way to the payload; hand
-/// the freed pages back so a large build does not leave the daemon's
+/// Publication's records and catalog pass through the heap; hand the
+/// freed pages back so a large build does not leave the daemon's
 /// resident memory at its peak.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -586,7 +590,7 @@ pub fn normalize_query(query: &str) -> String {
 }
 
 fn now_rfc3339() -> String {
-    timefmt::format_rfc3339_nanos(timefmt::unix_nanos(SystemTime::now()))
+    timefmt::format_rfc3339(jiff::Timestamp::now())
 }
 
 /// Every complete index of the project at `cwd`, sorted like the original.
@@ -614,7 +618,7 @@ pub fn list_indexes(cwd: &Path, env: &Environment) -> Result<Vec<output::IndexIn
 /// Summary and (when asked for) sorted unique paths of one index.
 fn index_info(dir: &Path, search_root: &Path, want_paths: bool) -> Option<(output::IndexInfo, Vec<String>)> {
     let manifest = store::read_manifest(dir)?;
-    let created = manifest.created_nanos()?;
+    let created = manifest.created()?;
     let mut paths = Vec::new();
     let (files, chunks) = if want_paths || (manifest.file_count == 0 && manifest.chunk_count == 0) {
         let records = store::read_records(dir)?;
@@ -641,7 +645,7 @@ fn index_info(dir: &Path, search_root: &Path, want_paths: bool) -> Option<(outpu
             resolved_rev: manifest.resolved_rev.clone(),
             embedding_model: manifest.embedding_model.clone(),
             dimensions: manifest.dimensions,
-            created_at: timefmt::format_rfc3339_nanos(created),
+            created_at: timefmt::format_rfc3339(created),
             files,
             chunks,
             filters,
@@ -679,4 +683,42 @@ pub fn list_files(
         .filter(|path| !no_tests || !paths::is_test_path(path))
         .collect();
     Ok(output::IndexFiles { index, files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_failed_client_construction_is_tried_again() {
+        let slot: Mutex<Option<u32>> = Mutex::new(None);
+        let builds = Cell::new(0);
+        let build = |ok: bool| {
+            builds.set(builds.get() + 1);
+            if ok { Ok(7) } else { Err("no roots") }
+        };
+        assert_eq!(cached_or_build(&slot, || build(false)), Err("no roots"));
+        assert_eq!(cached_or_build(&slot, || build(true)), Ok(7));
+        // Built once, then reused.
+        assert_eq!(cached_or_build(&slot, || build(false)), Ok(7));
+        assert_eq!(builds.get(), 2);
+    }
+
+    #[test]
+    fn query_history_connections_are_bounded() {
+        let temp = tempfile::tempdir().unwrap();
+        let service = SearchService::new(None);
+        let first = temp.path().join("project-0");
+        let kept = service.history(&first).unwrap();
+        for project in 1..=CACHED_HISTORIES * 2 {
+            service.history(&temp.path().join(format!("project-{project}"))).unwrap();
+        }
+        let histories = lock(&service.histories);
+        assert_eq!(histories.len(), CACHED_HISTORIES);
+        assert!(!histories.contains(&store::search_root(&first).join("history.sqlite3")));
+        drop(histories);
+        // The connection still in use stays usable after it leaves the cache.
+        assert_eq!(Arc::strong_count(&kept), 1);
+    }
 }

@@ -14,7 +14,7 @@
 
 use super::discovery::SkipReason;
 use super::refresh::Reporter;
-use super::timefmt;
+use git_agent_shared::timefmt;
 use crate::commands::Output;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -61,7 +61,7 @@ impl Snapshot {
 }
 
 fn now_text() -> String {
-    timefmt::format_rfc3339_nanos(timefmt::unix_nanos(SystemTime::now()))
+    timefmt::format_rfc3339(jiff::Timestamp::now())
 }
 
 /// The `--agent` endpoint while it runs.
@@ -267,7 +267,7 @@ fn terminal_text(update: &Update) -> String {
         "search: {action} embeddings {}/{} chunks ({percent:.1}%, {})",
         update.done,
         update.total,
-        timefmt::format_duration_ms(update.elapsed)
+        timefmt::format_go_duration_ms(update.elapsed)
     )
 }
 
@@ -281,12 +281,12 @@ pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> Str
             let value = match value {
                 Field::Str(text) => quote_if_needed(text),
                 Field::Int(number) => number.to_string(),
-                Field::Duration(duration) => timefmt::format_duration_ms(*duration),
+                Field::Duration(duration) => timefmt::format_go_duration_ms(*duration),
             };
             (key.to_string(), value)
         })
         .collect();
-    let mut out = format!("{} INF {kind}", timefmt::format_clock(at));
+    let mut out = format!("{} INF {kind}", timefmt::format_clock(jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH)));
     let width: usize = rendered.iter().map(|(key, value)| key.len() + 1 + value.len()).sum::<usize>()
         + rendered.len().saturating_sub(1);
     if rendered.len() <= INLINE_FIELDS && width <= INLINE_WIDTH {

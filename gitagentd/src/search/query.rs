@@ -361,7 +361,7 @@ mod ranking_tests {
     use crate::search::chunking::{self, hex};
     use crate::search::discovery::FileStat;
     use crate::search::live::FileContent;
-    use crate::search::store::{self, IndexRecord, Manifest, Publication, RecordToWrite};
+    use crate::search::store::{self, IndexRecord, Manifest, Publication, RecordToWrite, VectorData};
     use std::collections::{HashMap, HashSet};
 
     const DIMENSIONS: usize = 8;
@@ -420,7 +420,7 @@ mod ranking_tests {
         let to_write = records
             .into_iter()
             .zip(&vectors)
-            .map(|(record, vector)| RecordToWrite { record, vector, stored: None })
+            .map(|(record, vector)| RecordToWrite { record, vector: VectorData::Values(vector), stored: None })
             .collect();
         let manifest =
             Manifest { mode: "filesystem".into(), created_at: "2026-01-02T03:04:05Z".into(), ..Manifest::default() };

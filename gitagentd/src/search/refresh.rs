@@ -20,8 +20,10 @@ use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
-use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError};
-use super::timefmt;
+use super::spool::{NewVectors, Spooled};
+use super::store::{
+    self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -76,8 +78,9 @@ pub enum RefreshError {
 enum Source {
     /// A usable record of the current snapshot.
     Record(usize),
-    /// Another index's entry in the shared store.
-    Shared(Arc<Vec<f32>>, CatalogEntry),
+    /// Another index's entry in the shared store (its bytes are read
+    /// from the payload when the record is written).
+    Shared(CatalogEntry),
     /// To be embedded.
     Missing,
 }
@@ -146,7 +149,7 @@ fn input_text(content: &FileContent, chunk: usize, cap: usize) -> String {
 }
 
 fn now_ns() -> i128 {
-    timefmt::unix_nanos(SystemTime::now())
+    git_agent_shared::timefmt::unix_nanos(SystemTime::now())
 }
 
 /// Loads the snapshot of `request.index_dir` as a fresh view.
@@ -199,7 +202,8 @@ pub fn prepare(
         }
         other => load_live(&request, other.as_deref(), cancelled)?,
     };
-    let built_since_start = live.snapshot.manifest.created_nanos().is_some_and(|created| created >= request.started_ns);
+    let built_since_start =
+        live.snapshot.manifest.created().is_some_and(|created| created.as_nanosecond() >= request.started_ns);
     let reindex = request.reindex && !built_since_start;
 
     // One pass: the walk's threads read and chunk each file whose cached
@@ -564,16 +568,14 @@ fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Res
             dimensions,
             &missing_hashes,
         );
-        let found =
+        let shared =
             store::read_shared_vectors(&request.metadata_dir, &referenced, &request.model, dimensions, cancelled)?;
-        let shared: HashMap<Hash32, (Arc<Vec<f32>>, CatalogEntry)> =
-            found.into_iter().map(|(hash, (vector, entry))| (hash, (Arc::new(vector), entry))).collect();
         for (candidate, file_sources) in prepared.candidates.iter().zip(sources.iter_mut()) {
             for (chunk, source) in candidate.content.chunks.iter().zip(file_sources.iter_mut()) {
                 if matches!(source, Source::Missing)
-                    && let Some((vector, entry)) = shared.get(&chunk.input_hash)
+                    && let Some(entry) = shared.get(&chunk.input_hash)
                 {
-                    *source = Source::Shared(Arc::clone(vector), *entry);
+                    *source = Source::Shared(*entry);
                 }
             }
         }
@@ -616,15 +618,15 @@ struct Assembled<'a> {
 
 enum AssembledVector {
     Record(usize),
-    Shared(Arc<Vec<f32>>, CatalogEntry),
-    New(Arc<Vec<f32>>),
+    Shared(CatalogEntry),
+    New(Spooled),
 }
 
 /// Step 3: publish when needed and build the new view. `vectors` holds
 /// the embeddings of `prepared.missing`, by input hash.
 pub fn finish(
     prepared: Prepared,
-    vectors: HashMap<Hash32, Arc<Vec<f32>>>,
+    vectors: NewVectors,
     reporter: &dyn Reporter,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Arc<LiveIndex>, RefreshError> {
@@ -644,14 +646,14 @@ pub fn finish(
             counter += 1;
             let vector = match source {
                 Source::Record(index) => AssembledVector::Record(*index),
-                Source::Shared(vector, entry) => {
+                Source::Shared(entry) => {
                     fresh_sources = true;
-                    AssembledVector::Shared(Arc::clone(vector), *entry)
+                    AssembledVector::Shared(*entry)
                 }
                 Source::Missing => {
                     fresh_sources = true;
                     match vectors.get(&chunk.input_hash) {
-                        Some(vector) => AssembledVector::New(Arc::clone(vector)),
+                        Some(vector) => AssembledVector::New(vector),
                         None => {
                             return Err(StoreError::Publish {
                                 path: request.index_dir.clone(),
@@ -744,35 +746,37 @@ pub fn finish(
         ))
     });
     let mut to_write = Vec::with_capacity(assembled.len());
-    for item in &assembled {
-        let (vector, stored): (&[f32], Option<CatalogEntry>) = match &item.vector {
-            AssembledVector::Record(index) => {
-                let Some(vector) = live.vector(*index) else { continue };
-                let stored = match snapshot.vectors[*index] {
+    // The records move into publication; `assembled` keeps only what the
+    // vectors borrow.
+    for item in &mut assembled {
+        let (vector, stored): (VectorData, Option<CatalogEntry>) = match &item.vector {
+            &AssembledVector::Record(index) => {
+                let Some(vector) = live.vector(index) else { continue };
+                let stored = match snapshot.vectors[index] {
                     Some(store::VectorLoc::Shared { offset }) => Some(CatalogEntry {
                         offset,
-                        dimensions: snapshot.records[*index].dimensions,
-                        checksum: snapshot.records[*index].vector_checksum,
+                        dimensions: snapshot.records[index].dimensions,
+                        checksum: snapshot.records[index].vector_checksum,
                     }),
                     _ => None,
                 };
-                (vector, stored)
+                (VectorData::Values(vector), stored)
             }
-            AssembledVector::Shared(vector, entry) => (vector.as_slice(), Some(*entry)),
-            AssembledVector::New(vector) => (vector.as_slice(), None),
+            &AssembledVector::Shared(entry) => (VectorData::Stored(entry), Some(entry)),
+            &AssembledVector::New(at) => (VectorData::Spooled(&vectors, at), None),
         };
-        let mut record = item.record.clone();
+        let mut record = std::mem::take(&mut item.record);
         if let Some((content, index)) = item.chunk {
             record.content_hash = hex(&content.content_hash(index));
         }
-        record.embedding_model = request.model.clone();
+        record.embedding_model.clone_from(&request.model);
         record.dimensions = request.dimensions as i64;
         to_write.push(RecordToWrite { record, vector, stored });
     }
     let mut manifest = request.manifest.clone();
     manifest.embedding_model = request.model.clone();
     manifest.dimensions = request.dimensions as i64;
-    manifest.created_at = timefmt::format_rfc3339_nanos(now_ns());
+    manifest.created_at = git_agent_shared::timefmt::format_rfc3339(jiff::Timestamp::now());
     let published = store::publish(
         store::Publication {
             metadata_dir: &request.metadata_dir,
@@ -784,6 +788,7 @@ pub fn finish(
         },
         cancelled,
     )?;
+    drop((assembled, vectors));
     reporter.timing("persist", started.elapsed());
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
 }
@@ -843,6 +848,7 @@ fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, record: &IndexRecor
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::spool::VectorSpool;
     use sha2::{Digest, Sha256};
 
     struct Quiet;
@@ -874,9 +880,49 @@ mod tests {
     /// Prepares, embeds every missing input with a constant vector, and
     /// finishes.
     fn refresh(root: &Path, metadata: &Path, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
-        let prepared = prepare(request(root, metadata), previous, &Quiet, &|| false).unwrap();
-        let vectors = prepared.missing.iter().map(|missing| (missing.hash, Arc::new(vec![0.5; 4]))).collect();
-        finish(prepared, vectors, &Quiet, &|| false).unwrap()
+        refresh_with(request(root, metadata), previous)
+    }
+
+    fn refresh_with(request: RefreshRequest, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
+        let prepared = prepare(request, previous, &Quiet, &|| false).unwrap();
+        let mut spool = VectorSpool::new();
+        for missing in &prepared.missing {
+            spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&missing.hash)).unwrap();
+        }
+        finish(prepared, spool.finish().unwrap(), &Quiet, &|| false).unwrap()
+    }
+
+    /// A distinct vector per embedding input.
+    fn vector_of(hash: &Hash32) -> Vec<f32> {
+        hash[..4].iter().map(|&byte| f32::from(byte) + 1.0).collect()
+    }
+
+    #[test]
+    fn another_index_reuses_shared_vectors_without_embedding_them() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        let go = "package demo\n\n// Run runs.\nfunc Run() int {\n\treturn 1\n}\n";
+        write_old(&first.path().join("demo.go"), go);
+        write_old(&second.path().join("demo.go"), go);
+        // Both indexes where the store looks for others: under `search/`.
+        let index_of = |root: &Path| {
+            let mut request = request(root, metadata.path());
+            request.index_dir = store::filesystem_index_dir(metadata.path(), &root.display().to_string(), None);
+            request
+        };
+        let built = refresh_with(index_of(first.path()), None);
+
+        let other = index_of(second.path());
+        let prepared = prepare(other, None, &Quiet, &|| false).unwrap();
+        assert!(prepared.missing.is_empty(), "every vector is in the shared store");
+        assert_eq!(prepared.reused, built.snapshot.records.len());
+        let reused = finish(prepared, NewVectors::default(), &Quiet, &|| false).unwrap();
+        assert_eq!(reused.snapshot.records.len(), built.snapshot.records.len());
+        for (index, record) in reused.snapshot.records.iter().enumerate() {
+            let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
+            assert_eq!(reused.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
+        }
     }
 
     fn write_old(path: &Path, text: &str) {
@@ -899,6 +945,11 @@ mod tests {
         let built = refresh(tree.path(), metadata.path(), None);
         let records = &built.snapshot.records;
         assert_eq!(records.len(), 5, "{records:#?}");
+        // Every new vector went through the spool into the payload.
+        for (index, record) in records.iter().enumerate() {
+            let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
+            assert_eq!(built.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
+        }
         for record in records {
             let expected = match record.path.as_str() {
                 "gen/mock.go" => hex(&Sha256::digest(b"path-only:filesystem:gen/mock.go")),

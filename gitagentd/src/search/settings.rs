@@ -5,7 +5,7 @@
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
 use super::embeddings::EmbeddingSettings;
-use super::timefmt::parse_go_duration;
+use git_agent_shared::timefmt::parse_go_duration;
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
 use std::time::Duration;
@@ -62,7 +62,7 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
     let (model, dimensions) = model_and_dimensions(flags, env)?;
     let timeout = match flags.timeout.as_deref() {
         Some(text) => match parse_go_duration(text) {
-            Some(timeout) if !timeout.is_zero() => timeout,
+            Ok(timeout) if !timeout.is_zero() => timeout,
             _ => {
                 return Err(SettingsError::Flag(format!(
                     "invalid --timeout {text:?}: expected a positive duration such as 30s or 2m"

@@ -26,8 +26,8 @@
 //! This module never decides what to index; it reads and writes snapshots.
 
 use super::chunking::{Hash32, hex, parse_hash};
-use super::timefmt;
-use git_agent_shared::private_fs;
+use super::spool::{NewVectors, Spooled};
+use git_agent_shared::{private_fs, timefmt};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -102,8 +102,8 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Nanoseconds since the epoch of `created_at`, when it parses.
-    pub fn created_nanos(&self) -> Option<i128> {
+    /// When the index was built, when `created_at` parses.
+    pub fn created(&self) -> Option<jiff::Timestamp> {
         timefmt::parse_rfc3339(&self.created_at)
     }
 }
@@ -419,7 +419,7 @@ pub fn load(metadata_dir: &Path, index_dir: &Path, cancelled: &dyn Fn() -> bool)
     let store = store_dir(metadata_dir);
     let _store_lock = lock_blocking(&lock_path(&store), cancelled)?;
     let catalog = load_catalog(&store).ok().map(|(catalog, _)| catalog);
-    let payload_name = catalog.as_ref().and_then(|catalog| catalog_payload(catalog).ok()).unwrap_or(DEFAULT_PAYLOAD);
+    let payload_name = catalog.as_ref().and_then(catalog_payload).unwrap_or(DEFAULT_PAYLOAD);
     let mut watched = vec![index_dir.join(MANIFEST), index_dir.join(RECORDS), store.join(payload_name)];
     if let Some(catalog) = &catalog {
         watched.push(store.join(catalog_name(catalog.generation)));
@@ -511,14 +511,16 @@ fn payload_generation(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-fn catalog_payload(catalog: &Catalog) -> Result<&str, String> {
+/// The payload file a catalog refers to; `None` when its name is not one
+/// the store writes (a catalog that cannot be trusted).
+fn catalog_payload(catalog: &Catalog) -> Option<&str> {
     if catalog.payload.is_empty() {
-        return Ok(DEFAULT_PAYLOAD);
+        return Some(DEFAULT_PAYLOAD);
     }
     if catalog.payload != DEFAULT_PAYLOAD && payload_generation(&catalog.payload).is_none() {
-        return Err("shared vector catalog payload has an invalid name".into());
+        return None;
     }
-    Ok(&catalog.payload)
+    Some(&catalog.payload)
 }
 
 /// The newest valid catalog generation and the next generation number.
@@ -549,7 +551,7 @@ fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
         if catalog.version != CATALOG_VERSION || catalog.generation != *generation || catalog.entries.is_none() {
             continue;
         }
-        let Ok(payload) = catalog_payload(&catalog) else { continue };
+        let Some(payload) = catalog_payload(&catalog) else { continue };
         if !fs::symlink_metadata(store.join(payload)).is_ok_and(|meta| meta.is_file()) {
             continue;
         }
@@ -598,10 +600,60 @@ pub struct RecordToWrite<'a> {
     /// Metadata; `offset`, `vector_key` and `vector_checksum` are filled
     /// in by publication.
     pub record: IndexRecord,
-    pub vector: &'a [f32],
+    pub vector: VectorData<'a>,
     /// Where this exact vector is already stored in the shared payload,
     /// when it was read from there.
     pub stored: Option<CatalogEntry>,
+}
+
+/// The values of a vector to publish: in memory (usually a mapped
+/// payload), in the spool of new vectors, or already in the shared
+/// payload. Only the first is in the heap, so publication holds one
+/// vector at a time.
+#[derive(Clone, Copy)]
+pub enum VectorData<'a> {
+    Values(&'a [f32]),
+    Spooled(&'a NewVectors, Spooled),
+    /// At this entry of the shared payload (read from another index);
+    /// its bytes must still match the entry's checksum.
+    Stored(CatalogEntry),
+}
+
+impl VectorData<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Values(values) => values.len(),
+            Self::Spooled(_, at) => at.values(),
+            Self::Stored(entry) => usize::try_from(entry.dimensions).unwrap_or(0),
+        }
+    }
+
+    /// The little-endian bytes, written into `buf`; `payload` is the
+    /// shared payload file.
+    fn encode_into(&self, payload: &File, buf: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Self::Values(values) => {
+                buf.clear();
+                for value in *values {
+                    buf.extend_from_slice(&value.to_le_bytes());
+                }
+                Ok(())
+            }
+            Self::Spooled(spool, at) => spool.read_bytes(*at, buf),
+            Self::Stored(entry) => {
+                buf.clear();
+                buf.resize(self.len() * 4, 0);
+                payload.read_exact_at(buf, u64::try_from(entry.offset).unwrap_or(u64::MAX))?;
+                if crc32fast::hash(buf) != entry.checksum {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a shared vector changed while the index was refreshed; run the search again",
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// What to publish.
@@ -614,14 +666,6 @@ pub struct Publication<'a> {
     /// catalog already has.
     pub force_new: bool,
     pub crash_at: Option<CrashPoint>,
-}
-
-fn encode(vector: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(vector.len() * 4);
-    for value in vector {
-        out.extend_from_slice(&value.to_le_bytes());
-    }
-    out
 }
 
 /// Publishes a snapshot and returns it as loaded.
@@ -645,7 +689,12 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     // 2. Append new vectors to the shared payload.
     let (mut catalog, next_generation) = load_catalog(&store)?;
     let payload_name =
-        catalog_payload(&catalog).map_err(|reason| StoreError::Publish { path: store.clone(), reason })?.to_string();
+        catalog_payload(&catalog)
+            .ok_or_else(|| StoreError::Publish {
+                path: store.clone(),
+                reason: "the shared vector catalog names an invalid payload file".into(),
+            })?
+            .to_string();
     let payload_path = store.join(&payload_name);
     let payload = OpenOptions::new()
         .create(true)
@@ -657,14 +706,17 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         .map_err(io_error("open", &payload_path))?;
     let mut offset = payload.metadata().map_err(io_error("stat", &payload_path))?.len() as i64;
     let mut entries = catalog.entries.take().unwrap_or_default();
-    let mut written: HashMap<String, CatalogEntry> = HashMap::with_capacity(records.len());
-    let mut batch_bytes: HashMap<String, u32> = HashMap::new();
+    // Each identity written by this publication, with its bytes' checksum.
+    let mut written: HashMap<String, (CatalogEntry, u32)> = HashMap::with_capacity(records.len());
     let mut changed = false;
     let mut out_records = Vec::with_capacity(records.len());
     let mut out_vectors = Vec::with_capacity(records.len());
     let mut local_bytes: Vec<u8> = Vec::new();
-    for item in &records {
-        let mut record = item.record.clone();
+    // One vector's bytes at a time: new vectors come from the spool, so
+    // the heap never holds all of them.
+    let mut data: Vec<u8> = Vec::new();
+    for item in records {
+        let mut record = item.record;
         if record.dimensions < 1 || item.vector.len() as i64 != record.dimensions {
             return Err(StoreError::Publish {
                 path: index_dir.to_path_buf(),
@@ -676,8 +728,8 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                 ),
             });
         }
+        item.vector.encode_into(&payload, &mut data).map_err(io_error("read the vectors to publish in", index_dir))?;
         if record.embedding_input_hash.is_empty() {
-            let data = encode(item.vector);
             record.offset = local_bytes.len() as i64;
             record.vector_checksum = crc32fast::hash(&data);
             record.vector_key.clear();
@@ -687,9 +739,9 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             continue;
         }
         let key = vector_key(&record.embedding_input_hash, &record.embedding_model, record.dimensions);
-        let entry = if let Some(entry) = written.get(&key) {
-            let checksum = crc32fast::hash(&encode(item.vector));
-            if batch_bytes.get(&key) != Some(&checksum) {
+        let checksum = crc32fast::hash(&data);
+        let entry = if let Some((entry, written_checksum)) = written.get(&key) {
+            if *written_checksum != checksum {
                 return Err(StoreError::Publish {
                     path: index_dir.to_path_buf(),
                     reason: format!("vector records for embedding key {key} contain conflicting payloads"),
@@ -697,8 +749,6 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             }
             *entry
         } else {
-            let data = encode(item.vector);
-            let checksum = crc32fast::hash(&data);
             let existing = entries.get(&key).copied().filter(|_| !force_new);
             let reusable = match (existing, item.stored) {
                 (Some(current), Some(known)) if current == known => Some(current),
@@ -722,8 +772,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                     entry
                 }
             };
-            written.insert(key.clone(), entry);
-            batch_bytes.insert(key.clone(), checksum);
+            written.insert(key.clone(), (entry, checksum));
             entry
         };
         record.offset = entry.offset;
@@ -744,25 +793,29 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             payload: catalog.payload.clone(),
             entries: Some(entries),
         };
-        let data = serde_json::to_vec(&published).map_err(|error| StoreError::Publish {
+        let mut data = serde_json::to_vec(&published).map_err(|error| StoreError::Publish {
             path: store.clone(),
             reason: format!("cannot encode the catalog: {error}"),
         })?;
+        data.push(b'\n');
         let path = store.join(catalog_name(next_generation));
-        write_file_atomic(&path, &[&data, b"\n"])?;
+        write_file_atomic(&path, &data)?;
+        drop((data, published));
         crash_if(crash_at, CrashPoint::Catalog);
         remove_old_generations(&store, previous, next_generation, &payload_name)?;
         catalog_path = Some(path);
     }
-    drop(payload);
+    drop((payload, written));
 
     // 4. The chunk records (and the local payload of legacy records).
-    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &[&local_bytes])?;
-    let data = serde_json::to_vec(&out_records).map_err(|error| StoreError::Publish {
+    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &local_bytes)?;
+    let mut data = serde_json::to_vec(&out_records).map_err(|error| StoreError::Publish {
         path: index_dir.to_path_buf(),
         reason: format!("cannot encode the records: {error}"),
     })?;
-    write_file_atomic(&index_dir.join(RECORDS), &[&data, b"\n"])?;
+    data.push(b'\n');
+    write_file_atomic(&index_dir.join(RECORDS), &data)?;
+    drop(data);
     crash_if(crash_at, CrashPoint::Records);
 
     // 5. The manifest, last.
@@ -770,11 +823,12 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     manifest.vector_store = SHARED_STORE_VERSION.to_string();
     manifest.file_count = out_records.iter().map(|record| record.path.as_str()).collect::<HashSet<_>>().len() as i64;
     manifest.chunk_count = out_records.len() as i64;
-    let data = serde_json::to_vec(&manifest).map_err(|error| StoreError::Publish {
+    let mut data = serde_json::to_vec(&manifest).map_err(|error| StoreError::Publish {
         path: index_dir.to_path_buf(),
         reason: format!("cannot encode the manifest: {error}"),
     })?;
-    write_file_atomic(&manifest_path, &[&data, b"\n"])?;
+    data.push(b'\n');
+    write_file_atomic(&manifest_path, &data)?;
 
     let mut watched = vec![manifest_path, index_dir.join(RECORDS), payload_path.clone()];
     if let Some(path) = catalog_path {
@@ -799,7 +853,7 @@ fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_nam
     if previous > 0
         && let Ok(data) = fs::read(store.join(catalog_name(previous)))
         && let Ok(catalog) = serde_json::from_slice::<Catalog>(&data)
-        && let Ok(name) = catalog_payload(&catalog)
+        && let Some(name) = catalog_payload(&catalog)
     {
         retained.insert(name.to_string());
     }
@@ -822,13 +876,8 @@ fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_nam
     Ok(())
 }
 
-fn write_file_atomic(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
-    let total: usize = parts.iter().map(|part| part.len()).sum();
-    let mut bytes = Vec::with_capacity(total);
-    for part in parts {
-        bytes.extend_from_slice(part);
-    }
-    private_fs::write_atomic(path, &bytes).map_err(io_error("write", path))
+fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    private_fs::write_atomic(path, bytes).map_err(io_error("write", path))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -886,15 +935,16 @@ pub fn referenced_inputs(
     found
 }
 
-/// Reads shared vectors for `inputs` from the current catalog, skipping
-/// any whose bytes fail their checksum.
+/// The current catalog's entries for `inputs`, skipping any whose bytes
+/// fail their checksum. The bytes stay in the payload: publication reads
+/// them one at a time ([`VectorData::Stored`]).
 pub fn read_shared_vectors(
     metadata_dir: &Path,
     inputs: &HashSet<Hash32>,
     model: &str,
     dimensions: i64,
     cancelled: &dyn Fn() -> bool,
-) -> Result<HashMap<Hash32, (Vec<f32>, CatalogEntry)>, StoreError> {
+) -> Result<HashMap<Hash32, CatalogEntry>, StoreError> {
     let store = store_dir(metadata_dir);
     let mut out = HashMap::new();
     if inputs.is_empty() || !store.is_dir() {
@@ -902,7 +952,7 @@ pub fn read_shared_vectors(
     }
     let _lock = lock_blocking(&lock_path(&store), cancelled)?;
     let Ok((catalog, _)) = load_catalog(&store) else { return Ok(out) };
-    let Ok(name) = catalog_payload(&catalog) else { return Ok(out) };
+    let Some(name) = catalog_payload(&catalog) else { return Ok(out) };
     let Ok(payload) = Payload::open(&store.join(name)) else { return Ok(out) };
     let Some(entries) = catalog.entries.as_ref() else { return Ok(out) };
     for hash in inputs {
@@ -914,8 +964,7 @@ pub fn read_shared_vectors(
         if crc32fast::hash(bytes) != entry.checksum {
             continue;
         }
-        let vector = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        out.insert(*hash, (vector, *entry));
+        out.insert(*hash, *entry);
     }
     Ok(out)
 }
@@ -967,7 +1016,7 @@ mod tests {
             .iter()
             .map(|(path, input, vector)| RecordToWrite {
                 record: record(path, input, vector.len() as i64),
-                vector,
+                vector: VectorData::Values(vector),
                 stored: None,
             })
             .collect();

@@ -86,7 +86,8 @@ fn main() {
     let ours = median(ours);
     let theirs = median(theirs);
     contexts.sort_by(f64::total_cmp);
-    let hwm = env.daemon_pid().and_then(vm_hwm).unwrap_or_else(|| "unknown".into());
+    let pid = env.daemon_pid().expect("the daemon is running");
+    let hwm = vm_hwm(pid).expect("the daemon's /proc status has a VmHWM line");
     println!("staged change: {files} files, {changed} changed lines (added + removed); {runs} runs after 1 warm-up");
     println!("{:<58} {:>10}", "measure (median)", "ms");
     println!("{:<58} {:>10.1}", "git-agent commit-msg: start to first provider request", ms(ours));
@@ -96,15 +97,16 @@ fn main() {
     println!("daemon peak resident memory (VmHWM): {hwm}");
 }
 
-/// A numeric field of the `commit_msg.timing` event on stderr.
+/// A numeric field of the `commit_msg.timing` event on stderr. A missing
+/// event or field stops the benchmark instead of printing a made-up figure.
 fn timing_field(stderr: &str, key: &str) -> f64 {
-    stderr
+    let value = stderr
         .lines()
         .skip_while(|line| !line.contains("commit_msg.timing"))
         .flat_map(|line| line.split_whitespace())
         .find_map(|field| field.strip_prefix(&format!("{key}=")).map(|v| v.trim_matches('"').to_string()))
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(f64::NAN)
+        .unwrap_or_else(|| panic!("the daemon's --debug output has no commit_msg.timing event with {key}:\n{stderr}"));
+    value.parse().unwrap_or_else(|_| panic!("commit_msg.timing {key}={value:?} is not a number"))
 }
 
 fn vm_hwm(pid: u32) -> Option<String> {
@@ -119,4 +121,18 @@ fn median(mut values: Vec<Duration>) -> Duration {
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_fields_are_read_and_a_missing_one_stops_the_benchmark() {
+        let stderr = "debug commit_msg.timing\n  context_ms=12.5 total_ms=\"40\"\n";
+        assert_eq!(timing_field(stderr, "context_ms"), 12.5);
+        assert_eq!(timing_field(stderr, "total_ms"), 40.0);
+        assert!(std::panic::catch_unwind(|| timing_field(stderr, "assembly_ms")).is_err());
+        assert!(std::panic::catch_unwind(|| timing_field("no event here", "context_ms")).is_err());
+    }
 }

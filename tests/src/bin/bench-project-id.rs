@@ -38,8 +38,8 @@ fn main() {
     println!("git rev-parse --show-toplevel median {:>8.3} ms  p90 {:>8.3} ms", ms(git_median), ms(p90(&git_times)));
     println!("ratio (git-agent / git): {:.2}x", agent_median.as_secs_f64() / git_median.as_secs_f64());
     let pid = env.daemon_pid().expect("the daemon is running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap_or("VmRSS: unknown");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
+    let rss = status.lines().find(|line| line.starts_with("VmRSS:")).expect("the daemon's /proc status has a VmRSS line");
     println!("gitagentd idle resident memory: {}", rss.trim_start_matches("VmRSS:").trim());
 }
 

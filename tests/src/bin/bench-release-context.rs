@@ -133,7 +133,9 @@ impl Bench<'_> {
             output.status.success() && String::from_utf8_lossy(&output.stdout).starts_with("### Improvements"),
             "git-agent release-note failed:\n{stderr}"
         );
-        (to_request, stderr.lines().next().unwrap_or_default().to_string())
+        let prepared = stderr.lines().find(|line| line.contains("prepared") && line.contains(" in "));
+        let prepared = prepared.unwrap_or_else(|| panic!("the daemon's --debug output has no `prepared ... in` line:\n{stderr}"));
+        (to_request, prepared.to_string())
     }
 }
 
@@ -146,19 +148,36 @@ fn run_git(command: &mut Command) -> Duration {
     elapsed
 }
 
-/// The `in 1.2s` of the daemon's `release-note: prepared ...` line.
+/// The `in 1.2s` of the daemon's `release-note: prepared ...` line; a
+/// line without a readable duration stops the benchmark.
 fn prepared_in(debug: &str) -> Duration {
-    let text = debug.rsplit(" in ").next().unwrap_or_default().trim();
-    let (number, scale) = if let Some(value) = text.strip_suffix("ms") {
-        (value, 1e-3)
-    } else if let Some(value) = text.strip_suffix("µs") {
-        (value, 1e-6)
-    } else if let Some(value) = text.strip_suffix('s') {
-        (value, 1.0)
-    } else {
-        (text, 0.0)
-    };
-    Duration::from_secs_f64(number.parse::<f64>().unwrap_or(0.0) * scale)
+    let text = debug.rsplit_once(" in ").map(|(_, text)| text.trim());
+    let parsed = text.and_then(|text| {
+        let (number, scale) = if let Some(value) = text.strip_suffix("ms") {
+            (value, 1e-3)
+        } else if let Some(value) = text.strip_suffix("µs") {
+            (value, 1e-6)
+        } else if let Some(value) = text.strip_suffix("ns") {
+            (value, 1e-9)
+        } else {
+            (text.strip_suffix('s')?, 1.0)
+        };
+        Some(Duration::from_secs_f64(number.parse::<f64>().ok()? * scale))
+    });
+    parsed.unwrap_or_else(|| panic!("no preparation time in the daemon's line {debug:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preparation_times_are_read_and_a_missing_one_stops_the_benchmark() {
+        assert_eq!(prepared_in("release-note: prepared 2000 commits in 1.5s"), Duration::from_millis(1500));
+        assert_eq!(prepared_in("release-note: prepared 2000 commits in 250ms"), Duration::from_millis(250));
+        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared 2000 commits")).is_err());
+        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared in soon")).is_err());
+    }
 }
 
 /// The content of file `file` after `version` commits touched it.

@@ -98,12 +98,12 @@ fn main() {
 }
 
 fn rss(pid: u32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .map(|value| value.trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+        .expect("the daemon's /proc status has a VmRSS line")
 }
 
 fn ms(duration: Duration) -> f64 {

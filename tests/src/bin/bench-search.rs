@@ -87,7 +87,7 @@ fn warm(files: usize, runs: usize) {
     let index: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(index["retrieval"]["index"], "miss");
     let listing: Value = serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap();
-    let chunks = listing[0]["chunks"].as_u64().unwrap_or(0);
+    let chunks = listing[0]["chunks"].as_u64().expect("`search --ls` reports the index's chunk count");
     // 100 historical manifests beside the index, as in the original benchmark.
     let metadata = PathBuf::from(listing[0]["dir"].as_str().unwrap()).ancestors().nth(3).unwrap().to_path_buf();
     for historical in 0..100 {
@@ -131,13 +131,16 @@ fn warm(files: usize, runs: usize) {
         .lines()
         .filter_map(|line| line.split_once(" INF search_timing step=").map(|(_, rest)| rest.replace(" duration=", "=")))
         .collect();
+    for step in ["sync", "embed_query", "score", "replay"] {
+        timing(&debug, step);
+    }
     times.sort();
     scans.sort();
     let score_detail = |debug: &str| {
         debug
             .lines()
             .find_map(|line| line.split_once(" INF search_score ").map(|(_, rest)| rest.to_string()))
-            .unwrap_or_default()
+            .unwrap_or_else(|| missing_event("search_score", debug))
     };
     println!("== warm search: {files} files x 16 functions, {chunks} chunks, 1024 dimensions, query in replay history");
     println!("index build (cold, instant server): {:.0} ms", ms(indexed));
@@ -157,9 +160,8 @@ fn warm(files: usize, runs: usize) {
     println!("in-daemon phases of one repeated search: {}", timings.join(" "));
     println!("  ranking of a repeated search: {}", score_detail(&debug));
     println!("  ranking of a rescanning search: {}", score_detail(&scan_debug));
-    if let Some(pid) = env.daemon_pid() {
-        println!("gitagentd memory: {}", memory(pid));
-    }
+    let pid = env.daemon_pid().expect("the daemon is running");
+    println!("gitagentd memory: {}", memory(pid));
     println!();
 }
 
@@ -173,13 +175,13 @@ fn backdate(path: &Path) {
 }
 
 fn memory(pid: u32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
     let field = |name: &str| {
         status
             .lines()
             .find_map(|line| line.strip_prefix(name))
             .map(|value| value.trim().to_string())
-            .unwrap_or_else(|| "unknown".into())
+            .unwrap_or_else(|| panic!("the daemon's /proc status has no {name} line"))
     };
     format!(
         "VmRSS {} (RssAnon {}, RssFile {}), VmHWM {}",
@@ -285,29 +287,24 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The duration of the daemon's `search_timing` event for `step`. A
+/// missing or unreadable event stops the benchmark: it must never be
+/// reported as 0 ms.
 fn timing(stderr: &str, step: &str) -> Duration {
     let marker = format!(" INF search_timing step={step} duration=");
-    stderr
+    let value = stderr
         .lines()
         .find_map(|line| line.split_once(&marker).map(|(_, value)| value.trim().to_string()))
-        .and_then(|value| parse_duration(&value))
-        .unwrap_or_default()
+        .unwrap_or_else(|| missing_event(&format!("search_timing step={step}"), stderr));
+    git_agent_shared::timefmt::parse_go_duration(&value)
+        .unwrap_or_else(|error| panic!("the search_timing step={step} event: {error}"))
 }
 
-fn parse_duration(text: &str) -> Option<Duration> {
-    if let Some(ms) = text.strip_suffix("ms") {
-        return ms.parse::<f64>().ok().map(|ms| Duration::from_secs_f64(ms / 1000.0));
-    }
-    let mut total = 0.0;
-    let mut rest = text;
-    if let Some((minutes, after)) = rest.split_once('m') {
-        total += minutes.parse::<f64>().ok()? * 60.0;
-        rest = after;
-    }
-    if let Some(secs) = rest.strip_suffix('s') {
-        total += secs.parse::<f64>().ok()?;
-    }
-    Some(Duration::from_secs_f64(total))
+/// Stops the benchmark because the daemon's `--debug` output lacks `event`.
+fn missing_event(event: &str, stderr: &str) -> ! {
+    let start = stderr.len().saturating_sub(4000);
+    let start = (start..stderr.len()).find(|&index| stderr.is_char_boundary(index)).unwrap_or(stderr.len());
+    panic!("the daemon's --debug output has no {event} event; its end was:\n{}", &stderr[start..])
 }
 
 fn cold(dir: Option<PathBuf>) {
@@ -371,4 +368,25 @@ fn cold(dir: Option<PathBuf>) {
         mine.as_secs_f64() / base.as_secs_f64()
     );
     println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEBUG: &str = "12:00:00 INF search_timing step=discover duration=1.5ms\n12:00:00 INF search_timing step=chunk duration=1m2.5s\n";
+
+    #[test]
+    fn timings_are_read_from_the_debug_events() {
+        assert_eq!(timing(DEBUG, "discover"), Duration::from_micros(1500));
+        assert_eq!(timing(DEBUG, "chunk"), Duration::from_millis(62_500));
+    }
+
+    #[test]
+    fn a_missing_timing_event_stops_the_benchmark() {
+        let missing = std::panic::catch_unwind(|| timing(DEBUG, "persist"));
+        let message = missing.expect_err("a missing event is not 0 ms");
+        let message = message.downcast_ref::<String>().expect("a formatted panic message");
+        assert!(message.contains("no search_timing step=persist event"), "{message}");
+    }
 }

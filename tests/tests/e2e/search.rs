@@ -561,3 +561,35 @@ fn terminal_progress_is_transient_and_cleared() {
     assert!(terminal.contains("\r\x1b[2Ksearch: building embeddings 0/5 chunks"), "{terminal:?}");
     assert!(terminal.ends_with("\r\x1b[2K"), "the progress line is cleared: {terminal:?}");
 }
+
+/// Open descriptors of a process.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|entries| entries.count()).unwrap_or_else(|error| {
+        panic!("cannot list the descriptors of pid {pid}: {error}");
+    })
+}
+
+#[test]
+fn searching_many_projects_keeps_the_daemons_open_files_bounded() {
+    let (env, _fake) = setup();
+    let search = |index: usize| {
+        let repo = env.repo(&format!("project-{index:02}"));
+        repo.write("main.go", &format!("package main\n\n// Run starts project {index}.\nfunc Run() int {{\n\treturn {index}\n}}\n"));
+        json(&env.run_in(repo.path(), &["search", "--min-score", "0.01", "where does the project start"]));
+    };
+    // More projects than the daemon keeps views and query histories for,
+    // so the caches are full before the first count.
+    for index in 0..10 {
+        search(index);
+    }
+    let pid = env.daemon_pid().expect("the daemon is running");
+    let after_ten = open_fds(pid);
+    for index in 10..30 {
+        search(index);
+    }
+    let after_thirty = open_fds(pid);
+    assert!(
+        after_thirty <= after_ten + 2,
+        "the daemon's open descriptors grew from {after_ten} to {after_thirty} over 20 more projects"
+    );
+}

@@ -308,7 +308,7 @@ pub fn with_deadline(cancel: &CancellationToken, timeout: Duration) -> (Cancella
 
 /// Milliseconds with three decimals, for timing events.
 pub fn millis(duration: Duration) -> String {
-    format!("{:.3}", duration.as_secs_f64() * 1000.0)
+    git_agent_shared::timefmt::format_millis(duration)
 }
 
 #[cfg(test)]
