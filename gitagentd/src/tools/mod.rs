@@ -18,7 +18,7 @@ pub mod repository;
 pub mod schema;
 pub mod skills;
 
-pub use paths::RepoFiles;
+pub use paths::{PathError, RepoFiles, clean_relative};
 
 use crate::provider::ToolSpec;
 use serde::Serialize;
