@@ -214,6 +214,40 @@ async fn head_revision_and_amend_tools_read_commits_not_the_worktree() {
     assert!(delta.data["diff"].as_str().unwrap().contains("-line 1\n"));
 }
 
+/// Committed links out of the repository: the index and HEAD hold their
+/// targets as blobs, which no tool may return or walk through.
+#[tokio::test]
+async fn committed_symlinks_are_not_read_from_the_index_head_or_a_revision() {
+    let fixture = fixture();
+    let outside = fixture.repo.path().parent().unwrap().join("zqx-outside-name");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("inner.txt"), "zqx outside bytes\n").unwrap();
+    std::os::unix::fs::symlink(&outside, fixture.repo.path().join("escape-dir")).unwrap();
+    fixture.repo.git(&["add", "escape.txt", "escape-dir"]);
+    fixture.repo.git(&["commit", "-q", "-m", "links"]);
+    let mut envelopes = Vec::new();
+    for source in ["index", "head"] {
+        for path in ["escape.txt", "escape-dir", "escape-dir/inner.txt"] {
+            let read = json!({"path": path, "source": source, "line_start": null, "line_end": null,
+                "with_line_number": null, "max_bytes": null, "max_lines": null});
+            envelopes.push(refused(call(&fixture, "read_file", read).await));
+            envelopes.push(refused(call(&fixture, "inspect_file", json!({"path": path, "source": source})).await));
+        }
+    }
+    let show = json!({"rev": "HEAD", "path": "escape.txt", "max_bytes": null, "max_lines": null});
+    envelopes.push(refused(call(&fixture, "git_show_file_at_rev", show).await));
+    for envelope in &envelopes {
+        assert!(!envelope.contains("zqx") && !envelope.contains("secret.txt"), "{envelope}");
+    }
+    let git = Repository::discover(fixture.repo.path()).unwrap();
+    let index = Arc::new(RepoFiles::new(git, FileSource::Index));
+    let listed = tools::repository::tools(&index).into_iter().find(|tool| tool.name() == "list_files").unwrap();
+    let all = listed.call(r#"{"path":null,"max_entries":null}"#, CancellationToken::new()).await.unwrap();
+    assert!(!all.data.to_string().contains("escape"), "symlink entries are skipped: {}", all.data);
+    let through = listed.call(r#"{"path":"escape-dir","max_entries":null}"#, CancellationToken::new()).await;
+    assert!(refused(through).contains("symlink"), "a walk through a tracked link is an error, not an empty listing");
+}
+
 #[test]
 fn every_schema_is_strict() {
     let fixture = fixture();

@@ -244,6 +244,8 @@ impl Repository {
 
     /// The content of `path` in the commit `rev` names (`HEAD`, `HEAD~1`,
     /// a branch, a tag, an id); `None` when the commit has no such file.
+    /// A symlink is no file here: its blob is the link's target, which
+    /// may name a place outside the repository.
     pub fn file_at_revision(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let repo = self.local();
         let revision_error =
@@ -254,7 +256,7 @@ impl Repository {
         let entry =
             tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} at {rev}"), error))?;
         match entry {
-            Some(entry) if entry.mode().is_blob_or_symlink() => self.blob(entry.object_id()).map(Some),
+            Some(entry) if entry.mode().is_blob() => self.blob(entry.object_id()).map(Some),
             _ => Ok(None),
         }
     }

@@ -261,23 +261,7 @@ fn validate_item(
 
 /// A repository-relative path that stays inside the repository.
 pub fn valid_evidence_path(path: &str) -> bool {
-    if path.trim().is_empty() || path.starts_with('/') {
-        return false;
-    }
-    let mut depth = 0i32;
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => depth += 1,
-        }
-    }
-    depth > 0
+    crate::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty())
 }
 
 /// Where the validator reads evidence from.

@@ -354,11 +354,7 @@ fn initialized_submodules(repo: &gix::Repository, root: &Path, base: &Flat, inde
 }
 
 fn is_clean_nested_path(path: &str) -> bool {
-    !path.is_empty()
-        && !path.starts_with('/')
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.eq_ignore_ascii_case(".git"))
+    crate::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty() && clean == path)
 }
 
 impl Workspace {

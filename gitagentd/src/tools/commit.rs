@@ -4,9 +4,10 @@
 //! in amend mode the final amended diff and the staged amend delta. Which
 //! of them a request offers is the task's [`CommitTools`] choice.
 
-use super::schema::{self, nullable};
+use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
 use crate::git::{DiffScope, Repository};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -81,11 +82,11 @@ macro_rules! staged_inventory_tool {
                 $description
             }
             fn parameters(&self) -> Value {
-                schema::object(&[])
+                schema::strict::<NoArguments>()
             }
             fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
                 let $repo = Arc::clone(&self.0);
-                blocking($name, arguments, cancel, move |_: Value, _| $body)
+                blocking($name, arguments, cancel, move |_: NoArguments, _| $body)
             }
         }
     };
@@ -130,10 +131,14 @@ staged_inventory_tool!(
     }
 );
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CapArgs {
+    /// Maximum bytes to return; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
+    /// Maximum lines to return; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
     max_lines: Option<u64>,
 }
 
@@ -191,7 +196,7 @@ impl Tool for ScopeDiff {
         self.kind.description()
     }
     fn parameters(&self) -> Value {
-        schema::object(&schema::caps())
+        schema::strict::<CapArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.repo);
@@ -204,11 +209,16 @@ impl Tool for ScopeDiff {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PathsArgs {
+    /// Repository-relative staged paths or folders.
     paths: Vec<String>,
+    /// Maximum bytes to return; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
+    /// Maximum lines to return; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
     max_lines: Option<u64>,
 }
 
@@ -222,8 +232,7 @@ impl Tool for StagedDiffForPaths {
         "The staged diff versus HEAD for chosen staged paths or folders, capped; for clusters the prepared diff cut off."
     }
     fn parameters(&self) -> Value {
-        let [bytes, lines] = schema::caps();
-        schema::object(&[("paths", schema::string_array("Repository-relative staged paths or folders.")), bytes, lines])
+        schema::strict::<PathsArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.0);
@@ -239,10 +248,14 @@ impl Tool for StagedDiffForPaths {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CommitsArgs {
+    /// Maximum commits; null for 10.
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<u64>,
+    /// Maximum bytes of commit data; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
 }
 
@@ -256,10 +269,7 @@ impl Tool for RecentCommits {
         "Recent commits from HEAD (sha, summary, author, date), newest first; style reference only."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("limit", nullable(schema::integer("Maximum commits; null for 10.", 1, 100))),
-            ("max_bytes", nullable(schema::integer("Maximum bytes of commit data; null for 32768.", 1, 65536))),
-        ])
+        schema::strict::<CommitsArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.0);
@@ -294,7 +304,7 @@ impl Tool for HeadShow {
         "The HEAD commit like git show: id, parents, author, date, full message, then its patch versus the first parent; capped."
     }
     fn parameters(&self) -> Value {
-        schema::object(&schema::caps())
+        schema::strict::<CapArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.0);
@@ -314,12 +324,18 @@ impl Tool for HeadShow {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RevisionArgs {
+    /// Commit-ish revision to read from.
     rev: String,
+    /// Repository-relative file path.
     path: String,
+    /// Maximum bytes to return; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
+    /// Maximum lines to return; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
     max_lines: Option<u64>,
 }
 
@@ -333,13 +349,7 @@ impl Tool for ShowFileAtRev {
         "A file's content at a commit-ish (HEAD, HEAD~1, a branch, a tag, a commit id), capped."
     }
     fn parameters(&self) -> Value {
-        let [bytes, lines] = schema::caps();
-        schema::object(&[
-            ("rev", schema::string("Commit-ish revision to read from.")),
-            ("path", schema::string("Repository-relative file path.")),
-            bytes,
-            lines,
-        ])
+        schema::strict::<RevisionArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.0);

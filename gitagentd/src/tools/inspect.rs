@@ -3,9 +3,10 @@
 //! without its content.
 
 use super::paths::RepoFiles;
-use super::repository::{read_prefix, source_schema};
+use super::repository::read_prefix;
 use super::schema;
 use super::{Tool, ToolFuture, ToolOutput, blocking};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -15,10 +16,13 @@ const OUTLINE_CONTENT: usize = 4 << 20;
 const OUTLINE_ENTRIES: usize = 200;
 const OUTLINE_BYTES: usize = 64 << 10;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Repository-relative file path.
     path: String,
+    /// Where to read: worktree, index or head; null for the command's default.
+    #[schemars(schema_with = "schema::source")]
     source: Option<String>,
 }
 
@@ -60,7 +64,7 @@ impl Tool for InspectFile {
         "Size, line count and a bounded outline (Go declarations, Markdown headings, JSON pointers) of a file, without its content."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[("path", schema::string("Repository-relative file path.")), ("source", source_schema())])
+        schema::strict::<Args>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);

@@ -3,22 +3,31 @@
 //! the caps come back as a bounded `value_preview` with size metadata.
 
 use super::paths::RepoFiles;
-use super::repository::{read_prefix, source_schema};
-use super::schema::{self, nullable};
+use super::repository::read_prefix;
+use super::schema;
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 const DOCUMENT_LIMIT: usize = 16 << 20;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Repository-relative JSON file path.
     path: String,
+    /// Where to read: worktree, index or head; null for the command's default.
+    #[schemars(schema_with = "schema::source")]
     source: Option<String>,
+    /// RFC 6901 pointer such as /dependencies/0; empty for the root.
     pointer: String,
+    /// Maximum bytes of the formatted value; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
+    /// Maximum lines of the formatted value; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
     max_lines: Option<u64>,
 }
 
@@ -32,13 +41,7 @@ impl Tool for Jq {
         "One value of a repository JSON file by RFC 6901 JSON Pointer (empty pointer = whole document; no jq filters)."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("path", schema::string("Repository-relative JSON file path.")),
-            ("source", source_schema()),
-            ("pointer", schema::string("RFC 6901 pointer such as /dependencies/0; empty for the root.")),
-            ("max_bytes", nullable(schema::integer("Maximum bytes of the formatted value; null for 32768.", 1, 65536))),
-            ("max_lines", nullable(schema::integer("Maximum lines of the formatted value; null for 800.", 1, 2000))),
-        ])
+        schema::strict::<Args>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);

@@ -18,7 +18,7 @@ pub mod repository;
 pub mod schema;
 pub mod skills;
 
-pub use paths::RepoFiles;
+pub use paths::{PathError, RepoFiles, clean_relative};
 
 use crate::provider::ToolSpec;
 use serde::Serialize;
@@ -179,6 +179,9 @@ where
     let parsed = parse_arguments::<A>(tool, arguments);
     Box::pin(async move {
         let arguments = parsed?;
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
         let guard = cancel.clone();
         tokio::task::spawn_blocking(move || work(arguments, &guard))
             .await

@@ -1,17 +1,72 @@
-//! Root-confined file access for the repository tools: path cleaning
-//! (no absolute paths, no `..`, no internal state folders), reads from the
+//! Root-confined file access for the repository tools: the one
+//! repository-relative path validation ([`clean_relative`]), reads from the
 //! worktree, the index or HEAD, and walks that skip symlinks, ignored
-//! files and internal folders. A worktree symlink is followed only when
-//! it stays inside the repository.
+//! files and internal folders.
+//!
+//! Confinement holds after links are followed: a worktree path (a walk's
+//! start folder included) is canonicalized and must stay inside the root
+//! and outside internal state; a symlink entry of the index or HEAD is
+//! never read or walked through, since its target names a place the
+//! model must not learn about. Anything else is an error, never a listing.
 
 use super::ToolError;
-use crate::git::{FileSource, Repository};
+use crate::git::{EntryKind, FileSource, Repository};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 /// Folders that hold Git's or git-agent's own state; tools never enter them.
 const INTERNAL_DIRS: [&str; 3] = [".git", ".git-agent", ".omx"];
+
+/// Whether a path component names internal state; case does not matter,
+/// since `.GIT` is `.git` on a case-insensitive file system.
+fn is_internal(part: &str) -> bool {
+    INTERNAL_DIRS.iter().any(|dir| dir.eq_ignore_ascii_case(part))
+}
+
+/// Why a repository-relative path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("{path}: absolute paths are refused; use a repository-relative path")]
+    Absolute { path: String },
+    #[error("{path}: paths may not leave the repository (..)")]
+    Parent { path: String },
+    #[error("{path}: {part} holds internal state and is refused")]
+    Internal { path: String, part: String },
+    #[error("{path:?}: a path may not contain a NUL byte")]
+    Nul { path: String },
+}
+
+impl From<PathError> for ToolError {
+    fn from(error: PathError) -> Self {
+        ToolError::Recoverable(error.to_string())
+    }
+}
+
+/// `raw` as a clean repository-relative path (`""` is the root): no
+/// absolute path, no `..`, no internal state folder, `.` and empty parts
+/// dropped. Every tool and the report validator check paths with this.
+pub fn clean_relative(raw: &str) -> Result<String, PathError> {
+    let raw = raw.trim();
+    if raw.contains('\0') {
+        return Err(PathError::Nul { path: raw.to_string() });
+    }
+    if raw.starts_with('/') || raw.starts_with('\\') || Path::new(raw).is_absolute() {
+        return Err(PathError::Absolute { path: raw.to_string() });
+    }
+    let mut parts = Vec::new();
+    for part in raw.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(PathError::Parent { path: raw.to_string() }),
+            part if is_internal(part) => {
+                return Err(PathError::Internal { path: raw.to_string(), part: part.to_string() });
+            }
+            part => parts.push(part),
+        }
+    }
+    Ok(parts.join("/"))
+}
 
 /// The repository as the tools see it.
 #[derive(Debug)]
@@ -28,7 +83,8 @@ impl RepoFiles {
     /// Tools over `repo`; `default_source` applies when a call names none
     /// (the worktree for normal commands, the index for staged review).
     pub fn new(repo: Repository, default_source: FileSource) -> Self {
-        let root = repo.root().to_path_buf();
+        // Confinement compares canonical paths, so the root must be one too.
+        let root = repo.root().canonicalize().unwrap_or_else(|_| repo.root().to_path_buf());
         Self { repo, root, default_source, refuse_worktree: false }
     }
 
@@ -62,26 +118,7 @@ impl RepoFiles {
 
     /// `raw` as a clean repository-relative path (`""` is the root).
     pub fn clean(raw: &str) -> Result<String, ToolError> {
-        let raw = raw.trim();
-        if raw.starts_with('/') || raw.starts_with('\\') || Path::new(raw).is_absolute() {
-            return Err(ToolError::Recoverable(format!(
-                "{raw}: absolute paths are refused; use a repository-relative path"
-            )));
-        }
-        let mut parts = Vec::new();
-        for part in raw.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    return Err(ToolError::Recoverable(format!("{raw}: paths may not leave the repository (..)")));
-                }
-                part if INTERNAL_DIRS.contains(&part) => {
-                    return Err(ToolError::Recoverable(format!("{raw}: {part} holds internal state and is refused")));
-                }
-                part => parts.push(part),
-            }
-        }
-        Ok(parts.join("/"))
+        Ok(clean_relative(raw)?)
     }
 
     /// The whole content of a file.
@@ -95,11 +132,14 @@ impl RepoFiles {
                 let full = self.worktree_file(&path)?;
                 std::fs::read(&full).map_err(|error| ToolError::Recoverable(format!("{path}: {error}")))
             }
-            FileSource::Index | FileSource::Head => match self.repo.tracked_content(source, &path) {
-                Ok(Some(bytes)) => Ok(bytes),
-                Ok(None) => Err(ToolError::Recoverable(format!("{path}: not a file in {}", source.as_str()))),
-                Err(error) => Err(ToolError::Recoverable(error.to_string())),
-            },
+            FileSource::Index | FileSource::Head => {
+                self.refuse_tracked_symlinks(source, &path)?;
+                match self.repo.tracked_content(source, &path) {
+                    Ok(Some(bytes)) => Ok(bytes),
+                    Ok(None) => Err(ToolError::Recoverable(format!("{path}: not a file in {}", source.as_str()))),
+                    Err(error) => Err(ToolError::Recoverable(error.to_string())),
+                }
+            }
         }
     }
 
@@ -117,25 +157,62 @@ impl RepoFiles {
         }
     }
 
+    /// Where a clean worktree path leads once every link is followed: a
+    /// canonical path inside the root and outside internal state.
+    fn resolve_worktree(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let shown = if path.is_empty() { "." } else { path };
+        let canonical = self
+            .root
+            .join(path)
+            .canonicalize()
+            .map_err(|error| ToolError::Recoverable(format!("{shown}: {}", io_reason(&error))))?;
+        let Ok(inside) = canonical.strip_prefix(&self.root) else {
+            return Err(ToolError::Recoverable(format!("{shown}: a symlink leads outside the repository; refused")));
+        };
+        if inside.components().any(|part| is_internal(&part.as_os_str().to_string_lossy())) {
+            return Err(ToolError::Recoverable(format!("{shown}: resolves into internal state; refused")));
+        }
+        Ok(canonical)
+    }
+
     /// The on-disk path of a worktree file that stays in the repository.
     fn worktree_file(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let full = self.root.join(path);
-        let canonical = full.canonicalize().map_err(|error| ToolError::Recoverable(format!("{path}: {error}")))?;
-        let Ok(inside) = canonical.strip_prefix(&self.root) else {
-            return Err(ToolError::Recoverable(format!("{path}: a symlink leads outside the repository; refused")));
-        };
-        if inside.components().any(|part| INTERNAL_DIRS.iter().any(|dir| part.as_os_str() == *dir)) {
-            return Err(ToolError::Recoverable(format!("{path}: resolves into internal state; refused")));
-        }
+        let canonical = self.resolve_worktree(path)?;
         if !canonical.is_file() {
             return Err(ToolError::Recoverable(format!("{path}: not a regular file")));
         }
         Ok(canonical)
     }
 
+    /// Refuses a path of the index or HEAD that is, or passes through, a
+    /// symlink entry: its blob is the link's target, which may name a
+    /// place outside the repository.
+    fn refuse_tracked_symlinks(&self, source: FileSource, path: &str) -> Result<(), ToolError> {
+        let mut prefix = String::new();
+        for part in path.split('/').filter(|part| !part.is_empty()) {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            let entry = match source {
+                FileSource::Index => self.repo.index_entry(&prefix),
+                _ => self.repo.head_entry(&prefix),
+            }
+            .map_err(|error| ToolError::Recoverable(error.to_string()))?;
+            if entry.is_some_and(|entry| entry.kind == EntryKind::Symlink) {
+                return Err(ToolError::Recoverable(format!(
+                    "{path}: {prefix} is a symlink in {}; symlinks are not followed there, refused",
+                    source.as_str()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Visits files and folders under `prefix` in path order, skipping
     /// symlinks, ignored files and internal folders (worktree), or the
-    /// index entries and their folders (index, head).
+    /// index entries and their folders (index, head). The start folder
+    /// itself must resolve inside the repository.
     pub fn walk(
         &self,
         source: FileSource,
@@ -146,7 +223,7 @@ impl RepoFiles {
         let prefix = Self::clean(prefix)?;
         match source {
             FileSource::Worktree => {
-                let start = self.root.join(&prefix);
+                let start = self.resolve_worktree(&prefix)?;
                 if !start.is_dir() {
                     return Err(ToolError::Recoverable(format!("{prefix}: not a folder in the worktree")));
                 }
@@ -155,7 +232,7 @@ impl RepoFiles {
                     .follow_links(false)
                     .git_global(false)
                     .require_git(false)
-                    .filter_entry(|entry| !INTERNAL_DIRS.iter().any(|dir| entry.file_name() == *dir))
+                    .filter_entry(|entry| !is_internal(&entry.file_name().to_string_lossy()))
                     .sort_by_file_name(std::cmp::Ord::cmp)
                     .build();
                 for entry in walker {
@@ -176,14 +253,17 @@ impl RepoFiles {
                 Ok(())
             }
             FileSource::Index | FileSource::Head => {
+                self.refuse_tracked_symlinks(source, &prefix)?;
                 let entries = match source {
                     FileSource::Index => self.repo.index_entries(),
                     _ => self.repo.head_entries(),
                 }
                 .map_err(|error| ToolError::Recoverable(error.to_string()))?;
                 let mut paths = std::collections::BTreeMap::new();
-                for (path, _) in entries {
-                    if !prefix.is_empty() && !path.starts_with(&format!("{prefix}/")) {
+                for (path, entry) in entries {
+                    if entry.kind == EntryKind::Symlink
+                        || (!prefix.is_empty() && !path.starts_with(&format!("{prefix}/")))
+                    {
                         continue;
                     }
                     let mut folder = path.as_str();
@@ -210,6 +290,16 @@ impl RepoFiles {
     }
 }
 
+/// An I/O error's reason without the OS's decoration, and never a path:
+/// the error of a followed link must not name where the link points.
+fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => error.kind().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,8 +308,8 @@ mod tests {
     fn cleaning_refuses_escapes_and_internal_state() {
         assert_eq!(RepoFiles::clean("./src//lib.rs").unwrap(), "src/lib.rs");
         assert_eq!(RepoFiles::clean("").unwrap(), "");
-        for bad in ["../x", "a/../../x", "/etc/passwd", ".git/config", "a/.git-agent/x", ".omx"] {
-            assert!(RepoFiles::clean(bad).is_err(), "{bad}");
+        for bad in ["../x", "a/../../x", "a/../b", "/etc/passwd", ".git/config", "a/.git-agent/x", ".omx", "a\0b"] {
+            assert!(RepoFiles::clean(bad).is_err(), "{bad:?}");
         }
     }
 }

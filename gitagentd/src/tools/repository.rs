@@ -2,9 +2,10 @@
 //! `read_file`, `inspect_file`, `grep`, `find` and `jq`.
 
 use super::paths::RepoFiles;
-use super::schema::{self, nullable};
+use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
 use crate::git::FileSource;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::BufRead;
@@ -30,13 +31,6 @@ pub fn repo_summary(files: &Arc<RepoFiles>) -> Arc<dyn Tool> {
     Arc::new(RepoSummary(Arc::clone(files)))
 }
 
-pub(super) fn source_schema() -> Value {
-    nullable(schema::one_of(
-        "Where to read: worktree, index or head; null for the command's default.",
-        &["worktree", "index", "head"],
-    ))
-}
-
 fn entries_cap(requested: Option<u64>, default: usize) -> usize {
     requested.map_or(default, |n| usize::try_from(n.clamp(1, 1000)).unwrap_or(1000))
 }
@@ -51,11 +45,11 @@ impl Tool for RepoSummary {
         "Repository metadata: root path, branch, HEAD commit, detached state, remotes."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[])
+        schema::strict::<NoArguments>()
     }
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);
-        blocking("repo_summary", arguments, cancel, move |_: Value, _| {
+        blocking("repo_summary", arguments, cancel, move |_: NoArguments, _| {
             let head = files.repo().head();
             let remotes: serde_json::Map<String, Value> =
                 files.repo().remotes().into_iter().map(|(name, urls)| (name, json!(urls))).collect();
@@ -73,10 +67,13 @@ impl Tool for RepoSummary {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
+    /// Repository-relative folder; null or empty for the root.
     path: Option<String>,
+    /// Maximum files to return; null for 200.
+    #[schemars(range(min = 1, max = 1000))]
     max_entries: Option<u64>,
 }
 
@@ -90,10 +87,7 @@ impl Tool for ListFiles {
         "List repository files under a folder (ignored files, symlinks and internal folders skipped)."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("path", nullable(schema::string("Repository-relative folder; null or empty for the root."))),
-            ("max_entries", nullable(schema::integer("Maximum files to return; null for 200.", 1, 1000))),
-        ])
+        schema::strict::<ListArgs>()
     }
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);
@@ -118,15 +112,27 @@ impl Tool for ListFiles {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
+    /// Repository-relative file path, copied from prepared context or tool output.
     path: String,
+    /// Where to read: worktree, index or head; null for the command's default.
+    #[schemars(schema_with = "schema::source")]
     source: Option<String>,
+    /// First line (1-based, inclusive); null for 1.
+    #[schemars(range(min = 1, max = 10_000_000))]
     line_start: Option<u64>,
+    /// Last line (inclusive); null for the end.
+    #[schemars(range(min = 1, max = 10_000_000))]
     line_end: Option<u64>,
+    /// Prefix lines with their numbers like `nl -ba`.
     with_line_number: Option<bool>,
+    /// Maximum bytes to return; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
     max_bytes: Option<u64>,
+    /// Maximum lines to return; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
     max_lines: Option<u64>,
 }
 
@@ -140,16 +146,7 @@ impl Tool for ReadFile {
         "Read a UTF-8 repository file, optionally an inclusive line range, with byte and line caps."
     }
     fn parameters(&self) -> Value {
-        let [bytes, lines] = schema::caps();
-        schema::object(&[
-            ("path", schema::string("Repository-relative file path, copied from prepared context or tool output.")),
-            ("source", source_schema()),
-            ("line_start", nullable(schema::integer("First line (1-based, inclusive); null for 1.", 1, 10_000_000))),
-            ("line_end", nullable(schema::integer("Last line (inclusive); null for the end.", 1, 10_000_000))),
-            ("with_line_number", nullable(schema::boolean("Prefix lines with their numbers like `nl -ba`."))),
-            bytes,
-            lines,
-        ])
+        schema::strict::<ReadArgs>()
     }
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);
@@ -216,12 +213,17 @@ fn read_file(files: &RepoFiles, args: ReadArgs) -> Result<ToolOutput, ToolError>
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct GrepArgs {
+    /// Regular expression (RE2 syntax, no backreferences).
     pattern: String,
+    /// Repository-relative folder to search; null for the root.
     path: Option<String>,
+    /// Glob on the path or file name, such as *.rs; null for all.
     glob: Option<String>,
+    /// Maximum matches; null for 100.
+    #[schemars(range(min = 1, max = 1000))]
     max_matches: Option<u64>,
 }
 
@@ -238,12 +240,7 @@ impl Tool for Grep {
         "Search repository text files with a linear-time (RE2-style) regular expression and an optional glob."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("pattern", schema::string("Regular expression (RE2 syntax, no backreferences).")),
-            ("path", nullable(schema::string("Repository-relative folder to search; null for the root."))),
-            ("glob", nullable(schema::string("Glob on the path or file name, such as *.rs; null for all."))),
-            ("max_matches", nullable(schema::integer("Maximum matches; null for 100.", 1, 1000))),
-        ])
+        schema::strict::<GrepArgs>()
     }
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);
@@ -313,13 +310,19 @@ fn glob_matches(glob: &globset::GlobMatcher, path: &str) -> bool {
     glob.is_match(path) || glob.is_match(path.rsplit('/').next().unwrap_or(path))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct FindArgs {
+    /// Repository-relative folder to search; null for the root.
     path: Option<String>,
+    /// Glob on the path or name, such as *_test.go; null for all.
     name: Option<String>,
+    /// Entry type; null for any.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["any", "file", "directory"]))]
     kind: Option<String>,
+    /// Maximum entries; null for 200.
+    #[schemars(range(min = 1, max = 1000))]
     max_entries: Option<u64>,
 }
 
@@ -333,12 +336,7 @@ impl Tool for Find {
         "Find repository files or folders whose path or name matches a glob."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("path", nullable(schema::string("Repository-relative folder to search; null for the root."))),
-            ("name", nullable(schema::string("Glob on the path or name, such as *_test.go; null for all."))),
-            ("type", nullable(schema::one_of("Entry type; null for any.", &["any", "file", "directory"]))),
-            ("max_entries", nullable(schema::integer("Maximum entries; null for 200.", 1, 1000))),
-        ])
+        schema::strict::<FindArgs>()
     }
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);

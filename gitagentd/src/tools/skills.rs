@@ -4,6 +4,7 @@
 use super::schema;
 use super::{Tool, ToolError, ToolFuture, ToolOutput, parse_arguments};
 use crate::skills::{SkillsError, SkillsManager};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -13,10 +14,12 @@ pub fn tools(manager: Option<&SkillsManager>) -> Vec<Arc<dyn Tool>> {
     manager.map(|manager| Arc::new(SkillsRead(manager.clone())) as Arc<dyn Tool>).into_iter().collect()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Skill name or skill-relative reference locator.
     locator: String,
+    /// Inclusive start:end line range, or an empty string for the whole file.
     range: String,
 }
 
@@ -30,10 +33,7 @@ impl Tool for SkillsRead {
         "Read an enabled skill or its reference file through skills-mgr; an empty range reads the whole file."
     }
     fn parameters(&self) -> Value {
-        schema::object(&[
-            ("locator", schema::string("Skill name or skill-relative reference locator.")),
-            ("range", schema::string("Inclusive start:end line range, or an empty string for the whole file.")),
-        ])
+        schema::strict::<Args>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let manager = self.0.clone();

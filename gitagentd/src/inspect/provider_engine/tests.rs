@@ -9,7 +9,7 @@ use git_agent_shared::Environment;
 use git_agent_shared::cli::Depth;
 use std::collections::BTreeMap;
 
-fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint: Option<&str>) -> InspectionRequest {
+pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint: Option<&str>) -> InspectionRequest {
     let prepared = Arc::new(fixture.prepare(mode).expect("prepare"));
     let tools = budget::standard_tools(mode);
     let budget = budget::plan(command, mode, &ChangeMetrics::from_prepared(&prepared), &tools, Depth::Balanced, None)

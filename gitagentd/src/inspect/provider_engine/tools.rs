@@ -1,7 +1,9 @@
 //! The inspection's tool registry: the shared repository tools (with
 //! `jq`) over the scope's source, the diff-mode tools in diff modes, the
 //! documentation tools whose executables are on the caller's PATH, and
-//! `skills_read` when `skills-mgr` is installed.
+//! `skills_read` when `skills-mgr` is installed. All of them are
+//! [`crate::tools::Tool`]s; the inspection-specific ones live in
+//! [`crate::inspect::tools`].
 //!
 //! In diff modes every call first rechecks the launch fingerprint (the
 //! diff-mode tools do it themselves; every other tool is wrapped in
@@ -11,50 +13,18 @@
 
 use crate::inspect::git::GitEnv;
 use crate::inspect::prepare::{self, PreparedScope};
-use crate::inspect::tools::{self as inspect_tools, DocCommands, ToolDefinition};
-use crate::tools::{BatchGuard, Tool, ToolError, ToolFuture, ToolOutput};
+pub use crate::inspect::tools::{DriftSlot, diff_tools, doc_tools};
+use crate::tools::{BatchGuard, Tool, ToolError, ToolFuture};
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// Where a terminal drift (or an unreadable repository during a recheck)
-/// is kept until the engine turns it into the task's error. Recording it
-/// also cancels the loop, so no further request is sent.
-#[derive(Clone, Default)]
-pub struct DriftSlot {
-    message: Arc<Mutex<Option<String>>>,
-    stop: CancellationToken,
-}
-
-impl DriftSlot {
-    /// A slot that cancels `stop` when drift is recorded.
-    pub fn new(stop: CancellationToken) -> Self {
-        Self { message: Arc::default(), stop }
-    }
-
-    pub fn record(&self, message: String) {
-        if let Ok(mut slot) = self.message.lock()
-            && slot.is_none()
-        {
-            *slot = Some(message);
-        }
-        self.stop.cancel();
-    }
-
-    pub fn take(&self) -> Option<String> {
-        self.message.lock().ok().and_then(|mut slot| slot.take())
-    }
-}
 
 /// Rechecks the launch fingerprint on the blocking pool.
 async fn recheck(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &DriftSlot) -> Result<(), ToolError> {
     let (prepared, git_env) = (Arc::clone(prepared), git_env.clone());
     match tokio::task::spawn_blocking(move || prepare::recheck(&prepared, &git_env)).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => {
-            drift.record(error.to_string());
-            Err(ToolError::Cancelled)
-        }
+        Ok(Err(error)) => Err(drift.stop_with(&error)),
         Err(error) => Err(ToolError::Recoverable(format!("the snapshot check failed: {error}"))),
     }
 }
@@ -115,133 +85,138 @@ impl Tool for Guarded {
     }
 }
 
-/// `review_changes`, `review_diff` or `review_diff_for_paths`.
-struct DiffTool {
-    definition: ToolDefinition,
-    prepared: Arc<PreparedScope>,
-    git_env: GitEnv,
-    drift: DriftSlot,
-}
-
-/// The diff-mode tools bound to the prepared scope.
-pub fn diff_tools(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &DriftSlot) -> Vec<Arc<dyn Tool>> {
-    inspect_tools::diff_tool_definitions()
-        .into_iter()
-        .map(|definition| {
-            Arc::new(DiffTool {
-                definition,
-                prepared: Arc::clone(prepared),
-                git_env: git_env.clone(),
-                drift: drift.clone(),
-            }) as Arc<dyn Tool>
-        })
-        .collect()
-}
-
-impl Tool for DiffTool {
-    fn name(&self) -> &'static str {
-        self.definition.name
-    }
-    fn description(&self) -> &'static str {
-        self.definition.description
-    }
-    fn parameters(&self) -> Value {
-        self.definition.schema.clone()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let (name, prepared, git_env, drift) =
-            (self.definition.name, Arc::clone(&self.prepared), self.git_env.clone(), self.drift.clone());
-        let arguments = arguments.to_string();
-        Box::pin(async move {
-            if cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-            let result = tokio::task::spawn_blocking(move || match name {
-                "review_changes" => inspect_tools::review_changes(&prepared, &git_env, &arguments),
-                "review_diff" => inspect_tools::review_diff(&prepared, &git_env, &arguments),
-                _ => inspect_tools::review_diff_for_paths(&prepared, &git_env, &arguments),
-            })
-            .await
-            .map_err(|error| ToolError::Recoverable(format!("{name} failed: {error}")))?;
-            from_envelope(result, &drift)
-        })
-    }
-}
-
-/// One documentation tool (`go_doc`, `rust_doc`, `context7_*`).
-struct DocTool {
-    definition: ToolDefinition,
-    commands: Arc<DocCommands>,
-}
-
-/// The documentation tools whose executables were found.
-pub fn doc_tools(commands: DocCommands) -> Vec<Arc<dyn Tool>> {
-    let commands = Arc::new(commands);
-    commands
-        .definitions()
-        .into_iter()
-        .map(|definition| Arc::new(DocTool { definition, commands: Arc::clone(&commands) }) as Arc<dyn Tool>)
-        .collect()
-}
-
-impl Tool for DocTool {
-    fn name(&self) -> &'static str {
-        self.definition.name
-    }
-    fn description(&self) -> &'static str {
-        self.definition.description
-    }
-    fn parameters(&self) -> Value {
-        self.definition.schema.clone()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let (name, commands) = (self.definition.name, Arc::clone(&self.commands));
-        let arguments = arguments.to_string();
-        Box::pin(async move {
-            let result = commands.call(name, &arguments, &cancel).await;
-            from_envelope(result, &DriftSlot::default())
-        })
-    }
-}
-
-/// The registry's view of an inspection tool result: the envelope's data
-/// and truncation flag, a recoverable error, or a terminal stop.
-fn from_envelope(result: Result<Value, inspect_tools::ToolError>, drift: &DriftSlot) -> Result<ToolOutput, ToolError> {
-    match result {
-        Ok(mut envelope) => {
-            let truncated = envelope.get("truncated").and_then(Value::as_bool).unwrap_or(false);
-            let data = envelope.get_mut("data").map(Value::take).unwrap_or(Value::Null);
-            Ok(ToolOutput { data, truncated })
-        }
-        Err(inspect_tools::ToolError::Recoverable(message)) => Err(ToolError::Recoverable(message)),
-        Err(inspect_tools::ToolError::Drift(error)) => {
-            drift.record(error.to_string());
-            Err(ToolError::Cancelled)
-        }
-        Err(inspect_tools::ToolError::Cancelled) => Err(ToolError::Cancelled),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inspect::prepare::Mode;
+    use crate::inspect::tests::Fixture;
+    use git_agent_shared::task_record::TaskCommand;
     use serde_json::json;
 
-    #[test]
-    fn envelopes_become_outputs_and_drift_is_terminal() {
-        let stop = CancellationToken::new();
-        let drift = DriftSlot::new(stop.clone());
-        let output = from_envelope(Ok(inspect_tools::envelope("review_diff", json!({"diff": "x"}), true)), &drift);
-        assert_eq!(output, Ok(ToolOutput { data: json!({"diff": "x"}), truncated: true }));
-        let recoverable = from_envelope(Err(inspect_tools::ToolError::Recoverable("bad".into())), &drift);
-        assert_eq!(recoverable, Err(ToolError::Recoverable("bad".into())));
-        assert!(!stop.is_cancelled());
-        let error = prepare::PrepareError::Drift { mode: "staged", root: "/r".into() };
-        let drifted = from_envelope(Err(inspect_tools::ToolError::Drift(error)), &drift);
-        assert_eq!(drifted, Err(ToolError::Cancelled));
-        assert!(stop.is_cancelled());
-        let message = drift.take().unwrap_or_default();
-        assert!(message.starts_with("authoritative repository state changed since launch; rerun command"), "{message}");
-        assert_eq!(drift.take(), None);
+    /// Part of every name outside the repository (files, folders, link
+    /// targets) and of `.git`'s own marker file.
+    const OUTSIDE_NAME: &str = "zqxOutsideNamezqx";
+    /// Part of every byte outside the repository.
+    const OUTSIDE_BYTES: &str = "zqxOutsideByteszqx";
+    /// Text only `.git` holds.
+    const GIT_BYTES: [&str; 2] = ["repositoryformatversion", "ref: refs/heads/"];
+
+    /// A repository with every way out of it committed: a symlinked
+    /// folder (absolute and relative), a symlinked file and a link to
+    /// `.git` under another name; and a staged change so the diff tools
+    /// exist.
+    fn escaping_fixture() -> (Fixture, std::path::PathBuf) {
+        use std::os::unix::fs::symlink;
+        let fixture = Fixture::new();
+        let outside = fixture.dir.path().join("outside");
+        std::fs::create_dir_all(outside.join("deep")).unwrap();
+        std::fs::write(outside.join("secret.txt"), format!("{OUTSIDE_BYTES}\n")).unwrap();
+        std::fs::write(outside.join("secret.json"), format!("{{\"k\":\"{OUTSIDE_BYTES}\"}}")).unwrap();
+        std::fs::write(outside.join("secret.md"), format!("# {OUTSIDE_BYTES}\n")).unwrap();
+        std::fs::write(outside.join(format!("{OUTSIDE_NAME}.txt")), OUTSIDE_BYTES).unwrap();
+        std::fs::write(outside.join("deep").join(format!("{OUTSIDE_NAME}.go")), OUTSIDE_BYTES).unwrap();
+        fixture.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+        let repo = fixture.repo();
+        symlink(&outside, repo.join("escape-dir")).unwrap();
+        symlink("../outside", repo.join("relative-escape")).unwrap();
+        symlink(outside.join(format!("{OUTSIDE_NAME}.txt")), repo.join("escape.txt")).unwrap();
+        symlink(".git", repo.join("gitdir")).unwrap();
+        fixture.commit_all("initial");
+        std::fs::write(repo.join(".git").join(format!("{OUTSIDE_NAME}.txt")), OUTSIDE_BYTES).unwrap();
+        fixture.write("src/lib.rs", "pub fn one() -> u32 {\n    2\n}\n");
+        fixture.git(&["add", "src/lib.rs"]);
+        assert!(std::fs::read_dir(repo.join("escape-dir/deep")).unwrap().count() == 1, "the link works");
+        (fixture, outside)
+    }
+
+    /// The envelope the model would see for one call.
+    async fn envelope_of(registry: &crate::tools::ToolRegistry, tool: &str, arguments: &Value) -> String {
+        let handler = registry.get(tool).unwrap_or_else(|| panic!("{tool} is offered"));
+        match handler.call(&arguments.to_string(), CancellationToken::new()).await {
+            Ok(output) => crate::tools::success_envelope(tool, &output),
+            Err(ToolError::Recoverable(message)) => crate::tools::error_envelope(tool, &message),
+            Err(ToolError::Cancelled) => panic!("{tool} {arguments}: cancelled"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_tool_leaves_the_root_through_links_parents_or_absolute_paths() {
+        let (fixture, outside) = escaping_fixture();
+        let absolute = outside.display().to_string();
+        let folders = [
+            "escape-dir".to_string(),
+            "escape-dir/deep".to_string(),
+            "relative-escape".to_string(),
+            "../outside".to_string(),
+            absolute.clone(),
+            "gitdir".to_string(),
+            "gitdir/refs".to_string(),
+        ];
+        let mut files: Vec<String> = ["escape-dir/secret", "relative-escape/secret", "../outside/secret"]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("{absolute}/secret")])
+            .collect();
+        files = files.iter().flat_map(|file| ["txt", "json", "md"].map(|ext| format!("{file}.{ext}"))).collect();
+        files.extend(["escape.txt", "gitdir/config", "gitdir/HEAD"].map(String::from));
+        for mode in [Mode::Uncommitted, Mode::Staged, Mode::Codebase] {
+            let request = super::super::tests::request(&fixture, TaskCommand::Review, mode, None);
+            let drift = DriftSlot::new(CancellationToken::new());
+            let task = super::super::assemble(&request, &drift, &CancellationToken::new()).await.expect("assemble");
+            let registry = &task.tools;
+            let mut calls = Vec::new();
+            for folder in &folders {
+                calls.push(("list_files", json!({"path": folder, "max_entries": null}), true));
+                calls.push(("find", json!({"path": folder, "name": null, "type": null, "max_entries": null}), true));
+                calls.push(("grep", json!({"pattern": ".", "path": folder, "glob": null, "max_matches": null}), true));
+            }
+            let sources = match mode {
+                Mode::Staged => vec![json!(null), json!("index"), json!("head")],
+                _ => vec![json!(null), json!("worktree"), json!("index"), json!("head")],
+            };
+            for file in &files {
+                for source in &sources {
+                    let read = json!({"path": file, "source": source, "line_start": null, "line_end": null,
+                        "with_line_number": null, "max_bytes": null, "max_lines": null});
+                    calls.push(("read_file", read, true));
+                    calls.push(("inspect_file", json!({"path": file, "source": source}), true));
+                    calls.push((
+                        "jq",
+                        json!({"path": file, "source": source, "pointer": "", "max_bytes": null, "max_lines": null}),
+                        true,
+                    ));
+                }
+            }
+            if mode != Mode::Codebase {
+                for path in folders.iter().chain(&files) {
+                    // Path filters of the prepared diff: the ones that
+                    // cannot be repository paths are refused, the others
+                    // select nothing; neither reads the filesystem.
+                    let refused = path.starts_with("../") || path.starts_with('/');
+                    let arguments = json!({"paths": [path], "max_bytes": 65536, "max_lines": 2000});
+                    calls.push(("review_diff_for_paths", arguments, refused));
+                }
+            }
+            for (tool, arguments, must_fail) in calls {
+                let envelope = envelope_of(registry, tool, &arguments).await;
+                let context = format!("{mode:?} {tool} {arguments}: {envelope}");
+                for forbidden in [OUTSIDE_NAME, OUTSIDE_BYTES].iter().chain(&GIT_BYTES) {
+                    assert!(!envelope.contains(forbidden), "{context}");
+                }
+                let parsed: Value = serde_json::from_str(&envelope).unwrap();
+                if must_fail {
+                    assert_eq!(parsed["ok"], json!(false), "{context}");
+                }
+            }
+            // The same tools still work inside the root.
+            let inside = envelope_of(registry, "list_files", &json!({"path": "src", "max_entries": null})).await;
+            assert!(inside.contains("src/lib.rs"), "{mode:?}: {inside}");
+            let walked = envelope_of(registry, "list_files", &json!({"path": null, "max_entries": null})).await;
+            assert_eq!(
+                serde_json::from_str::<Value>(&walked).unwrap()["data"]["files"],
+                json!(["src/lib.rs"]),
+                "{mode:?}"
+            );
+        }
     }
 }
