@@ -16,6 +16,24 @@ pub mod v1 {
 
 pub use v1::git_agent_client::GitAgentClient;
 
+/// The invocation's environment holds the caller's credentials, so its
+/// `Debug` lists variable names and never values.
+impl std::fmt::Debug for v1::Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("Invocation")
+            .field("cwd", &self.cwd)
+            .field("args", &self.args)
+            .field("env_names", &names)
+            .field("stdout_is_terminal", &self.stdout_is_terminal)
+            .field("stderr_is_terminal", &self.stderr_is_terminal)
+            .field("client_pid", &self.client_pid)
+            .field("client_build", &self.client_build)
+            .finish()
+    }
+}
+
 /// Opens a gRPC channel to the daemon listening on `socket`. The
 /// connection is made eagerly, so a missing or dead daemon is reported
 /// here rather than on the first call. Before a byte is sent, the peer's
@@ -91,6 +109,18 @@ pub fn foreign_peer<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invocation_debug_shows_no_environment_value() {
+        let invocation = v1::Invocation {
+            cwd: "/work".into(),
+            env: [("OPENAI_API_KEY".to_string(), "sk-wire-secret-1".to_string())].into_iter().collect(),
+            ..Default::default()
+        };
+        let request = v1::RunRequest { invocation: Some(invocation) };
+        let shown = format!("{request:?}");
+        assert!(shown.contains("OPENAI_API_KEY") && !shown.contains("sk-wire-secret"), "{shown}");
+    }
 
     #[tokio::test]
     async fn a_peer_of_another_uid_is_refused() {
