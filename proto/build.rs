@@ -5,6 +5,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/gitagent/v1/gitagent.proto";
     println!("cargo:rerun-if-changed={proto}");
     let descriptors = protox::compile([proto], ["proto"])?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // The invocation carries the caller's environment, credentials
+    // included: its `Debug` is written by hand (src/lib.rs) to show names
+    // only.
+    tonic_prost_build::configure().skip_debug([".gitagent.v1.Invocation"]).compile_fds(descriptors)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use crate::render::Renderer;
 use git_agent_shared::task_record::{self, TaskCommand, TaskId};
-use git_agent_shared::{Environment, paths};
+use git_agent_shared::{Environment, paths, private_fs};
 use gitagent_proto::GitAgentClient;
 use gitagent_proto::v1 as pb;
 use std::fs::File;
@@ -41,12 +41,34 @@ pub enum DaemonError {
     Rpc(String),
     #[error("the daemon stopped before the command finished")]
     Truncated,
+    #[error("refusing to use the daemon socket folder: {0}")]
+    UnsafeSocketFolder(#[from] private_fs::NotPrivate),
+    #[error(transparent)]
+    ForeignPeer(#[from] gitagent_proto::ForeignPeer),
+}
+
+/// Refuses a socket folder that another user owns or can enter: whoever
+/// controls it controls what answers on the socket. A missing folder is
+/// fine (the daemon creates it privately).
+fn check_socket_folder(socket: &Path, expected_uid: u32) -> Result<(), DaemonError> {
+    let Some(dir) = socket.parent() else { return Ok(()) };
+    match private_fs::verify_private_dir(dir, expected_uid) {
+        Err(private_fs::NotPrivate::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        result => Ok(result?),
+    }
+}
+
+/// The socket of the invocation, once its folder is known to be private.
+fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> {
+    let socket = paths::socket_path(env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    check_socket_folder(&socket, private_fs::current_uid())?;
+    Ok(socket)
 }
 
 /// Runs the invocation in the daemon and returns the command's exit code.
 pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
-    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let socket = checked_socket(&env)?;
     let stdout_is_terminal = invocation.stdout_is_terminal;
     let stderr_is_terminal = invocation.stderr_is_terminal;
     let request = pb::RunRequest { invocation: Some(invocation) };
@@ -88,7 +110,7 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
 /// stderr.
 pub async fn launch(invocation: pb::Invocation) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
-    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let socket = checked_socket(&env)?;
     let request = pb::LaunchTaskRequest { invocation: Some(invocation) };
     let mut replaced = false;
     loop {
@@ -135,7 +157,7 @@ fn fail(message: &str, code: i32) -> i32 {
 /// answers, else straight from the durable record (no daemon is started).
 pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
-    let socket = paths::socket_path(&env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let socket = checked_socket(&env)?;
     if let Ok(channel) = gitagent_proto::connect(&socket).await {
         let request =
             pb::TaskRef { id: id.clone(), command: command.as_str().to_string(), invocation: Some(invocation.clone()) };
@@ -181,8 +203,13 @@ fn daemon_went_away(status: &tonic::Status) -> bool {
 }
 
 async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {
-    if let Ok(channel) = gitagent_proto::connect(socket).await {
-        return Ok(channel);
+    match gitagent_proto::connect(socket).await {
+        Ok(channel) => return Ok(channel),
+        Err(error) => {
+            if let Some(peer) = gitagent_proto::foreign_peer(&error) {
+                return Err(peer.clone().into());
+            }
+        }
     }
     let mut child = start_daemon(socket)?;
     let deadline = Instant::now() + START_DEADLINE;
@@ -301,24 +328,39 @@ fn open_stderr_log(socket: &Path) -> Option<File> {
 fn locate_daemon() -> Result<PathBuf, DaemonError> {
     let own = std::env::current_exe().ok();
     if let Some(candidate) = own.as_ref().and_then(|exe| exe.parent()).map(|dir| dir.join(DAEMON_BINARY))
-        && is_executable(&candidate)
+        && git_agent_shared::executable::is_executable(&candidate)
     {
         return Ok(candidate);
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let candidate = dir.join(DAEMON_BINARY);
-            if is_executable(&candidate) {
-                return Ok(candidate);
-            }
-        }
+    if let Some(candidate) = git_agent_shared::executable::find_on_path(std::env::var_os("PATH"), DAEMON_BINARY) {
+        return Ok(candidate);
     }
     Err(DaemonError::NotFound {
         client: own.map(|exe| exe.display().to_string()).unwrap_or_else(|| "git-agent".into()),
     })
 }
 
-fn is_executable(path: &Path) -> bool {
+
+#[cfg(test)]
+mod tests {
+    use super::*;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+
+    #[test]
+    fn socket_folder_must_be_private_and_ours() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("run");
+        let socket = dir.join("gitagentd.sock");
+        let own = private_fs::current_uid();
+        check_socket_folder(&socket, own).expect("a missing folder is created privately later");
+        private_fs::ensure_private_dir(&dir).unwrap();
+        check_socket_folder(&socket, own).unwrap();
+        let error = check_socket_folder(&socket, own.wrapping_add(1)).unwrap_err();
+        assert!(matches!(error, DaemonError::UnsafeSocketFolder(private_fs::NotPrivate::Owner { .. })), "{error}");
+        for mode in [0o770, 0o701, 0o755] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            let error = check_socket_folder(&socket, own).unwrap_err();
+            assert!(matches!(error, DaemonError::UnsafeSocketFolder(private_fs::NotPrivate::Mode { .. })), "{error}");
+        }
+    }
 }

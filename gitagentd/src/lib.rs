@@ -23,6 +23,7 @@ mod rpc;
 pub mod search;
 pub mod services;
 pub mod skills;
+pub mod subprocess;
 mod socket;
 pub mod tasks;
 pub mod tools;

@@ -5,7 +5,7 @@
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use gitagentd::agent::{self, AgentError, AgentTask, Layers, Limits, RunContext};
 use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret};
-use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
+use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,7 +26,7 @@ impl Tool for Rendezvous {
         "test tool"
     }
     fn parameters(&self) -> Value {
-        schema::object(&[])
+        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
     }
     fn call(&self, _arguments: &str, _cancel: CancellationToken) -> ToolFuture {
         let (barrier, log, name) = (Arc::clone(&self.barrier), Arc::clone(&self.log), self.name);

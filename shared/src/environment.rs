@@ -2,6 +2,7 @@
 //! every path, credential and default from this value, never from its own
 //! process environment, so a command behaves as if the caller ran it.
 
+use crate::secret::{REDACTED, is_credential_name, redact_credentials};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -36,6 +37,30 @@ pub mod vars {
     /// `catalog`, `records`), so tests can prove an interrupted write never
     /// leaves a readable snapshot. Unset in normal use.
     pub const GITAGENTD_SEARCH_CRASH_AT: &str = "GITAGENTD_SEARCH_CRASH_AT";
+    pub const USER: &str = "USER";
+    pub const LOGNAME: &str = "LOGNAME";
+    pub const LANG: &str = "LANG";
+    pub const TZ: &str = "TZ";
+    /// The Go toolchain's own folders and target, as the caller set them.
+    pub const GOPATH: &str = "GOPATH";
+    pub const GOROOT: &str = "GOROOT";
+    pub const GOCACHE: &str = "GOCACHE";
+    pub const GOMODCACHE: &str = "GOMODCACHE";
+    pub const GOOS: &str = "GOOS";
+    pub const GOARCH: &str = "GOARCH";
+    pub const CGO_ENABLED: &str = "CGO_ENABLED";
+    /// Pinned for every Go helper (see `gitagentd::subprocess`), never
+    /// taken from the caller.
+    pub const GOENV: &str = "GOENV";
+    pub const GOFLAGS: &str = "GOFLAGS";
+    pub const GOTOOLCHAIN: &str = "GOTOOLCHAIN";
+    pub const GOPROXY: &str = "GOPROXY";
+    /// Where `golangci-lint` keeps its cache; a private temporary folder.
+    pub const GOLANGCI_LINT_CACHE: &str = "GOLANGCI_LINT_CACHE";
+    /// The Rust toolchain's folders and selection.
+    pub const CARGO_HOME: &str = "CARGO_HOME";
+    pub const RUSTUP_HOME: &str = "RUSTUP_HOME";
+    pub const RUSTUP_TOOLCHAIN: &str = "RUSTUP_TOOLCHAIN";
 }
 
 /// Exact names the client forwards besides the prefixed families below.
@@ -57,6 +82,17 @@ const FORWARDED_NAMES: &[&str] = &[
     "SSH_AUTH_SOCK",
     "GNUPGHOME",
     "GPG_TTY",
+    // Language toolchains, for the helper programs the daemon runs.
+    vars::GOPATH,
+    vars::GOROOT,
+    vars::GOCACHE,
+    vars::GOMODCACHE,
+    vars::GOOS,
+    vars::GOARCH,
+    vars::CGO_ENABLED,
+    vars::CARGO_HOME,
+    vars::RUSTUP_HOME,
+    vars::RUSTUP_TOOLCHAIN,
 ];
 
 /// Prefixes of variable families the client forwards: XDG base
@@ -68,10 +104,22 @@ pub fn is_forwarded(name: &str) -> bool {
     FORWARDED_NAMES.contains(&name) || FORWARDED_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
-/// A snapshot of the caller's environment variables.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A snapshot of the caller's environment variables. It holds the
+/// caller's credentials, so its `Debug` form shows every name but redacts
+/// the value of credential variables (and user information in URLs).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Environment {
     vars: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = self.vars.iter().map(|(name, value)| {
+            let value = if is_credential_name(name) { REDACTED.to_string() } else { redact_credentials(value) };
+            (name, value)
+        });
+        f.debug_struct("Environment").field("vars", &shown.collect::<BTreeMap<_, _>>()).finish()
+    }
 }
 
 impl Environment {
@@ -114,3 +162,38 @@ impl Environment {
 #[derive(Debug, thiserror::Error)]
 #[error("HOME is not set; git-agent keeps its state under the home directory")]
 pub struct MissingHome;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        Environment::new(pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect())
+    }
+
+    #[test]
+    fn debug_redacts_every_credential() {
+        let env = env(&[
+            ("OPENAI_API_KEY", "sk-live-abcdef123456"),
+            ("OPENAI_EMBEDDING_API_KEY", "embed-secret-value"),
+            ("CODEX_ACCESS", "codex-secret-value"),
+            ("GITHUB_TOKEN", "ghp_secretvalue"),
+            ("OPENAI_BASE_URL", "https://user:pass-secret@proxy.test/v1"),
+            ("HOME", "/home/me"),
+        ]);
+        let shown = format!("{env:?}");
+        for secret in ["sk-live", "embed-secret", "codex-secret", "ghp_secret", "pass-secret"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        assert!(shown.contains("OPENAI_API_KEY") && shown.contains("/home/me"), "{shown}");
+        assert!(shown.contains("https://proxy.test/v1"), "{shown}");
+    }
+
+    #[test]
+    fn toolchain_variables_are_forwarded() {
+        for name in ["GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"] {
+            assert!(is_forwarded(name), "{name}");
+        }
+        assert!(!is_forwarded("AWS_SECRET_ACCESS_KEY"));
+    }
+}

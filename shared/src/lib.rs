@@ -6,11 +6,14 @@ pub mod build;
 pub mod cli;
 pub mod config_file;
 pub mod environment;
+pub mod executable;
 pub mod giturl;
 pub mod identity;
 pub mod paths;
 pub mod private_fs;
+pub mod secret;
 pub mod task_record;
 pub mod timefmt;
 
 pub use environment::Environment;
+pub use secret::Secret;

@@ -180,7 +180,7 @@ impl Repository {
                 .strings(key.as_str())
                 .unwrap_or_default()
                 .iter()
-                .map(|url| strip_credentials(&url.to_string()))
+                .map(|url| git_agent_shared::giturl::sanitize(&url.to_string()))
                 .collect();
             remotes.push((name.to_string(), urls));
         }
@@ -311,16 +311,3 @@ impl Repository {
     }
 }
 
-/// `https://user:token@host/x` without its `user:token@`.
-fn strip_credentials(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('/') {
-            Some((authority, path)) => {
-                let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-                format!("{scheme}://{host}/{path}")
-            }
-            None => format!("{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, host)| host)),
-        },
-        None => url.to_string(),
-    }
-}

@@ -8,10 +8,11 @@
 //! one `./pkg` pattern; diagnostics outside the changed paths are dropped.
 
 use super::prepare::{Mode, PreparedScope};
+use crate::subprocess::{Helper, SubprocessError, Toolchain};
+use git_agent_shared::environment::vars;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 pub const GOLANGCI_LINT: &str = "golangci-lint";
@@ -166,18 +167,9 @@ pub struct GolangciPlan {
     pub scope: BTreeSet<String>,
 }
 
-/// Looks `name` up on the caller's PATH.
-pub fn find_executable(path_var: Option<&str>, name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path_var?).map(|dir| dir.join(name)).find(|candidate| {
-        candidate.is_absolute()
-            && std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-    })
-}
-
 /// Plans the golangci-lint check for a prepared scope.
 pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option<GolangciPlan> {
-    let executable = find_executable(path_var, GOLANGCI_LINT)?;
+    let executable = git_agent_shared::executable::find_on_path(path_var, GOLANGCI_LINT)?;
     let root = std::fs::canonicalize(&prepared.root).ok()?;
     let mut invocations = BTreeSet::new();
     if prepared.mode == Mode::Codebase {
@@ -296,14 +288,23 @@ struct LintReport {
     error: String,
 }
 
-/// Runs the planned check: fixed argv, no shell, bounded output, a private
-/// temporary folder for results and cache. Failures of the checker become
-/// an error result; only cancellation is an `Err`.
+/// The static checks stopped before they finished.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("the inspection was cancelled during static checks")]
+    Cancelled,
+}
+
+/// Runs the planned check through [`crate::subprocess`]: fixed argv, no
+/// shell, the invocation's allow-listed environment with the Go toolchain
+/// pinned (local toolchain, no module download, read-only `go.mod`), a
+/// private temporary folder for results and cache. Failures of the
+/// checker become an error result; only cancellation is an `Err`.
 pub async fn run_golangci(
     plan: &GolangciPlan,
     env: &git_agent_shared::Environment,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<CheckResult, String> {
+) -> Result<CheckResult, CheckError> {
     let temp = match tempfile::Builder::new().prefix("git-agent-golangci-").tempdir() {
         Ok(temp) => temp,
         Err(error) => {
@@ -313,35 +314,28 @@ pub async fn run_golangci(
     let mut diagnostics = Vec::new();
     for (index, invocation) in plan.invocations.iter().enumerate() {
         let result_path = temp.path().join(format!("result-{index}.json"));
-        let mut command = tokio::process::Command::new(&plan.executable);
-        command
+        let run = Helper::new(&plan.executable, env, Toolchain::Go)
             .arg("run")
-            .arg(&invocation.target)
             .args(["--fix=false", "--issues-exit-code=1", "--path-mode=abs", "--show-stats=false"])
             .arg(format!("--output.json.path={}", result_path.display()))
             .arg("--output.text.path=/dev/null")
+            // The package pattern is built by the planner (`./pkg`), never
+            // a leading `-`; `--` keeps it an operand all the same.
+            .arg("--")
+            .arg(&invocation.target)
             .current_dir(&invocation.module_root)
-            .env_clear()
-            .envs(env.vars())
-            .env("GOLANGCI_LINT_CACHE", temp.path().join("cache"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let child = match command.spawn() {
-            Ok(child) => child,
-            Err(error) => return Ok(CheckResult::error(GOLANGCI_LINT, &format!("start golangci-lint: {error}"))),
-        };
-        let status = tokio::select! {
-            _ = cancel.cancelled() => return Err("the inspection was cancelled during static checks".into()),
-            status = tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output()) => status,
-        };
-        let code = match status {
-            Ok(Ok(output)) => output.status.code(),
-            Ok(Err(error)) => {
-                return Ok(CheckResult::error(GOLANGCI_LINT, &format!("wait for golangci-lint: {error}")));
+            .env(vars::GOLANGCI_LINT_CACHE, temp.path().join("cache"))
+            .timeout(CHECK_TIMEOUT)
+            .discard_output()
+            .run(cancel)
+            .await;
+        let code = match run {
+            Ok(output) => output.status.code(),
+            Err(SubprocessError::Cancelled { .. }) => return Err(CheckError::Cancelled),
+            Err(SubprocessError::TimedOut { .. }) => {
+                return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint timed out"));
             }
-            Err(_) => return Ok(CheckResult::error(GOLANGCI_LINT, "golangci-lint timed out")),
+            Err(error) => return Ok(CheckResult::error(GOLANGCI_LINT, &error.to_string())),
         };
         if !matches!(code, Some(0 | 1)) {
             return Ok(CheckResult::error(GOLANGCI_LINT, &format!("golangci-lint exited with code {code:?}")));
@@ -473,6 +467,48 @@ mod tests {
         fixture.write("README.md", "y\n");
         let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
         assert!(plan_golangci(&prepared, Some(&path)).is_none());
+    }
+
+    #[tokio::test]
+    async fn golangci_runs_pinned_with_the_allow_listed_environment() {
+        use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env};
+        let fixture = Fixture::new();
+        fixture.write("go.mod", "module example.test/m\n");
+        fixture.write("pkg/a.go", "package pkg\n");
+        fixture.commit_all("initial");
+        fixture.write("pkg/a.go", "package pkg\n\nfunc A() {}\n");
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        let record = fixture.dir.path().join("record");
+        std::fs::create_dir(&record).unwrap();
+        let bin = fixture.dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let script = bin.join(GOLANGCI_LINT);
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n/usr/bin/env > '{dir}/{GOLANGCI_LINT}.env'\nprintf '%s\\n' \"$@\" > '{dir}/{GOLANGCI_LINT}.argv'\n\
+                 for arg in \"$@\"; do case \"$arg\" in --output.json.path=*) printf '{{\"Issues\":[]}}' > \"${{arg#--output.json.path=}}\";; esac; done\n",
+                dir = record.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env = caller_env(&bin);
+        let plan = plan_golangci(&prepared, env.get("PATH")).unwrap();
+        let result = run_golangci(&plan, &env, &tokio_util::sync::CancellationToken::new()).await.unwrap();
+        assert_eq!(result.status, "pass", "{result:?}");
+        let seen = recorded_env(&record, GOLANGCI_LINT);
+        assert_no_credentials(&seen);
+        for (name, value) in
+            [("GOTOOLCHAIN", "local"), ("GOFLAGS", "-mod=readonly"), ("GOPROXY", "off"), ("GOPATH", "/home/caller/go")]
+        {
+            assert!(seen.iter().any(|(n, v)| n == name && v == value), "{name}={value} missing: {seen:?}");
+        }
+        assert!(seen.iter().any(|(name, _)| name == "GOLANGCI_LINT_CACHE"));
+        let argv = recorded_argv(&record, GOLANGCI_LINT).unwrap();
+        assert_eq!(argv[0], "run");
+        assert_eq!(argv[argv.len() - 2..], ["--", "./pkg"]);
     }
 
     #[test]

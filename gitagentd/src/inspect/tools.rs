@@ -19,10 +19,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use crate::subprocess;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 pub const MAX_CHANGES_PAGE: u64 = 500;
@@ -268,23 +267,23 @@ pub struct DocCommands {
     pub rustup: Option<PathBuf>,
     pub ctx7: Option<PathBuf>,
     pub rustup_home: Option<PathBuf>,
-    /// The caller's environment for the commands.
-    pub env: Vec<(String, String)>,
+    /// The caller's environment; each command gets its allow-listed part
+    /// (`crate::subprocess`).
+    pub env: git_agent_shared::Environment,
 }
 
 impl DocCommands {
     /// Discovers the executables once, from the caller's PATH.
     pub fn discover(root: &Path, env: &git_agent_shared::Environment) -> Self {
-        let path = env.get("PATH");
         let rustup_home =
             env.absolute_dir("RUSTUP_HOME").or_else(|| env.absolute_dir("HOME").map(|home| home.join(".rustup")));
         Self {
             root: root.to_path_buf(),
-            go: super::checks::find_executable(path, "go"),
-            rustup: super::checks::find_executable(path, "rustup"),
-            ctx7: super::checks::find_executable(path, "ctx7"),
+            go: subprocess::find_executable(env, "go"),
+            rustup: subprocess::find_executable(env, "rustup"),
+            ctx7: subprocess::find_executable(env, "ctx7"),
             rustup_home,
-            env: env.vars().iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+            env: env.clone(),
         }
     }
 
@@ -455,6 +454,8 @@ pub fn go_doc_argv(arguments: &str) -> Result<Vec<String>, ToolError> {
         }
         argv.push(format!("-{flag}"));
     }
+    // Operands follow `--`, so go doc never reads them as flags.
+    argv.push("--".into());
     argv.push(args.target);
     if !args.symbol.is_empty() {
         argv.push(args.symbol);
@@ -477,11 +478,11 @@ fn bounded_text_ok(value: &str, max: usize, reject_option: bool) -> bool {
     value.trim() == value
         && !value.is_empty()
         && value.len() <= max
-        && !value.contains('\0')
+        && !value.chars().any(char::is_control)
         && !(reject_option && (value.starts_with('-') || value.contains("://")))
 }
 
-/// The validated argv of `ctx7 library <name> <query> --json`.
+/// The validated argv of `ctx7 library --json -- <name> <query>`.
 pub fn context7_library_argv(arguments: &str) -> Result<Vec<String>, ToolError> {
     let args: Context7LibraryArgs = parse_arguments("context7_library", arguments)?;
     if !bounded_text_ok(&args.name, MAX_TARGET_BYTES, true) {
@@ -490,10 +491,10 @@ pub fn context7_library_argv(arguments: &str) -> Result<Vec<String>, ToolError> 
     if !bounded_text_ok(&args.query, MAX_QUERY_BYTES, false) {
         return Err(ToolError::Recoverable("invalid query".into()));
     }
-    Ok(vec!["library".into(), args.name, args.query, "--json".into()])
+    Ok(vec!["library".into(), "--json".into(), "--".into(), args.name, args.query])
 }
 
-/// The validated argv of `ctx7 docs <library-id> <query> --json`.
+/// The validated argv of `ctx7 docs --json -- <library-id> <query>`.
 pub fn context7_docs_argv(arguments: &str) -> Result<Vec<String>, ToolError> {
     let args: Context7DocsArgs = parse_arguments("context7_docs", arguments)?;
     let parts: Vec<&str> = args.library_id.split('/').collect();
@@ -507,72 +508,42 @@ pub fn context7_docs_argv(arguments: &str) -> Result<Vec<String>, ToolError> {
     if !bounded_text_ok(&args.query, MAX_QUERY_BYTES, false) {
         return Err(ToolError::Recoverable("invalid query".into()));
     }
-    Ok(vec!["docs".into(), args.library_id, args.query, "--json".into()])
+    Ok(vec!["docs".into(), "--json".into(), "--".into(), args.library_id, args.query])
 }
 
-/// Runs a documentation executable: fixed argv, no shell, stdin closed,
-/// stdout and stderr drained into 64 KiB buffers, a timeout that is a
+/// Runs a documentation executable through [`crate::subprocess`]: fixed
+/// argv, no shell, stdin closed, the caller's allow-listed environment for
+/// `toolchain`, stdout and stderr kept up to 64 KiB, a timeout that is a
 /// recoverable failure, cancellation that is terminal.
 pub async fn run_doc_command(
     program: &Path,
+    toolchain: subprocess::Toolchain,
     argv: &[String],
     dir: Option<&Path>,
-    env: &[(String, String)],
+    env: &git_agent_shared::Environment,
     cancel: &CancellationToken,
 ) -> Result<(String, bool), ToolError> {
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(argv)
-        .env_clear()
-        .envs(env.iter().cloned())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let mut helper =
+        subprocess::Helper::new(program, env, toolchain).args(argv).timeout(DOC_TIMEOUT).output_limit(MAX_DOC_OUTPUT);
     if let Some(dir) = dir {
-        command.current_dir(dir);
+        helper = helper.current_dir(dir);
     }
-    let mut child = command
-        .spawn()
-        .map_err(|error| ToolError::Recoverable(format!("documentation command failed to start: {error}")))?;
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let read = async {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let (o, e) = tokio::join!(drain(stdout.as_mut(), &mut out), drain(stderr.as_mut(), &mut err));
-        let status = child.wait().await;
-        (status, out, err, o || e)
-    };
-    let (status, out, err, truncated) = tokio::select! {
-        _ = cancel.cancelled() => return Err(ToolError::Cancelled),
-        result = tokio::time::timeout(DOC_TIMEOUT, read) => match result {
-            Ok(result) => result,
-            Err(_) => return Err(ToolError::Recoverable(format!("documentation command timed out after {}s", DOC_TIMEOUT.as_secs()))),
-        },
-    };
-    let stdout = String::from_utf8_lossy(&out).trim().to_string();
-    let stderr = String::from_utf8_lossy(&err).trim().to_string();
-    match status {
-        Ok(status) if status.success() => Ok((stdout, truncated)),
-        Ok(_) if !stderr.is_empty() => Err(ToolError::Recoverable(format!("documentation command failed: {stderr}"))),
-        Ok(status) => Err(ToolError::Recoverable(format!("documentation command failed: {status}"))),
-        Err(error) => Err(ToolError::Recoverable(format!("documentation command failed: {error}"))),
-    }
-}
-
-async fn drain(reader: Option<&mut (impl tokio::io::AsyncRead + Unpin)>, out: &mut Vec<u8>) -> bool {
-    let Some(reader) = reader else { return false };
-    let mut truncated = false;
-    let mut buffer = [0u8; 8192];
-    loop {
-        match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => return truncated,
-            Ok(read) => {
-                let room = MAX_DOC_OUTPUT.saturating_sub(out.len());
-                out.extend_from_slice(&buffer[..read.min(room)]);
-                truncated |= read > room;
-            }
+    let output = match helper.run(cancel).await {
+        Ok(output) => output,
+        Err(subprocess::SubprocessError::Cancelled { .. }) => return Err(ToolError::Cancelled),
+        Err(subprocess::SubprocessError::TimedOut { .. }) => {
+            return Err(ToolError::Recoverable(format!(
+                "documentation command timed out after {}s",
+                DOC_TIMEOUT.as_secs()
+            )));
         }
+        Err(error) => return Err(ToolError::Recoverable(format!("documentation command failed: {error}"))),
+    };
+    let (stdout, stderr) = (output.stdout_text(), output.stderr_text());
+    match output.status {
+        status if status.success() => Ok((stdout, output.truncated)),
+        _ if !stderr.is_empty() => Err(ToolError::Recoverable(format!("documentation command failed: {stderr}"))),
+        status => Err(ToolError::Recoverable(format!("documentation command failed: {status}"))),
     }
 }
 
@@ -584,13 +555,9 @@ impl DocCommands {
             DocKind::GoDoc => {
                 let program = self.go.as_ref().ok_or_else(unavailable)?;
                 let argv = go_doc_argv(arguments)?;
-                let mut env = self.env.clone();
-                env.retain(|(name, _)| !["GOENV", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY"].contains(&name.as_str()));
-                env.extend(
-                    [("GOENV", "off"), ("GOFLAGS", ""), ("GOTOOLCHAIN", "local"), ("GOPROXY", "off")]
-                        .map(|(k, v)| (k.to_string(), v.to_string())),
-                );
-                let (text, truncated) = run_doc_command(program, &argv, Some(&self.root), &env, cancel).await?;
+                let (text, truncated) =
+                    run_doc_command(program, subprocess::Toolchain::Go, &argv, Some(&self.root), &self.env, cancel)
+                        .await?;
                 let target =
                     argv.iter().find(|arg| !arg.starts_with('-') && *arg != "doc").cloned().unwrap_or_default();
                 Ok(ToolOutput::new(
@@ -604,8 +571,9 @@ impl DocCommands {
                 if !rust_topic_ok(&args.topic) {
                     return Err(ToolError::Recoverable(format!("invalid Rust documentation topic {:?}", args.topic)));
                 }
-                let argv = vec!["doc".to_string(), "--path".to_string(), args.topic.clone()];
-                let (stdout, truncated) = run_doc_command(program, &argv, None, &self.env, cancel).await?;
+                let argv = vec!["doc".to_string(), "--path".to_string(), "--".to_string(), args.topic.clone()];
+                let (stdout, truncated) =
+                    run_doc_command(program, subprocess::Toolchain::Rust, &argv, None, &self.env, cancel).await?;
                 let path = self.rust_doc_path(&stdout)?;
                 let (text, cut) = main_content(&path)?;
                 Ok(ToolOutput::new(
@@ -620,7 +588,8 @@ impl DocCommands {
                 } else {
                     context7_docs_argv(arguments)?
                 };
-                let (stdout, truncated) = run_doc_command(program, &argv, None, &self.env, cancel).await?;
+                let (stdout, truncated) =
+                    run_doc_command(program, subprocess::Toolchain::None, &argv, None, &self.env, cancel).await?;
                 let data: Value = serde_json::from_str(&stdout)
                     .map_err(|error| ToolError::Recoverable(format!("Context7 returned malformed JSON: {error}")))?;
                 Ok(ToolOutput::new(data, truncated))
@@ -848,7 +817,7 @@ mod tests {
     fn documentation_arguments_are_validated() {
         assert_eq!(
             go_doc_argv(r#"{"target":"net/http","symbol":"Client.Do","flags":["short","u"]}"#).unwrap(),
-            ["doc", "-short", "-u", "net/http", "Client.Do"]
+            ["doc", "-short", "-u", "--", "net/http", "Client.Do"]
         );
         for bad in [
             r#"{"target":"-x"}"#,
@@ -864,16 +833,50 @@ mod tests {
         assert!(!rust_topic_ok("--help") && !rust_topic_ok("std::../x") && !rust_topic_ok(""));
         assert_eq!(
             context7_library_argv(r#"{"name":"react","query":"hooks"}"#).unwrap(),
-            ["library", "react", "hooks", "--json"]
+            ["library", "--json", "--", "react", "hooks"]
         );
         assert!(context7_library_argv(r#"{"name":"--help","query":"x"}"#).is_err());
         assert!(context7_library_argv(r#"{"name":"https://evil","query":"x"}"#).is_err());
         assert_eq!(
-            context7_docs_argv(r#"{"library_id":"/facebook/react","query":"hooks"}"#).unwrap()[1],
+            context7_docs_argv(r#"{"library_id":"/facebook/react","query":"hooks"}"#).unwrap()[3],
             "/facebook/react"
         );
         assert!(context7_docs_argv(r#"{"library_id":"facebook/react","query":"hooks"}"#).is_err());
         assert!(context7_docs_argv(r#"{"library_id":"/a/b","query":" padded"}"#).is_err());
+        assert!(context7_docs_argv(r#"{"library_id":"/a/b","query":"x\u001b[2J"}"#).is_err());
+        assert!(context7_library_argv(r#"{"name":"react","query":"a\u0000b"}"#).is_err());
+        // A query that looks like an option stays an operand after `--`.
+        assert_eq!(
+            context7_library_argv(r#"{"name":"react","query":"--help"}"#).unwrap(),
+            ["library", "--json", "--", "react", "--help"]
+        );
+    }
+
+    #[test]
+    fn go_doc_runs_pinned_without_credentials() {
+        use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper};
+        let dir = tempfile::tempdir().unwrap();
+        let bin = recording_helper(dir.path(), "go", "package http");
+        let commands = DocCommands::discover(dir.path(), &caller_env(&bin));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let result = runtime
+            .block_on(commands.call(DocKind::GoDoc, r#"{"target":"net/http","symbol":"","flags":["short"]}"#, &cancel))
+            .unwrap();
+        assert_eq!(result.data["text"], "package http");
+        assert_eq!(result.data["target"], "net/http");
+        assert_eq!(recorded_argv(dir.path(), "go").unwrap(), ["doc", "-short", "--", "net/http"]);
+        let seen = recorded_env(dir.path(), "go");
+        assert_no_credentials(&seen);
+        for pinned in ["GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly", "GOPROXY=off"] {
+            let (name, value) = pinned.split_once('=').unwrap();
+            assert!(seen.iter().any(|(n, v)| n == name && v == value), "{pinned} missing: {seen:?}");
+        }
+        // A target shaped like an option never reaches go.
+        std::fs::remove_file(dir.path().join("go.argv")).unwrap();
+        let refused = runtime.block_on(commands.call(DocKind::GoDoc, r#"{"target":"-x"}"#, &cancel));
+        assert!(matches!(refused, Err(ToolError::Recoverable(_))));
+        assert_eq!(recorded_argv(dir.path(), "go"), None);
     }
 
     #[tokio::test]

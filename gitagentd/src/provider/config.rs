@@ -20,26 +20,8 @@ pub const CHATGPT_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
 /// The command time limit when `--timeout` is absent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A credential. Its `Debug` form is redacted so it cannot reach a log.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The raw value, for the one place that builds the request header.
-    pub(super) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
+/// Credentials live in the one secret type both crates share.
+pub use git_agent_shared::Secret;
 
 /// How requests authenticate.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,6 +9,7 @@
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
 
+use git_agent_shared::{Secret, giturl};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 /// Resolved embedding configuration for one search.
 #[derive(Clone)]
 pub struct EmbeddingSettings {
-    pub api_key: String,
+    pub api_key: Secret,
     pub base_url: String,
     pub model: String,
     pub dimensions: usize,
@@ -33,8 +34,8 @@ pub struct EmbeddingSettings {
 impl std::fmt::Debug for EmbeddingSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddingSettings")
-            .field("api_key", &"<redacted>")
-            .field("base_url", &sanitize_url(&self.base_url))
+            .field("api_key", &self.api_key)
+            .field("base_url", &giturl::sanitize(&self.base_url))
             .field("model", &self.model)
             .field("dimensions", &self.dimensions)
             .field("max_input_chars", &self.max_input_chars)
@@ -66,20 +67,6 @@ pub enum EmbeddingError {
     Client(String),
     #[error("the search was cancelled")]
     Cancelled,
-}
-
-/// The URL without credentials, query or fragment, for messages.
-pub fn sanitize_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            parsed.to_string()
-        }
-        Err(_) => "<invalid url>".to_string(),
-    }
 }
 
 #[derive(Serialize)]
@@ -182,7 +169,7 @@ impl EmbeddingsClient {
 
     async fn attempt(&self, settings: &EmbeddingSettings, inputs: &[String]) -> Attempt {
         let endpoint = settings.endpoint();
-        let url = sanitize_url(&endpoint);
+        let url = giturl::sanitize(&endpoint);
         let body = Request {
             model: &settings.model,
             input: inputs,
@@ -190,7 +177,7 @@ impl EmbeddingsClient {
             dimensions: settings.dimensions,
         };
         let response =
-            self.http.post(&endpoint).bearer_auth(&settings.api_key).timeout(settings.timeout).json(&body).send().await;
+            self.http.post(&endpoint).bearer_auth(settings.api_key.expose()).timeout(settings.timeout).json(&body).send().await;
         let response = match response {
             Ok(response) => response,
             Err(error) => {
@@ -416,14 +403,13 @@ mod tests {
 
     #[test]
     fn urls_lose_credentials_in_messages() {
-        assert_eq!(sanitize_url("https://user:secret@example.test/v1?key=abc#x"), "https://example.test/v1");
-        assert_eq!(sanitize_url("not a url"), "<invalid url>");
+        assert_eq!(giturl::sanitize("https://user:secret@example.test/v1?key=abc#x"), "https://example.test/v1");
     }
 
     #[test]
     fn debug_output_redacts_the_key() {
         let settings = EmbeddingSettings {
-            api_key: "sk-secret".into(),
+            api_key: Secret::new("sk-secret"),
             base_url: "https://example.test/v1".into(),
             model: "m".into(),
             dimensions: 3,

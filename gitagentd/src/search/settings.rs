@@ -90,11 +90,11 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
     if reqwest::Url::parse(&base_url).map(|url| !matches!(url.scheme(), "http" | "https")).unwrap_or(true) {
         return Err(SettingsError::Environment(format!(
             "the embeddings base URL {} is not an http(s) URL\nhint: set OPENAI_EMBEDDING_BASE_URL (or --base-url) to something like https://api.openai.com/v1",
-            super::embeddings::sanitize_url(&base_url)
+            git_agent_shared::giturl::sanitize(&base_url)
         )));
     }
     Ok(EmbeddingSettings {
-        api_key: api_key.to_string(),
+        api_key: git_agent_shared::Secret::new(api_key),
         base_url,
         model,
         dimensions,
@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn defaults_and_fallbacks() {
         let settings = resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), 12).unwrap();
-        assert_eq!(settings.api_key, "k");
+        assert_eq!(settings.api_key.expose(), "k");
         assert_eq!(settings.base_url, DEFAULT_BASE_URL);
         assert_eq!(settings.model, DEFAULT_MODEL);
         assert_eq!(settings.dimensions, 1024);
@@ -154,7 +154,7 @@ mod tests {
             ("OPENAI_EMBEDDING_CONCURRENCY", "3"),
         ]);
         let settings = resolve(&SettingFlags::default(), &specific, 2).unwrap();
-        assert_eq!((settings.api_key.as_str(), settings.base_url.as_str()), ("embed", "http://embed.test/v1"));
+        assert_eq!((settings.api_key.expose(), settings.base_url.as_str()), ("embed", "http://embed.test/v1"));
         assert_eq!((settings.model.as_str(), settings.dimensions, settings.concurrency), ("m", 8, 3));
         let flags = SettingFlags {
             model: Some("flag-model".into()),

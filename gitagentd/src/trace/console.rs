@@ -127,34 +127,13 @@ fn quote(text: &str) -> String {
 }
 
 fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    ["authorization", "api_key", "apikey", "token", "secret", "password", "credential"]
-        .iter()
-        .any(|word| key.contains(word))
-        && !key.ends_with("_tokens")
-        && !key.ends_with("tokens")
+    git_agent_shared::secret::is_credential_name(key)
 }
 
-/// Replaces bearer credentials and API-key-shaped words with `[redacted]`.
+/// Replaces bearer credentials, API-key-shaped words, credential pairs
+/// and URL user information with `[redacted]` (the shared sanitizer).
 pub fn redact_secrets(text: &str) -> String {
-    if !(text.contains("Bearer ") || text.contains("sk-")) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut redact_next = false;
-    for piece in text.split_inclusive(char::is_whitespace) {
-        let word = piece.trim_end();
-        let tail = &piece[word.len()..];
-        if redact_next || (word.starts_with("sk-") && word.len() > 8) {
-            out.push_str("[redacted]");
-            out.push_str(tail);
-            redact_next = false;
-        } else {
-            redact_next = word == "Bearer";
-            out.push_str(piece);
-        }
-    }
-    out
+    git_agent_shared::secret::redact_credentials(text)
 }
 
 #[cfg(test)]

@@ -47,6 +47,23 @@ fn first_call_starts_the_daemon_in_a_private_folder() {
 }
 
 #[test]
+fn a_socket_folder_others_can_enter_is_refused_before_anything_is_sent() {
+    let env = TestEnv::new();
+    env.run_in(&env.work(), &["project_id"]).success();
+    let pid = env.daemon_pid().expect("the daemon answers after the first call");
+    let folder = env.socket_path().parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = env.run_in(&env.work(), &["project_id"]);
+    let stderr = run.failure().to_string();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(stderr.contains("refusing to use the daemon socket folder") && stderr.contains("0755"), "{stderr}");
+    assert!(stderr.contains("chmod 700"), "{stderr}");
+    // The daemon was not replaced and still serves a private folder.
+    assert_eq!(env.daemon_pid(), Some(pid));
+    env.run_in(&env.work(), &["project_id"]).success();
+}
+
+#[test]
 fn fifty_concurrent_calls_agree() {
     let env = TestEnv::new();
     let repo = env.repo("shared");
@@ -181,7 +198,11 @@ fn a_socket_passed_by_systemd_is_served() {
     use std::os::unix::process::CommandExt;
     let env = TestEnv::new();
     let socket = env.socket_path();
-    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    // As the unit's DirectoryMode=0700 makes it: the client refuses any
+    // other folder.
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(socket.parent().unwrap())
+        .unwrap();
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
     // systemd passes the socket as descriptor 3 and names the pid it is for.

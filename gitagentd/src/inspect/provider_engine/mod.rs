@@ -32,6 +32,7 @@ use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
 use crate::trace::{Event, Value};
 use git_agent_shared::environment::vars;
+use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
     FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
 };
@@ -100,7 +101,7 @@ impl ProviderEngine {
             },
         )
         .map_err(|error| error.to_string())?;
-        secrets.endpoints.push(config.base_url.clone());
+        secrets.learn(&config);
         let http = self.http.get(config.http2_prior_knowledge).map_err(|error| error.to_string())?;
         let provider = Provider::with_client(http, config, run_options(request));
 
@@ -433,16 +434,17 @@ fn summary_title(summary: &str) -> String {
     title.chars().take(120).collect()
 }
 
-/// What must never reach a stored error or diagnostic: the API key and
-/// the provider endpoints of this run.
+/// What must never reach a stored error or diagnostic: every credential
+/// of this run (the caller's credential variables: API and embeddings
+/// keys, tokens; the ChatGPT access token once read) and its provider
+/// endpoints.
 struct Secrets {
-    keys: Vec<String>,
+    redactor: Redactor,
     endpoints: Vec<String>,
 }
 
 impl Secrets {
     fn from_request(request: &InspectionRequest) -> Self {
-        let keys = request.env.get(vars::OPENAI_API_KEY).map(str::trim).filter(|key| key.len() >= 4);
         let mut endpoints: Vec<String> = [request.base_url.as_deref(), request.env.get(vars::OPENAI_BASE_URL)]
             .into_iter()
             .flatten()
@@ -451,16 +453,25 @@ impl Secrets {
             .collect();
         endpoints
             .extend([provider::config::OPENAI_BASE_URL.to_string(), provider::config::CHATGPT_BASE_URL.to_string()]);
-        Self { keys: keys.map(str::to_string).into_iter().collect(), endpoints }
+        Self { redactor: Redactor::from_environment(&request.env), endpoints }
+    }
+
+    /// Learns the resolved configuration's endpoint and credential: the
+    /// ChatGPT access token comes from `~/.codex/auth.json`, not from the
+    /// environment, so only the resolved configuration knows it.
+    fn learn(&mut self, config: &provider::ProviderConfig) {
+        self.endpoints.push(config.base_url.clone());
+        match &config.credentials {
+            provider::Credentials::ApiKey(secret) | provider::Credentials::ChatGpt { access_token: secret, .. } => {
+                self.redactor.add(secret);
+            }
+        }
     }
 
     /// `text` without credentials or endpoints, capped at 4 KiB and 40
     /// lines.
     fn sanitize(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for key in &self.keys {
-            out = out.replace(key.as_str(), "[redacted]");
-        }
+        let mut out = self.redactor.redact(text);
         let mut endpoints = self.endpoints.clone();
         endpoints.sort_by_key(|endpoint| std::cmp::Reverse(endpoint.len()));
         for endpoint in &endpoints {
@@ -474,7 +485,6 @@ impl Secrets {
                 if word.contains("://") { format!("[endpoint]{}", &piece[word.len()..]) } else { piece.to_string() }
             })
             .collect();
-        let out = crate::trace::redact_secrets(&out);
         limit_text(out.trim_end(), MAX_MESSAGE_BYTES, MAX_DIAGNOSTIC_LINES).0.trim_end().to_string()
     }
 }

@@ -204,16 +204,43 @@ fn status_publishes_steps_reasoning_titles_and_tool_phases() {
 
 #[test]
 fn sanitizing_removes_keys_endpoints_and_caps_the_text() {
-    let secrets = Secrets {
-        keys: vec!["sk-unit-test-secret".into()],
-        endpoints: vec!["http://127.0.0.1:9/v1".into(), provider::config::OPENAI_BASE_URL.into()],
-    };
+    let mut redactor = Redactor::default();
+    redactor.add(&provider::Secret::new("sk-unit-test-secret"));
+    let secrets =
+        Secrets { redactor, endpoints: vec!["http://127.0.0.1:9/v1".into(), provider::config::OPENAI_BASE_URL.into()] };
     let text = "cannot reach the provider at http://127.0.0.1:9/v1: refused; key sk-unit-test-secret; see https://other.example/x\nhint: retry";
     let clean = secrets.sanitize(text);
     assert_eq!(clean, "cannot reach the provider at [endpoint]: refused; key [redacted]; see [endpoint]\nhint: retry");
     let long = secrets.sanitize(&"line\n".repeat(100));
     assert!(long.lines().count() <= MAX_DIAGNOSTIC_LINES + 1 && long.ends_with("[truncated]"), "{long}");
     assert!(secrets.sanitize(&"x".repeat(10_000)).len() <= MAX_MESSAGE_BYTES + 20);
+}
+
+#[test]
+fn sanitizing_knows_every_credential_source() {
+    let fixture = fixture();
+    let mut request = request(&fixture, TaskCommand::Review, Mode::Uncommitted, None);
+    let mut vars = request.env.vars().clone();
+    vars.insert("OPENAI_EMBEDDING_API_KEY".into(), "embed-unit-test-key".into());
+    vars.insert("GITHUB_TOKEN".into(), "ghp-unit-test-token".into());
+    request.env = Environment::new(vars);
+    let codex = fixture.home().join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("auth.json"),
+        r#"{"auth_mode":"chatgpt","tokens":{"access_token":"chatgpt-unit-test-token","account_id":"acct"}}"#,
+    )
+    .unwrap();
+    let mut secrets = Secrets::from_request(&request);
+    let config = provider::config::resolve(&request.env, &ProviderFlags::default()).unwrap();
+    secrets.learn(&config);
+    let text = "failed: chatgpt-unit-test-token / sk-unit-test-secret / embed-unit-test-key / ghp-unit-test-token\n\
+                KEY=opaque-value-123 Authorization: Bearer other-bearer-value sk-other-unknown-key";
+    let clean = secrets.sanitize(text);
+    for leaked in ["chatgpt-unit", "sk-unit", "embed-unit", "ghp-unit", "opaque-value", "other-bearer", "sk-other"] {
+        assert!(!clean.contains(leaked), "{leaked} leaked: {clean}");
+    }
+    assert!(clean.contains("KEY=[redacted]") && clean.contains("Bearer [redacted]"), "{clean}");
 }
 
 #[test]
