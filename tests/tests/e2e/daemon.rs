@@ -392,3 +392,34 @@ fn slow_blocking_work_does_not_delay_other_callers() {
         assert_eq!(status.code(), Some(1), "config without a value fails as not configured");
     }
 }
+
+/// The cheap form of `bench-daemon-soak`: once the first ten
+/// repositories have been searched, twenty more searches over ten other
+/// repositories and five finished reviews open no descriptor for good
+/// (caches are bounded; finished tasks and evicted views close theirs).
+#[test]
+fn open_descriptors_stay_bounded_over_many_repositories() {
+    let workload = git_agent_tests::soak::Workload::new(20);
+    for repo in 0..10 {
+        workload.search(repo);
+    }
+    let baseline = git_agent_tests::soak::Footprint::of(workload.daemon_pid());
+    for round in 0..2 {
+        for repo in 10..20 {
+            workload.search(repo);
+            if round == 0 && repo % 2 == 0 {
+                workload.review(repo);
+            }
+        }
+    }
+    let pid = workload.daemon_pid();
+    let last = git_agent_tests::soak::Footprint::of(pid);
+    let (fds_ok, _) = last.within(&baseline, 10, 2);
+    assert!(
+        fds_ok,
+        "open descriptors grew from {} to {}:\n{}",
+        baseline.open_fds,
+        last.open_fds,
+        git_agent_tests::soak::open_files(pid).join("\n")
+    );
+}
