@@ -347,7 +347,10 @@ impl TaskService {
         let id = TaskId::parse(id).map_err(TaskError::failed)?;
         let env = self.env_or_fallback(env);
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
-        let path = task_record::find_record(&metadata_root, &id).map_err(TaskError::failed)?;
+        let find_id = id.clone();
+        let path = blocking::run_to_end("the task record", move || task_record::find_record(&metadata_root, &find_id))
+            .await?
+            .map_err(TaskError::failed)?;
         loop {
             let state = self.state_of(&path, &id, command).await.map_err(TaskError::failed)?;
             if let Some(result) = task_record::wait_result(state, command, &id) {
