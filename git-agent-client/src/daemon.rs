@@ -75,7 +75,7 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
     let mut replaced = false;
     loop {
         let channel = connect_or_start(&socket).await?;
-        let mut client = GitAgentClient::new(channel);
+        let mut client = gitagent_proto::client(channel);
         match client.run(request.clone()).await {
             Ok(reply) => {
                 let mut stream = reply.into_inner();
@@ -115,7 +115,7 @@ pub async fn launch(invocation: pb::Invocation) -> Result<i32, DaemonError> {
     let mut replaced = false;
     loop {
         let channel = connect_or_start(&socket).await?;
-        let mut client = GitAgentClient::new(channel);
+        let mut client = gitagent_proto::client(channel);
         match client.launch_task(request.clone()).await {
             Ok(reply) => {
                 let reply = reply.into_inner();
@@ -161,7 +161,7 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
     if let Ok(channel) = gitagent_proto::connect(&socket).await {
         let request =
             pb::TaskRef { id: id.clone(), command: command.as_str().to_string(), invocation: Some(invocation.clone()) };
-        match GitAgentClient::new(channel).wait_task(request).await {
+        match gitagent_proto::client(channel).wait_task(request).await {
             Ok(reply) => {
                 return Ok(match reply.into_inner().outcome {
                     Some(pb::task_outcome::Outcome::ReportJson(report)) => write_stdout(report.as_bytes()),
@@ -243,7 +243,7 @@ async fn replace(client: &mut GitAgentClient<Channel>, socket: &Path) -> Result<
     let deadline = Instant::now() + REPLACE_DEADLINE;
     while Instant::now() < deadline {
         let Ok(channel) = gitagent_proto::connect(socket).await else { return Ok(()) };
-        let hello = GitAgentClient::new(channel).hello(pb::HelloRequest::default()).await;
+        let hello = gitagent_proto::client(channel).hello(pb::HelloRequest::default()).await;
         match hello {
             Ok(reply) if reply.get_ref().build == own_build => return Ok(()),
             Err(_) => return Ok(()),

@@ -2,7 +2,7 @@
 //! and when the last one ended, so an on-demand daemon can exit when it
 //! has been idle for its idle period.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -11,6 +11,8 @@ use tokio::time::Instant;
 #[derive(Debug)]
 pub struct Activity {
     active: AtomicUsize,
+    /// How many commands and tasks have begun, ever.
+    begun: AtomicU64,
     last_change: Mutex<Instant>,
     changed: Notify,
 }
@@ -22,19 +24,41 @@ pub struct ActiveGuard {
 
 impl Default for Activity {
     fn default() -> Self {
-        Self { active: AtomicUsize::new(0), last_change: Mutex::new(Instant::now()), changed: Notify::new() }
+        Self {
+            active: AtomicUsize::new(0),
+            begun: AtomicU64::new(0),
+            last_change: Mutex::new(Instant::now()),
+            changed: Notify::new(),
+        }
     }
 }
 
 impl Activity {
     pub fn begin(self: &Arc<Self>) -> ActiveGuard {
         self.active.fetch_add(1, Ordering::SeqCst);
+        self.begun.fetch_add(1, Ordering::SeqCst);
         self.touch();
         ActiveGuard { activity: Arc::clone(self) }
     }
 
     pub fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
+    }
+
+    /// How many commands and tasks have begun so far.
+    pub fn begun(&self) -> u64 {
+        self.begun.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once a command or task begins after `seen` had.
+    pub async fn begun_since(&self, seen: u64) {
+        loop {
+            let changed = self.changed.notified();
+            if self.begun() != seen {
+                return;
+            }
+            changed.await;
+        }
     }
 
     fn touch(&self) {

@@ -41,7 +41,8 @@ pub struct ServeArgs {
     pub launchd: bool,
 
     /// Report this build identity instead of the compiled one (tests use it
-    /// to stand in for a daemon of another build).
+    /// to stand in for a daemon of another build; test builds only).
+    #[cfg(feature = "test-hooks")]
     #[arg(long, value_name = "id", hide = true)]
     pub build_id: Option<String>,
 }

@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use git_agent_shared::{Environment, paths};
-use gitagent_proto::GitAgentClient;
 use gitagent_proto::v1 as pb;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -32,7 +31,7 @@ pub async fn status(env: &Environment) -> anyhow::Result<ExitCode> {
         emit(&out);
         return Ok(ExitCode::from(3));
     };
-    let reply = GitAgentClient::new(channel)
+    let reply = gitagent_proto::client(channel)
         .status(pb::StatusRequest {})
         .await
         .context("the daemon did not answer the status call")?
@@ -67,7 +66,7 @@ pub async fn stop(env: &Environment) -> anyhow::Result<ExitCode> {
         emit(&out);
         return Ok(ExitCode::SUCCESS);
     };
-    let mut client = GitAgentClient::new(channel);
+    let mut client = gitagent_proto::client(channel);
     let pid = client.hello(pb::HelloRequest::default()).await.map(|reply| reply.into_inner().pid).ok();
     client.shutdown(pb::ShutdownRequest {}).await.context("the daemon did not accept the shutdown call")?;
     drop(client);

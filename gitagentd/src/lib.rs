@@ -6,6 +6,7 @@
 mod activity;
 pub mod agent;
 pub mod args;
+pub mod blocking;
 pub mod bounded;
 pub mod commands;
 mod control;
@@ -15,6 +16,7 @@ mod golden;
 pub mod guidance;
 pub mod inspect;
 mod logging;
+mod memory;
 pub mod message;
 pub mod prompt;
 pub mod provider;
@@ -39,10 +41,19 @@ use std::time::Duration;
 /// The idle period after which an on-demand daemon exits.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(900);
 
+/// The async runtime's worker threads: one per core this process may use
+/// (cgroup quotas and CPU affinity included). Blocking work never runs on
+/// them (see [`blocking`]), so they only multiplex I/O and bookkeeping.
+fn worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+}
+
 pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     let env = Environment::new(std::env::vars().collect());
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(worker_threads())
+        .thread_keep_alive(memory::BLOCKING_KEEP_ALIVE)
+        .on_thread_park(memory::on_worker_park)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -59,8 +70,8 @@ pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let _log_guard = logging::init(&env);
     let acquired = if args.launchd {
-        socket::from_launchd()?
-    } else if let Some(listener) = socket::from_systemd()? {
+        socket::from_launchd().await?
+    } else if let Some(listener) = socket::from_systemd().await? {
         listener
     } else {
         match socket::acquire(&env).await? {
@@ -79,7 +90,10 @@ pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
             env.get(vars::GITAGENTD_IDLE_SECS).and_then(|value| value.parse().ok()).map(Duration::from_secs);
         on_demand.then(|| configured.unwrap_or(DEFAULT_IDLE))
     });
+    #[cfg(feature = "test-hooks")]
     let build = args.build_id.unwrap_or_else(|| git_agent_shared::build::build_id().to_string());
+    #[cfg(not(feature = "test-hooks"))]
+    let build = git_agent_shared::build::build_id().to_string();
     tracing::info!(socket = %acquired.path.display(), build = %build, idle = ?idle, "gitagentd listening");
     rpc::serve(acquired, rpc::ServerOptions { build, idle, auto_started: args.auto, ready_fd: args.ready_fd, env })
         .await

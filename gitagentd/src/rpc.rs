@@ -8,7 +8,7 @@ use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
 use crate::inspect::provider_engine::ProviderEngine;
 use crate::services::Services;
-use crate::socket::{self, Acquired};
+use crate::socket::{self, Acquired, SocketFile};
 use crate::tasks::{TaskError, TaskService, TaskStatus};
 use git_agent_shared::Environment;
 use gitagent_proto::PROTOCOL_VERSION;
@@ -45,7 +45,7 @@ struct Daemon {
 }
 
 pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result<()> {
-    let Acquired { listener, path, lock, .. } = acquired;
+    let Acquired { listener, path, lock, bound, .. } = acquired;
     let lock = Arc::new(Mutex::new(lock));
     let shutdown = CancellationToken::new();
     let http_clients = Arc::new(crate::provider::HttpClients::default());
@@ -68,9 +68,9 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     // Build the provider HTTP client (it loads the system's root
     // certificates) before the first generation command needs it.
     let warm = Arc::clone(&daemon.services);
-    tokio::task::spawn_blocking(move || {
+    tokio::spawn(crate::blocking::run_to_end("the provider HTTP client", move || {
         let _ = warm.http_clients.get(false);
-    });
+    }));
 
     let own_uid = nix::unistd::geteuid().as_raw();
     let incoming = UnixListenerStream::new(listener).filter_map(move |connection| match connection {
@@ -96,7 +96,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         let path = path.clone();
         async move {
             shutdown.cancelled().await;
-            release_address(&path, &lock);
+            release_address(&path, &lock, bound);
         }
     };
     tokio::spawn(release);
@@ -111,10 +111,15 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         });
     }
 
+    let trimmer = tokio::spawn(crate::memory::trim_when_idle(Arc::clone(&daemon.activity)));
     socket::signal_ready(options.ready_fd);
     let activity = Arc::clone(&daemon.activity);
     let result = tonic::transport::Server::builder()
-        .add_service(GitAgentServer::from_arc(daemon))
+        .add_service(
+            GitAgentServer::from_arc(daemon)
+                .max_decoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await;
     // Work that outlives its connection (detached tasks) still holds an
@@ -122,17 +127,21 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     activity.idle_for(Duration::ZERO).await;
     // The release task may not have run yet when serving ends at once
     // (nothing to drain): release here too; a second release is a no-op.
-    release_address(&path, &lock);
+    release_address(&path, &lock, bound);
+    trimmer.abort();
     tracing::info!("gitagentd stopped");
     result.map_err(Into::into)
 }
 
-fn release_address(path: &Path, lock: &Mutex<Option<nix::fcntl::Flock<std::fs::File>>>) {
+/// Gives the address up: removes the socket file this process bound (an
+/// inherited one belongs to its service manager, and a file bound at the
+/// path since is another daemon's), then unlocks.
+fn release_address(path: &Path, lock: &Mutex<Option<nix::fcntl::Flock<std::fs::File>>>, bound: Option<SocketFile>) {
     let Ok(mut held) = lock.lock() else { return };
     if held.is_some() {
-        // Only the lock holder owns the path; an inherited socket belongs
-        // to its service manager.
-        let _ = std::fs::remove_file(path);
+        if let Some(bound) = bound {
+            bound.remove_if_same(path);
+        }
         *held = None;
     }
 }
@@ -227,6 +236,26 @@ fn async_stream_of(current: TaskStatus, receiver: Option<tokio::sync::watch::Rec
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
+/// The wire events of one command event: stdout and stderr bytes of any
+/// size become a run of messages of at most [`gitagent_proto::OUTPUT_CHUNK_BYTES`]
+/// each, which the client writes back to back.
+fn events_to_wire(event: Event) -> Vec<pb::RunEvent> {
+    let chunked = |bytes: Vec<u8>, wrap: fn(Vec<u8>) -> run_event::Event| -> Vec<pb::RunEvent> {
+        if bytes.len() <= gitagent_proto::OUTPUT_CHUNK_BYTES {
+            return vec![pb::RunEvent { event: Some(wrap(bytes)) }];
+        }
+        bytes
+            .chunks(gitagent_proto::OUTPUT_CHUNK_BYTES)
+            .map(|chunk| pb::RunEvent { event: Some(wrap(chunk.to_vec())) })
+            .collect()
+    };
+    match event {
+        Event::Stdout(bytes) => chunked(bytes, run_event::Event::Stdout),
+        Event::Stderr(bytes) => chunked(bytes, run_event::Event::Stderr),
+        other => vec![event_to_wire(other)],
+    }
+}
+
 fn event_to_wire(event: Event) -> pb::RunEvent {
     let event = match event {
         Event::Stdout(bytes) => run_event::Event::Stdout(bytes),
@@ -274,8 +303,9 @@ impl GitAgent for Daemon {
         let on_drop = cancel.drop_guard();
         let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(events).map(move |event| {
             let _keep = &on_drop;
-            Ok(event_to_wire(event))
+            tokio_stream::iter(events_to_wire(event).into_iter().map(Ok))
         });
+        let stream = futures_util::StreamExt::flatten(stream);
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -308,7 +338,7 @@ impl GitAgent for Daemon {
     async fn list_tasks(&self, request: Request<pb::ListTasksRequest>) -> Result<Response<pb::ListTasksReply>, Status> {
         let request = request.into_inner();
         let env = optional_env(request.invocation)?;
-        let tasks = self.services.tasks.list(&request.project_id, env.as_ref()).map_err(task_status)?;
+        let tasks = self.services.tasks.list(&request.project_id, env.as_ref()).await.map_err(task_status)?;
         Ok(Response::new(pb::ListTasksReply { tasks: tasks.into_iter().map(status_to_wire).collect() }))
     }
 
@@ -318,7 +348,7 @@ impl GitAgent for Daemon {
         let task = request.into_inner();
         let env = optional_env(task.invocation)?;
         let (current, receiver) =
-            self.services.tasks.watch(&task.id, &task.command, env.as_ref()).map_err(|error| match error {
+            self.services.tasks.watch(&task.id, &task.command, env.as_ref()).await.map_err(|error| match error {
                 TaskError::Usage(message) => Status::invalid_argument(message),
                 TaskError::Failed(message) => Status::not_found(message),
             })?;

@@ -7,7 +7,8 @@ use git_agent_shared::identity::IdentityCache;
 use std::sync::Arc;
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
+#[cfg_attr(any(test, feature = "test-hooks"), derive(Default))]
 pub struct Services {
     /// Origin identities of repositories seen before, so `project_id` and
     /// every project-scoped command skip reopening the repository.

@@ -9,8 +9,8 @@ use git_agent_shared::{Environment, paths, private_fs};
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{FromRawFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
 
@@ -23,10 +23,52 @@ const LOCK_POLL: Duration = Duration::from_millis(5);
 pub struct Acquired {
     pub listener: UnixListener,
     pub path: PathBuf,
-    /// The address lock, held while listening; `None` when inherited.
+    /// The address lock, held while listening.
     pub lock: Option<Flock<File>>,
     /// Whether a service manager passed the socket in.
     pub activated: bool,
+    /// The socket file this process bound (device and inode), which it
+    /// removes when it gives the address up; `None` when inherited, as the
+    /// service manager owns that file.
+    pub bound: Option<SocketFile>,
+}
+
+/// The identity of a socket file, so a daemon only ever removes the file
+/// it created, never one bound at the same path since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketFile {
+    dev: u64,
+    ino: u64,
+}
+
+impl SocketFile {
+    fn of(path: &Path) -> Option<Self> {
+        std::fs::symlink_metadata(path).ok().map(|meta| Self { dev: meta.dev(), ino: meta.ino() })
+    }
+
+    /// Removes `path` when it is still this file.
+    pub fn remove_if_same(self, path: &Path) {
+        if Self::of(path) == Some(self) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn open_lock(lock_path: &Path) -> anyhow::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(lock_path)
+        .with_context(|| format!("cannot open the lock file {}", lock_path.display()))
+}
+
+/// Whether something accepts connections on `socket` now: a live listener
+/// (a service manager's socket, or a daemon's), as opposed to the stale
+/// file a killed daemon leaves behind.
+fn listened_on(socket: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(socket).is_ok()
 }
 
 /// Takes the socket address, or returns `None` when another daemon
@@ -39,15 +81,15 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
     let lock_path = paths::lock_path(env)?;
     let deadline = Instant::now() + LOCK_WAIT;
     loop {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&lock_path)
-            .with_context(|| format!("cannot open the lock file {}", lock_path.display()))?;
+        let file = open_lock(&lock_path)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => {
+                if listened_on(&socket_path) {
+                    // A service manager listens there and starts its own
+                    // daemon on the first connection: the address is its.
+                    tracing::info!(path = %socket_path.display(), "a service manager listens on the socket");
+                    return Ok(None);
+                }
                 match std::fs::remove_file(&socket_path) {
                     Ok(()) => tracing::info!(path = %socket_path.display(), "removed a stale socket"),
                     Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -58,7 +100,8 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
                 }
                 let listener = UnixListener::bind(&socket_path)
                     .with_context(|| format!("cannot listen on {}", socket_path.display()))?;
-                return Ok(Some(Acquired { listener, path: socket_path, lock: Some(lock), activated: false }));
+                let bound = SocketFile::of(&socket_path);
+                return Ok(Some(Acquired { listener, path: socket_path, lock: Some(lock), activated: false, bound }));
             }
             Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
             Err((_, errno)) => bail!("cannot lock {}: {errno}", lock_path.display()),
@@ -84,26 +127,60 @@ async fn answers(socket: &std::path::Path) -> bool {
     const HELLO_WAIT: Duration = Duration::from_secs(2);
     let hello = async {
         let channel = gitagent_proto::connect(socket).await.ok()?;
-        gitagent_proto::GitAgentClient::new(channel).hello(gitagent_proto::v1::HelloRequest::default()).await.ok()
+        gitagent_proto::client(channel).hello(gitagent_proto::v1::HelloRequest::default()).await.ok()
     };
     matches!(tokio::time::timeout(HELLO_WAIT, hello).await, Ok(Some(_)))
 }
 
 /// The first socket passed by systemd, when this process was socket
-/// activated (`LISTEN_PID` names it and `LISTEN_FDS` is at least one).
-pub fn from_systemd() -> anyhow::Result<Option<Acquired>> {
+/// activated (`LISTEN_PID` names it and `LISTEN_FDS` is at least one),
+/// with the address lock taken.
+pub async fn from_systemd() -> anyhow::Result<Option<Acquired>> {
     let for_us = std::env::var("LISTEN_PID").ok().and_then(|pid| pid.parse::<u32>().ok()) == Some(std::process::id());
     let count = std::env::var("LISTEN_FDS").ok().and_then(|n| n.parse::<i32>().ok()).unwrap_or(0);
     if !for_us || count < 1 {
         return Ok(None);
     }
     const SD_LISTEN_FDS_START: RawFd = 3;
-    inherited(SD_LISTEN_FDS_START).map(Some)
+    let acquired = inherited(SD_LISTEN_FDS_START)?;
+    lock_inherited(acquired).await.map(Some)
 }
 
-/// The socket launchd created for the agent's `Listeners` entry.
+/// Takes the address lock for an inherited socket, beside the socket file
+/// as an auto-started daemon would. A holder is given [`LOCK_WAIT`] to let
+/// go (an auto-started daemon that found the service manager's socket
+/// leaves at once); one that keeps it serves another socket at this
+/// address, and serving both would let each unlink the other's.
+async fn lock_inherited(mut acquired: Acquired) -> anyhow::Result<Acquired> {
+    if acquired.path.as_os_str().is_empty() {
+        // An abstract or unnamed socket has no file to fight over.
+        return Ok(acquired);
+    }
+    let lock_path = acquired.path.with_file_name(paths::LOCK_FILE_NAME);
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match Flock::lock(open_lock(&lock_path)?, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => {
+                acquired.lock = Some(lock);
+                return Ok(acquired);
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                tokio::time::sleep(LOCK_POLL).await;
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => bail!(
+                "another gitagentd holds {} for {}\nhint: stop it with `gitagentd stop` so the service manager's daemon can serve",
+                lock_path.display(),
+                acquired.path.display()
+            ),
+            Err((_, errno)) => bail!("cannot lock {}: {errno}", lock_path.display()),
+        }
+    }
+}
+
+/// The socket launchd created for the agent's `Listeners` entry, with the
+/// address lock taken.
 #[cfg(target_os = "macos")]
-pub fn from_launchd() -> anyhow::Result<Acquired> {
+pub async fn from_launchd() -> anyhow::Result<Acquired> {
     unsafe extern "C" {
         fn launch_activate_socket(
             name: *const libc::c_char,
@@ -123,11 +200,11 @@ pub fn from_launchd() -> anyhow::Result<Acquired> {
     let fd = unsafe { *fds };
     // SAFETY: the array was allocated by launchd with malloc and is ours to free.
     unsafe { libc::free(fds.cast()) };
-    inherited(fd)
+    lock_inherited(inherited(fd)?).await
 }
 
 #[cfg(not(target_os = "macos"))]
-pub fn from_launchd() -> anyhow::Result<Acquired> {
+pub async fn from_launchd() -> anyhow::Result<Acquired> {
     bail!("--launchd is only available on macOS")
 }
 
@@ -138,7 +215,7 @@ fn inherited(fd: RawFd) -> anyhow::Result<Acquired> {
     let path =
         listener.local_addr().ok().and_then(|address| address.as_pathname().map(PathBuf::from)).unwrap_or_default();
     let listener = UnixListener::from_std(listener).context("cannot use the inherited socket")?;
-    Ok(Acquired { listener, path, lock: None, activated: true })
+    Ok(Acquired { listener, path, lock: None, activated: true, bound: None })
 }
 
 /// Tells the client that started us that the socket accepts connections,

@@ -8,13 +8,21 @@
 //! completion. SQLite (WAL) under the metadata root lists tasks per
 //! project for editors; the JSON record stays the durable contract, so
 //! `--wait` works without a daemon too.
+//!
+//! The table stays bounded in a daemon that lives for weeks: a finished
+//! task leaves the live table [`LIVE_RETENTION`] after it ended (waiters
+//! and watchers then read its durable record), and at most
+//! [`OPEN_TABLES`] SQLite connections stay open, the least recently used
+//! closed first. Every SQLite statement and record read or write runs on
+//! the blocking pool.
 
 use crate::activity::Activity;
+use crate::blocking::{self, BlockingError};
 use crate::inspect::budget::{self, ChangeMetrics};
 use crate::inspect::checks;
-use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest, UnavailableEngine};
+use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest};
 use crate::inspect::git::GitEnv;
-use crate::inspect::prepare::{self, Mode, OperatorHint};
+use crate::inspect::prepare::{self, Mode, OperatorHint, PrepareError};
 use crate::inspect::report;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
 use git_agent_shared::environment::vars;
@@ -24,7 +32,7 @@ use git_agent_shared::task_record::{
 };
 use git_agent_shared::{Environment, paths};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,6 +41,16 @@ use tokio_util::sync::CancellationToken;
 
 const POLL: Duration = Duration::from_millis(100);
 const TABLE_FILE: &str = "tasks.sqlite3";
+
+/// How long a finished task stays in the live table: long enough for a
+/// `--wait` or watch that raced with the end to find it there, after which
+/// its durable record answers.
+pub const LIVE_RETENTION: Duration = Duration::from_secs(60);
+
+/// How many task tables (one per metadata root) keep an open connection.
+const OPEN_TABLES: usize = 4;
+
+type Table = Arc<Mutex<rusqlite::Connection>>;
 
 /// A task's state as the table and watchers see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,19 +95,69 @@ impl TaskError {
     }
 }
 
+impl From<BlockingError> for TaskError {
+    fn from(error: BlockingError) -> Self {
+        Self::failed(error)
+    }
+}
+
+/// Why a finished inspection's terminal report could not be built.
+#[derive(Debug, thiserror::Error)]
+enum ReportError {
+    #[error("decode validated simplify report: {0}")]
+    DecodeSimplify(#[source] serde_json::Error),
+    /// Host checks were cancelled or could not run.
+    #[error(transparent)]
+    Checks(#[from] checks::CheckError),
+    #[error(transparent)]
+    Drift(#[from] PrepareError),
+    #[error(transparent)]
+    Blocking(#[from] BlockingError),
+    /// The review report failed its final validation.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("encode the review report: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// The open task tables, most recently used first.
+#[derive(Debug, Default)]
+struct OpenTables {
+    entries: VecDeque<(PathBuf, Table)>,
+}
+
+impl OpenTables {
+    fn get(&mut self, metadata_root: &Path) -> Option<Table> {
+        let index = self.entries.iter().position(|(root, _)| root == metadata_root)?;
+        let entry = self.entries.remove(index)?;
+        let table = Arc::clone(&entry.1);
+        self.entries.push_front(entry);
+        Some(table)
+    }
+
+    /// Adds a table; the least recently used one beyond [`OPEN_TABLES`]
+    /// is closed once its last running worker lets go of it.
+    fn insert(&mut self, metadata_root: PathBuf, table: Table) {
+        self.entries.push_front((metadata_root, table));
+        self.entries.truncate(OPEN_TABLES);
+    }
+}
+
 /// The task table and the live workers of this daemon.
 #[derive(Debug)]
 pub struct TaskService {
     live: Mutex<HashMap<String, watch::Receiver<TaskStatus>>>,
-    tables: Mutex<HashMap<PathBuf, Arc<Mutex<rusqlite::Connection>>>>,
+    tables: Mutex<OpenTables>,
     engine: Arc<dyn InspectionEngine>,
     /// The daemon's own environment, for editors' calls without one.
     fallback_env: Environment,
 }
 
+/// Test builds: a table whose non-dry-run inspections fail as unavailable.
+#[cfg(any(test, feature = "test-hooks"))]
 impl Default for TaskService {
     fn default() -> Self {
-        Self::new(Arc::new(UnavailableEngine), Environment::default())
+        Self::new(Arc::new(crate::inspect::engine::UnavailableEngine), Environment::default())
     }
 }
 
@@ -111,14 +179,35 @@ impl TaskService {
         env.filter(|env| env.get(vars::HOME).is_some()).unwrap_or(&self.fallback_env)
     }
 
-    fn table(&self, metadata_root: &Path) -> Result<Arc<Mutex<rusqlite::Connection>>, TaskError> {
-        let mut tables = self.tables.lock().map_err(|_| TaskError::Failed("the task table lock is poisoned".into()))?;
-        if let Some(table) = tables.get(metadata_root) {
-            return Ok(Arc::clone(table));
+    /// The number of tasks in the live table, finished ones included.
+    pub fn live_len(&self) -> usize {
+        self.live.lock().map(|live| live.len()).unwrap_or(0)
+    }
+
+    /// Drops a finished task from the live table after [`LIVE_RETENTION`].
+    fn retire_later(self: &Arc<Self>, id: String) {
+        let service = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(LIVE_RETENTION).await;
+            if let Ok(mut live) = service.live.lock() {
+                live.remove(&id);
+            }
+        });
+    }
+
+    async fn table(&self, metadata_root: &Path) -> Result<Table, TaskError> {
+        if let Some(table) = self.tables.lock().ok().and_then(|mut tables| tables.get(metadata_root)) {
+            return Ok(table);
         }
-        let connection = open_table(metadata_root).map_err(|error| {
+        let root = metadata_root.to_path_buf();
+        let connection = blocking::run_to_end("the task table", move || open_table(&root)).await?.map_err(|error| {
             TaskError::Failed(format!("cannot open the task table under {}: {error}", metadata_root.display()))
         })?;
+        let mut tables = self.tables.lock().map_err(|_| TaskError::Failed("the task table lock is poisoned".into()))?;
+        // A concurrent caller may have opened it meanwhile: keep theirs.
+        if let Some(table) = tables.get(metadata_root) {
+            return Ok(table);
+        }
         let table = Arc::new(Mutex::new(connection));
         tables.insert(metadata_root.to_path_buf(), Arc::clone(&table));
         Ok(table)
@@ -152,9 +241,8 @@ impl TaskService {
         };
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
         let start = cwd.to_path_buf();
-        let identity = tokio::task::spawn_blocking(move || ProjectIdentity::resolve(&start))
-            .await
-            .map_err(TaskError::failed)?
+        let identity = blocking::run_to_end("the project identity", move || ProjectIdentity::resolve(&start))
+            .await?
             .map_err(TaskError::failed)?;
         let project_id = identity.id();
         let id = TaskId::generate().map_err(TaskError::failed)?;
@@ -170,7 +258,7 @@ impl TaskService {
         let prepare_env = git_env.clone();
         let (written, prepared) = tokio::join!(
             write(&record_path, &record),
-            tokio::task::spawn_blocking(move || prepare::prepare(&prepare_cwd, mode, &prepare_env))
+            blocking::run_to_end("the inspection scope", move || prepare::prepare(&prepare_cwd, mode, &prepare_env))
         );
         written?;
 
@@ -233,8 +321,8 @@ impl TaskService {
             started_ms: now_ms,
             updated_ms: now_ms,
         };
-        let table = self.table(&metadata_root)?;
-        upsert(&table, &status, &record_path, pid);
+        let table = self.table(&metadata_root).await?;
+        upsert(&table, &status, &record_path, pid).await;
         let (status_tx, status_rx) = watch::channel(status);
         if let Ok(mut live) = self.live.lock() {
             live.insert(id.to_string(), status_rx);
@@ -242,9 +330,11 @@ impl TaskService {
         let guard = activity.begin();
         let service = Arc::clone(self);
         let worker = Worker { record, record_path, table, status: status_tx, dry_run: args.dry_run, request, args };
+        let task_id = id.to_string();
         tokio::spawn(async move {
             worker.run(&service).await;
             drop(guard);
+            service.retire_later(task_id);
         });
         Ok(Launched { command: command.as_str().into(), id: id.to_string(), pid })
     }
@@ -257,7 +347,10 @@ impl TaskService {
         let id = TaskId::parse(id).map_err(TaskError::failed)?;
         let env = self.env_or_fallback(env);
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
-        let path = task_record::find_record(&metadata_root, &id).map_err(TaskError::failed)?;
+        let find_id = id.clone();
+        let path = blocking::run_to_end("the task record", move || task_record::find_record(&metadata_root, &find_id))
+            .await?
+            .map_err(TaskError::failed)?;
         loop {
             let state = self.state_of(&path, &id, command).await.map_err(TaskError::failed)?;
             if let Some(result) = task_record::wait_result(state, command, &id) {
@@ -275,7 +368,7 @@ impl TaskService {
     async fn state_of(&self, path: &Path, id: &TaskId, command: TaskCommand) -> Result<TaskState, WaitError> {
         let read_path = path.to_path_buf();
         let read_id = id.clone();
-        let record = tokio::task::spawn_blocking(move || task_record::read_record(&read_path, &read_id))
+        let record = blocking::run_to_end("the task record", move || task_record::read_record(&read_path, &read_id))
             .await
             .map_err(|error| WaitError::NoReport { id: format!("{id} ({error})") })??;
         let own_pid = i64::from(std::process::id());
@@ -289,58 +382,67 @@ impl TaskService {
     }
 
     /// The tasks of one project, newest first.
-    pub fn list(&self, project_id: &str, env: Option<&Environment>) -> Result<Vec<TaskStatus>, TaskError> {
+    pub async fn list(&self, project_id: &str, env: Option<&Environment>) -> Result<Vec<TaskStatus>, TaskError> {
         let env = self.env_or_fallback(env);
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
-        let table = self.table(&metadata_root)?;
-        let rows =
-            list_rows(&table, project_id).map_err(|error| TaskError::Failed(format!("cannot list tasks: {error}")))?;
-        Ok(rows
-            .into_iter()
-            .map(|(mut status, path)| {
-                if let Some(live) = self.is_live(&status.id) {
-                    return live.borrow().clone();
-                }
-                if status.state == "running" {
-                    status = self.status_from_record(status, &path);
-                }
-                status
-            })
-            .collect())
+        let table = self.table(&metadata_root).await?;
+        let live: HashMap<String, TaskStatus> = self
+            .live
+            .lock()
+            .map(|live| live.iter().map(|(id, rx)| (id.clone(), rx.borrow().clone())).collect())
+            .unwrap_or_default();
+        let project_id = project_id.to_string();
+        blocking::run_to_end("the task table", move || {
+            let rows = list_rows(&table, &project_id)
+                .map_err(|error| TaskError::Failed(format!("cannot list tasks: {error}")))?;
+            Ok(rows
+                .into_iter()
+                .map(|(status, path)| match live.get(&status.id) {
+                    Some(live) => live.clone(),
+                    None if status.state == "running" => status_from_record(status, &path),
+                    None => status,
+                })
+                .collect())
+        })
+        .await?
     }
+}
 
-    fn status_from_record(&self, mut status: TaskStatus, path: &Path) -> TaskStatus {
-        let Ok(id) = TaskId::parse(&status.id) else { return status };
-        let Some(command) = TaskCommand::parse(&status.command) else { return status };
-        let record = task_record::read_record(path, &id);
-        let state = record.as_ref().map_err(|error| error.to_string()).and_then(|record| {
-            task_record::evaluate(record, command, task_record::process_alive, jiff::Timestamp::now())
-                .map_err(|error| error.to_string())
-        });
-        match state {
-            Ok(TaskState::Running { .. }) => {}
-            Ok(TaskState::Succeeded { .. }) => {
-                status.state = "succeeded".into();
-                status.phase = "done".into();
-            }
-            Ok(TaskState::Failed { .. }) => {
-                status.state = "failed".into();
-                status.phase = "error".into();
-            }
-            Err(_) => {
-                status.state = "failed".into();
-                status.phase = "dead_producer".into();
-            }
+/// A row's status corrected by its durable record: a task no live worker
+/// runs is finished, or failed with a dead producer.
+fn status_from_record(mut status: TaskStatus, path: &Path) -> TaskStatus {
+    let Ok(id) = TaskId::parse(&status.id) else { return status };
+    let Some(command) = TaskCommand::parse(&status.command) else { return status };
+    let record = task_record::read_record(path, &id);
+    let state = record.as_ref().map_err(|error| error.to_string()).and_then(|record| {
+        task_record::evaluate(record, command, task_record::process_alive, jiff::Timestamp::now())
+            .map_err(|error| error.to_string())
+    });
+    match state {
+        Ok(TaskState::Running { .. }) => {}
+        Ok(TaskState::Succeeded { .. }) => {
+            status.state = "succeeded".into();
+            status.phase = "done".into();
         }
-        if let Ok(record) = record {
-            status.updated_ms = task_record::unix_millis(&record.updated_at);
+        Ok(TaskState::Failed { .. }) => {
+            status.state = "failed".into();
+            status.phase = "error".into();
         }
-        status
+        Err(_) => {
+            status.state = "failed".into();
+            status.phase = "dead_producer".into();
+        }
     }
+    if let Ok(record) = record {
+        status.updated_ms = task_record::unix_millis(&record.updated_at);
+    }
+    status
+}
 
+impl TaskService {
     /// The status of one task now, and a receiver of its changes when this
     /// daemon runs it.
-    pub fn watch(
+    pub async fn watch(
         &self,
         id: &str,
         command: &str,
@@ -353,38 +455,43 @@ impl TaskService {
         }
         let env = self.env_or_fallback(env);
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
-        let path = task_record::find_record(&metadata_root, &id).map_err(TaskError::failed)?;
-        let record = task_record::read_record(&path, &id).map_err(TaskError::failed)?;
-        if !command.is_empty() && record.command != command {
-            return Err(TaskError::Failed(format!(
-                "background task {id} belongs to {}, not {command}",
-                record.command
-            )));
-        }
-        let project_id = path
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::file_name)
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let status = TaskStatus {
-            id: id.to_string(),
-            command: record.command.clone(),
-            project_id,
-            state: "running".into(),
-            phase: "running".into(),
-            started_ms: task_record::unix_millis(&record.started_at),
-            updated_ms: task_record::unix_millis(&record.updated_at),
-        };
-        Ok((self.status_from_record(status, &path), None))
+        let command = command.to_string();
+        let status =
+            blocking::run_to_end("the task record", move || stored_status(&metadata_root, &id, &command)).await??;
+        Ok((status, None))
     }
+}
+
+/// The status of a task this daemon does not run, from its durable record.
+fn stored_status(metadata_root: &Path, id: &TaskId, command: &str) -> Result<TaskStatus, TaskError> {
+    let path = task_record::find_record(metadata_root, id).map_err(TaskError::failed)?;
+    let record = task_record::read_record(&path, id).map_err(TaskError::failed)?;
+    if !command.is_empty() && record.command != command {
+        return Err(TaskError::Failed(format!("background task {id} belongs to {}, not {command}", record.command)));
+    }
+    let project_id = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let status = TaskStatus {
+        id: id.to_string(),
+        command: record.command.clone(),
+        project_id,
+        state: "running".into(),
+        phase: "running".into(),
+        started_ms: task_record::unix_millis(&record.started_at),
+        updated_ms: task_record::unix_millis(&record.updated_at),
+    };
+    Ok(status_from_record(status, &path))
 }
 
 /// One running task.
 struct Worker {
     record: Record,
     record_path: PathBuf,
-    table: Arc<Mutex<rusqlite::Connection>>,
+    table: Table,
     status: watch::Sender<TaskStatus>,
     dry_run: bool,
     request: InspectionRequest,
@@ -440,7 +547,7 @@ impl Worker {
         let terminal = match outcome {
             Ok(outcome) => match self.final_report(&outcome.report_text, &cancel).await {
                 Ok(report) => Ok((report, outcome)),
-                Err(message) => Err((message, FailureDiagnostic::default())),
+                Err(error) => Err((error.to_string(), FailureDiagnostic::default())),
             },
             Err(failure) => Err((failure.message, failure.diagnostic)),
         };
@@ -482,16 +589,16 @@ impl Worker {
             status.phase = if state == "succeeded" { "done".into() } else { "error".into() };
             status.updated_ms = now_ms;
         });
-        upsert(&self.table, &self.status.borrow(), &self.record_path, std::process::id());
+        let status = self.status.borrow().clone();
+        upsert(&self.table, &status, &self.record_path, std::process::id()).await;
     }
 
     /// The terminal report: the provider fields, plus host checks for a
     /// review.
-    async fn final_report(&self, report_text: &str, cancel: &CancellationToken) -> Result<Value, String> {
+    async fn final_report(&self, report_text: &str, cancel: &CancellationToken) -> Result<Value, ReportError> {
         let command = self.request.command;
         if command == TaskCommand::Simplify {
-            return serde_json::from_str(report_text)
-                .map_err(|error| format!("decode validated simplify report: {error}"));
+            return serde_json::from_str(report_text).map_err(ReportError::DecodeSimplify);
         }
         let mut results = Vec::new();
         if let Some(plan) = checks::plan_golangci(&self.request.prepared, self.request.env.get(vars::PATH)) {
@@ -499,17 +606,15 @@ impl Worker {
             if self.dry_run {
                 results.push(checks::synthetic_result(&plan));
             } else {
-                results.push(checks::run_golangci(&plan, &self.request.env, cancel).await.map_err(|error| error.to_string())?);
+                results
+                    .push(checks::run_golangci(&plan, &self.request.env, cancel).await.map_err(ReportError::Checks)?);
             }
             let prepared = Arc::clone(&self.request.prepared);
             let git_env = self.request.git_env.clone();
-            tokio::task::spawn_blocking(move || prepare::recheck(&prepared, &git_env))
-                .await
-                .map_err(|error| error.to_string())?
-                .map_err(|error| error.to_string())?;
+            blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
         }
-        let report = report::final_review_report(report_text, results)?;
-        serde_json::to_value(report).map_err(|error| error.to_string())
+        let report = report::final_review_report(report_text, results).map_err(ReportError::Invalid)?;
+        serde_json::to_value(report).map_err(ReportError::Encode)
     }
 }
 
@@ -522,9 +627,8 @@ fn error_event(message: &str) -> TerminalEvent {
 async fn write(path: &Path, record: &Record) -> Result<(), TaskError> {
     let path = path.to_path_buf();
     let record = record.clone();
-    tokio::task::spawn_blocking(move || task_record::write_record(&path, &record))
-        .await
-        .map_err(TaskError::failed)?
+    blocking::run_to_end("the task record", move || task_record::write_record(&path, &record))
+        .await?
         .map_err(TaskError::failed)
 }
 
@@ -557,7 +661,18 @@ fn open_table(metadata_root: &Path) -> Result<rusqlite::Connection, Box<dyn std:
     Ok(connection)
 }
 
-fn upsert(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path: &Path, pid: u32) {
+/// Records a task's status in its table, on the blocking pool.
+async fn upsert(table: &Table, status: &TaskStatus, record_path: &Path, pid: u32) {
+    let table = Arc::clone(table);
+    let status = status.clone();
+    let record_path = record_path.to_path_buf();
+    let stored = blocking::run_to_end("the task table", move || upsert_blocking(&table, &status, &record_path, pid));
+    if let Err(error) = stored.await {
+        tracing::warn!(%error, "cannot update the task table");
+    }
+}
+
+fn upsert_blocking(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path: &Path, pid: u32) {
     let Ok(connection) = table.lock() else { return };
     // Every launch and phase change runs this statement: it is prepared once.
     let result = connection.prepare_cached(
@@ -604,4 +719,53 @@ fn list_rows(table: &Mutex<rusqlite::Connection>, project_id: &str) -> rusqlite:
         ))
     })?;
     rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(id: &str, state: &str) -> TaskStatus {
+        TaskStatus {
+            id: id.into(),
+            command: "review".into(),
+            project_id: "p".into(),
+            state: state.into(),
+            phase: state.into(),
+            started_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_finished_task_leaves_the_live_table_after_the_retention() {
+        let service = Arc::new(TaskService::default());
+        let (_tx, rx) = watch::channel(status("t1", "succeeded"));
+        service.live.lock().unwrap().insert("t1".into(), rx);
+        service.retire_later("t1".into());
+        tokio::time::sleep(LIVE_RETENTION - Duration::from_secs(1)).await;
+        assert_eq!(service.live_len(), 1, "still live within the retention");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(service.live_len(), 0, "gone after the retention");
+    }
+
+    #[tokio::test]
+    async fn only_the_most_recently_used_task_tables_stay_open() {
+        let service = TaskService::default();
+        let roots = tempfile::tempdir().unwrap();
+        let root = |n: usize| roots.path().join(format!("meta{n}"));
+        let first = service.table(&root(0)).await.unwrap();
+        let second = Arc::downgrade(&service.table(&root(1)).await.unwrap());
+        for n in 2..OPEN_TABLES {
+            service.table(&root(n)).await.unwrap();
+        }
+        // Using the first table again makes the second the least recent.
+        assert!(Arc::ptr_eq(&first, &service.table(&root(0)).await.unwrap()));
+        service.table(&root(OPEN_TABLES)).await.unwrap();
+        let open: Vec<PathBuf> = service.tables.lock().unwrap().entries.iter().map(|(root, _)| root.clone()).collect();
+        assert_eq!(open.len(), OPEN_TABLES);
+        assert!(open.contains(&root(0)), "{open:?}");
+        assert!(!open.contains(&root(1)), "the least recently used table was closed: {open:?}");
+        assert!(second.upgrade().is_none(), "the evicted connection was closed");
+    }
 }

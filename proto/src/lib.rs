@@ -34,6 +34,22 @@ impl std::fmt::Debug for v1::Invocation {
     }
 }
 
+/// The largest piece of a command's stdout or stderr one `RunEvent`
+/// carries: output of any size is streamed as a sequence of these, so no
+/// single message approaches a decoder's limit.
+pub const OUTPUT_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// The largest message either side decodes. Streamed output stays far
+/// below it (one chunk plus framing); the headroom is for the unary
+/// messages that are not split: an invocation's environment and a
+/// detached task's stored report.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A client on `channel` that accepts every message the daemon may send.
+pub fn client(channel: Channel) -> GitAgentClient<Channel> {
+    GitAgentClient::new(channel).max_decoding_message_size(MAX_MESSAGE_BYTES)
+}
+
 /// Opens a gRPC channel to the daemon listening on `socket`. The
 /// connection is made eagerly, so a missing or dead daemon is reported
 /// here rather than on the first call. Before a byte is sent, the peer's

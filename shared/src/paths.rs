@@ -25,9 +25,13 @@ pub fn socket_path(env: &Environment) -> Result<PathBuf, MissingHome> {
     Ok(runtime_dir(env)?.join("gitagentd.sock"))
 }
 
+/// The name of the address lock file, beside the socket it guards
+/// (inherited sockets included).
+pub const LOCK_FILE_NAME: &str = "gitagentd.lock";
+
 /// The lock file that makes one daemon own the socket address.
 pub fn lock_path(env: &Environment) -> Result<PathBuf, MissingHome> {
-    Ok(runtime_dir(env)?.join("gitagentd.lock"))
+    Ok(runtime_dir(env)?.join(LOCK_FILE_NAME))
 }
 
 /// `~/.git-agent`, the root of per-project metadata.

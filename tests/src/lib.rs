@@ -9,6 +9,7 @@
 
 pub mod fake_embeddings;
 pub mod fake_openai;
+pub mod soak;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,30 @@ pub fn binary(name: &str) -> PathBuf {
         path.display()
     );
     assert_fresh(&path);
+    if name == "gitagentd" {
+        assert_test_hooks(&path);
+    }
     path
+}
+
+/// Panics when `gitagentd` was built without its `test-hooks` feature (a
+/// `cargo build` alone leaves it out): the tests rely on its switches.
+fn assert_test_hooks(daemon: &Path) {
+    static CHECKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let has_hooks = *CHECKED.get_or_init(|| {
+        // `--build-id` exists only with the feature; `--help` then succeeds.
+        Command::new(daemon)
+            .args(["serve", "--build-id", "probe", "--help"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    assert!(
+        has_hooks,
+        "{} was built without the test-hooks feature; run `cargo test` at the workspace root",
+        daemon.display()
+    );
 }
 
 /// Panics when a source file of the binaries is newer than `binary`: a

@@ -6,6 +6,9 @@ use git_agent_shared::cli::ConfigArgs;
 use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY};
 use git_agent_shared::{giturl, paths};
 
+/// The name of the configuration file's blocking reads and writes.
+const CONFIG_FILE_WORK: &str = "the configuration file";
+
 pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> Result<(), CommandError> {
     if args.key != INDEX_REMOTE_KEY {
         return Err(CommandError::Usage(format!(
@@ -20,9 +23,8 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
     }
     let path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
     let env_path = path.clone();
-    let mut config = tokio::task::spawn_blocking(move || ConfigFile::load(&env_path))
-        .await
-        .map_err(CommandError::failed)?
+    let mut config = crate::blocking::run_to_end(CONFIG_FILE_WORK, move || ConfigFile::load(&env_path))
+        .await?
         .map_err(CommandError::failed)?;
     let new_value = match (args.unset, args.value) {
         (true, _) => String::new(),
@@ -44,8 +46,5 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
         }
     };
     config.index.remote = new_value;
-    tokio::task::spawn_blocking(move || config.save(&path))
-        .await
-        .map_err(CommandError::failed)?
-        .map_err(CommandError::failed)
+    crate::blocking::run_to_end(CONFIG_FILE_WORK, move || config.save(&path)).await?.map_err(CommandError::failed)
 }

@@ -3,7 +3,6 @@
 //! code; errors are classified once here into usage errors (exit 2) and
 //! failures (exit 1) and printed to the caller's stderr.
 
-mod blocking;
 mod commit_msg;
 mod config;
 pub mod generation;
@@ -93,6 +92,12 @@ pub enum CommandError {
     /// The command could not do its work: exit 1.
     #[error("{0}")]
     Failed(String),
+}
+
+impl From<crate::blocking::BlockingError> for CommandError {
+    fn from(error: crate::blocking::BlockingError) -> Self {
+        Self::failed(error)
+    }
 }
 
 impl CommandError {

@@ -8,8 +8,13 @@ use std::sync::Arc;
 
 pub async fn run(services: &Arc<Services>, invocation: &Invocation, output: &Output) -> Result<(), CommandError> {
     // A few stat calls when the repository is known; opening it otherwise.
-    let identity =
-        ProjectIdentity::resolve_cached(&invocation.cwd, &services.identities).map_err(CommandError::failed)?;
+    let services = Arc::clone(services);
+    let cwd = invocation.cwd.clone();
+    let identity = crate::blocking::run_to_end("the project identity", move || {
+        ProjectIdentity::resolve_cached(&cwd, &services.identities)
+    })
+    .await?
+    .map_err(CommandError::failed)?;
     output.stdout(format!("{}\n", identity.id()));
     Ok(())
 }

@@ -69,9 +69,8 @@ pub async fn run(
     let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
-    let selection = tokio::task::spawn_blocking(move || search::select(&cwd, &env, &scopes))
-        .await
-        .map_err(CommandError::failed)??;
+    let selection =
+        crate::blocking::run_to_end("the search scope", move || search::select(&cwd, &env, &scopes)).await??;
     let temp_dir = temp_dir(invocation);
     let request = SearchRequest {
         selection: selection.clone(),
@@ -198,9 +197,8 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
         if format != "text" && format != "json" {
             return Err(CommandError::Usage(format!("--format must be text or json with --ls, got {format:?}")));
         }
-        let indexes = tokio::task::spawn_blocking(move || search::list_indexes(&cwd, &env))
-            .await
-            .map_err(CommandError::failed)??;
+        let indexes =
+            crate::blocking::run_to_end("the search index list", move || search::list_indexes(&cwd, &env)).await??;
         if format == "json" {
             output.stdout(render::to_json_line(&indexes));
         } else {
@@ -217,9 +215,10 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     }
     let scopes = scopes(args)?;
     let no_tests = args.no_tests;
-    let listing = tokio::task::spawn_blocking(move || search::list_files(&cwd, &env, &scopes, no_tests))
-        .await
-        .map_err(CommandError::failed)??;
+    let listing = crate::blocking::run_to_end("the search index files", move || {
+        search::list_files(&cwd, &env, &scopes, no_tests)
+    })
+    .await??;
     if format == "json" {
         output.stdout(render::to_json_line(&listing));
     } else {

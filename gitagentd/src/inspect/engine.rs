@@ -133,12 +133,15 @@ impl InspectionEngine for DryRunEngine {
 }
 
 /// The engine of a build without the provider-backed agent loop: every
-/// non-dry-run inspection fails with a stored error.
+/// non-dry-run inspection fails with a stored error. Test builds only.
+#[cfg(any(test, feature = "test-hooks"))]
 #[derive(Debug, Default)]
 pub struct UnavailableEngine;
 
+#[cfg(any(test, feature = "test-hooks"))]
 pub const UNAVAILABLE_MESSAGE: &str = "the provider-backed inspection is not available in this build; use --dry-run to exercise preparation and the detached task";
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl InspectionEngine for UnavailableEngine {
     fn run<'a>(
         &'a self,

@@ -200,12 +200,16 @@ impl std::fmt::Debug for SearchService {
 }
 
 impl Default for SearchService {
-    /// Reads only the test-only fault injection switch from the daemon's
-    /// own environment; everything else comes from each invocation.
+    /// Reads only the test-only fault injection switch (test builds) from
+    /// the daemon's own environment; everything else comes from each
+    /// invocation.
     fn default() -> Self {
+        #[cfg(feature = "test-hooks")]
         let crash_at = std::env::var(git_agent_shared::environment::vars::GITAGENTD_SEARCH_CRASH_AT)
             .ok()
             .and_then(|value| CrashPoint::parse(&value));
+        #[cfg(not(feature = "test-hooks"))]
+        let crash_at = None;
         Self::new(crash_at)
     }
 }

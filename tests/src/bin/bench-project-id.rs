@@ -1,10 +1,11 @@
 //! Benchmark: `git-agent project_id` against a warm daemon, side by side
 //! with `git rev-parse --show-toplevel` in the same repository, and the
-//! daemon's resident memory when idle afterwards.
+//! daemon's resident memory right after and once it has settled idle.
 //!
 //!     cargo build --release --bins && target/release/bench-project-id [calls]
 
 use git_agent_tests::TestEnv;
+use git_agent_tests::soak::{Footprint, settled_footprint};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -38,9 +39,9 @@ fn main() {
     println!("git rev-parse --show-toplevel median {:>8.3} ms  p90 {:>8.3} ms", ms(git_median), ms(p90(&git_times)));
     println!("ratio (git-agent / git): {:.2}x", agent_median.as_secs_f64() / git_median.as_secs_f64());
     let pid = env.daemon_pid().expect("the daemon is running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
-    let rss = status.lines().find(|line| line.starts_with("VmRSS:")).expect("the daemon's /proc status has a VmRSS line");
-    println!("gitagentd idle resident memory: {}", rss.trim_start_matches("VmRSS:").trim());
+    println!("gitagentd resident memory right after the calls: {} kB", Footprint::of(pid).resident_kib);
+    let idle = settled_footprint(pid);
+    println!("gitagentd idle resident memory: {} kB ({:.1} MiB)", idle.resident_kib, idle.resident_kib as f64 / 1024.0);
 }
 
 fn time(command: &mut Command) -> Duration {

@@ -1,7 +1,8 @@
 //! Benchmark: 20 concurrent `git-agent review --dry-run` launches in one
 //! repository against a warm daemon. Reports the launch latency (process
 //! start to the launch JSON), checks that every id is distinct and every
-//! `--wait` result is a valid report, and prints the daemon's memory.
+//! `--wait` result is a valid report, and prints the daemon's memory (with
+//! the tasks running, just after, and once idle).
 //! Ten launches one after another come first, for a single caller's view.
 //!
 //!     cargo build --release --bins && target/release/bench-review-launch [launches]
@@ -95,6 +96,8 @@ fn main() {
     println!("all tasks done after {:.1} s", total.as_secs_f64());
     println!("gitagentd resident memory with {launches} tasks running: {rss_running}");
     println!("gitagentd resident memory after they finished: {}", rss(pid));
+    let idle = git_agent_tests::soak::settled_footprint(pid);
+    println!("gitagentd idle resident memory: {} kB ({:.1} MiB)", idle.resident_kib, idle.resident_kib as f64 / 1024.0);
 }
 
 fn rss(pid: u32) -> String {

@@ -193,19 +193,19 @@ fn version_flags() {
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("git-agent "));
 }
 
-#[test]
-fn a_socket_passed_by_systemd_is_served() {
-    use std::os::unix::process::CommandExt;
-    let env = TestEnv::new();
-    let socket = env.socket_path();
-    // As the unit's DirectoryMode=0700 makes it: the client refuses any
-    // other folder.
+/// Creates the socket's folder as the unit's `DirectoryMode=0700` makes
+/// it: the client refuses any other folder.
+fn create_socket_dir(socket: &std::path::Path) {
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(socket.parent().unwrap())
         .unwrap();
-    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
-    // systemd passes the socket as descriptor 3 and names the pid it is for.
+}
+
+/// Starts `gitagentd serve` as systemd would on socket activation: the
+/// listening socket as descriptor 3, `LISTEN_PID` naming the daemon.
+fn start_activated(env: &TestEnv, listener: &std::os::unix::net::UnixListener) -> Child {
+    use std::os::unix::process::CommandExt;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(listener);
     let mut command = std::process::Command::new("sh");
     env.apply(&mut command);
     command
@@ -222,13 +222,89 @@ fn a_socket_passed_by_systemd_is_served() {
             Ok(())
         });
     }
-    let mut daemon = command.spawn().unwrap();
+    command.spawn().unwrap()
+}
+
+/// The device and inode of the file at `path`: which socket file it is.
+fn file_identity(path: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    (meta.dev(), meta.ino())
+}
+
+/// Whether some process holds the flock on `path`.
+fn lock_is_held(path: &std::path::Path) -> bool {
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    // SAFETY: flock on a descriptor we own; closing it drops our lock.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
+
+/// Runs an auto-started `gitagentd serve --auto` to its end.
+fn run_auto_daemon(env: &TestEnv) -> std::process::Output {
+    let mut auto = env.gitagentd(&["serve", "--auto"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_child(&mut auto);
+    auto.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_socket_passed_by_systemd_is_served() {
+    let env = TestEnv::new();
+    let socket = env.socket_path();
+    create_socket_dir(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let mut daemon = start_activated(&env, &listener);
     drop(listener);
     env.run_in(&env.work(), &["project_id"]).success();
     assert_eq!(env.daemon_pid(), Some(daemon.id()), "the activated daemon served the call");
     kill(daemon.id(), libc::SIGTERM);
     assert!(wait_child(&mut daemon).success());
     assert!(socket.exists(), "the socket belongs to the service manager and stays");
+}
+
+/// The activated daemon takes the same address lock as an auto-started
+/// one: a daemon started on demand meanwhile sees the address taken and
+/// leaves the service manager's socket alone.
+#[test]
+fn a_socket_activated_daemon_holds_the_address_lock() {
+    let env = TestEnv::new();
+    let socket = env.socket_path();
+    create_socket_dir(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let systemd_socket = file_identity(&socket);
+    let mut daemon = start_activated(&env, &listener);
+    drop(listener);
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert!(lock_is_held(&socket.with_file_name("gitagentd.lock")), "the activated daemon holds gitagentd.lock");
+
+    let auto = run_auto_daemon(&env);
+    assert!(auto.status.success(), "{}", String::from_utf8_lossy(&auto.stderr));
+    assert_eq!(file_identity(&socket), systemd_socket, "the auto-started daemon replaced the socket");
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert_eq!(env.daemon_pid(), Some(daemon.id()), "the activated daemon still serves");
+
+    kill(daemon.id(), libc::SIGTERM);
+    assert!(wait_child(&mut daemon).success());
+    assert_eq!(file_identity(&socket), systemd_socket, "the service manager's socket stays after stop");
+}
+
+/// Before activation the service manager's socket has a listener but no
+/// lock holder: an auto-started daemon must not take it for a stale file.
+#[test]
+fn an_auto_started_daemon_never_unlinks_a_listening_socket() {
+    let env = TestEnv::new();
+    let socket = env.socket_path();
+    create_socket_dir(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let systemd_socket = file_identity(&socket);
+
+    let auto = run_auto_daemon(&env);
+    assert!(auto.status.success(), "{}", String::from_utf8_lossy(&auto.stderr));
+    assert_eq!(file_identity(&socket), systemd_socket, "the auto-started daemon unlinked a listening socket");
+    assert!(!lock_is_held(&socket.with_file_name("gitagentd.lock")), "the auto-started daemon kept the lock");
+    // The service manager's socket still reaches its listener.
+    std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_ok(), "the connection reached the service manager's listener");
 }
 
 #[test]
@@ -255,4 +331,120 @@ fn connections_from_another_user_are_refused() {
     assert!(!String::from_utf8_lossy(&output.stdout).contains("pid:"));
     // The owner is still served.
     assert!(env.daemon_pid().is_some());
+}
+
+/// More stdout than any single gRPC message may carry (tonic decodes 4 MiB
+/// by default): a `--ls-files --format json` listing of about 9.5 MB, made
+/// of a few thousand files under a deep folder, reaches the caller byte for
+/// byte.
+#[test]
+fn stdout_larger_than_a_message_arrives_byte_for_byte() {
+    let mut env = TestEnv::new();
+    let fake = git_agent_tests::fake_embeddings::FakeEmbeddings::start();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "8");
+    let repo = env.repo("wide");
+    // Fourteen folders of 250 characters: each path is about 3,520 bytes.
+    let deep: Vec<String> = (0..14).map(|level| format!("{level:02}{}", "d".repeat(248))).collect();
+    let deep = deep.join("/");
+    std::fs::create_dir_all(repo.path().join(&deep)).unwrap();
+    let files: Vec<String> = (0..2_700).map(|n| format!("{deep}/f{n:05}.txt")).collect();
+    for (n, file) in files.iter().enumerate() {
+        std::fs::write(repo.path().join(file), format!("note {n}\n")).unwrap();
+    }
+    env.run_in(repo.path(), &["search", "--index"]).success();
+
+    let run = env.run_in(repo.path(), &["search", "--ls-files", "--format", "json"]);
+    assert_eq!(run.code, Some(0), "stderr:\n{}", run.stderr);
+    assert!(run.stdout.len() > 8 * 1024 * 1024, "only {} bytes of stdout", run.stdout.len());
+    let expected_files = format!("\"files\":{}}}\n", serde_json::to_string(&files).unwrap());
+    assert!(
+        run.stdout.ends_with(expected_files.as_bytes()),
+        "the listing does not end with every file in order ({} bytes received)",
+        run.stdout.len()
+    );
+    let parsed: serde_json::Value = serde_json::from_slice(&run.stdout).expect("one complete JSON document");
+    assert_eq!(parsed["files"].as_array().map(Vec::len), Some(files.len()));
+}
+
+/// `gitagentd status`'s count of commands in flight.
+fn active_commands(env: &TestEnv) -> usize {
+    let output = env.gitagentd(&["status"]).output().unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("active commands: "))
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Blocking work runs on the blocking pool: with more slow blocking calls
+/// in flight than the runtime has worker threads (each reading the
+/// configuration file under an injected delay), `project_id` and
+/// `status` (Hello, then Status) still answer at once.
+#[test]
+fn slow_blocking_work_does_not_delay_other_callers() {
+    const DELAY: Duration = Duration::from_secs(5);
+    let mut env = TestEnv::new();
+    env.set_env("GITAGENTD_TEST_SLOW_BLOCKING", &format!("the configuration file={}", DELAY.as_millis()));
+    env.run_in(&env.work(), &["project_id"]).success();
+    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let slow_calls = workers + 2;
+    let mut slow: Vec<Child> = (0..slow_calls)
+        .map(|_| {
+            env.git_agent_in(&env.work(), &["config", "index.remote"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        wait_until(DEADLINE, || active_commands(&env) >= slow_calls),
+        "the slow calls never were all in flight at once"
+    );
+
+    let started = std::time::Instant::now();
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert!(env.daemon_pid().is_some());
+    let elapsed = started.elapsed();
+    assert!(elapsed < DELAY / 2, "project_id and status took {elapsed:?} beside slow blocking work");
+    assert!(
+        slow.iter_mut().all(|child| child.try_wait().unwrap().is_none()),
+        "the slow calls ended before the fast ones were measured"
+    );
+    for child in &mut slow {
+        let status = wait_child(child);
+        assert_eq!(status.code(), Some(1), "config without a value fails as not configured");
+    }
+}
+
+/// The cheap form of `bench-daemon-soak`: once the first ten
+/// repositories have been searched, twenty more searches over ten other
+/// repositories and five finished reviews open no descriptor for good
+/// (caches are bounded; finished tasks and evicted views close theirs).
+#[test]
+fn open_descriptors_stay_bounded_over_many_repositories() {
+    let workload = git_agent_tests::soak::Workload::new(20);
+    for repo in 0..10 {
+        workload.search(repo);
+    }
+    let baseline = git_agent_tests::soak::Footprint::of(workload.daemon_pid());
+    for round in 0..2 {
+        for repo in 10..20 {
+            workload.search(repo);
+            if round == 0 && repo % 2 == 0 {
+                workload.review(repo);
+            }
+        }
+    }
+    let pid = workload.daemon_pid();
+    let last = git_agent_tests::soak::Footprint::of(pid);
+    let (fds_ok, _) = last.within(&baseline, 10, 2);
+    assert!(
+        fds_ok,
+        "open descriptors grew from {} to {}:\n{}",
+        baseline.open_fds,
+        last.open_fds,
+        git_agent_tests::soak::open_files(pid).join("\n")
+    );
 }

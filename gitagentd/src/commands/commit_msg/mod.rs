@@ -294,5 +294,5 @@ fn user_prompt(prepared: &Prepared, hint: Option<&str>) -> Result<String, Comman
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, CommandError> + Send + 'static,
 ) -> Result<T, CommandError> {
-    tokio::task::spawn_blocking(work).await.map_err(CommandError::failed)?
+    crate::blocking::run_to_end("the repository reader", work).await?
 }

@@ -8,7 +8,7 @@
 //! writes nothing to stdout.
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
-use super::{CommandError, Invocation, Output, blocking};
+use super::{CommandError, Invocation, Output};
 use crate::agent::{AgentTask, OutputRules};
 use crate::git::range::{History, PrContext, PrLimits};
 use crate::message::{self, MessageMode, ValidationContext};
@@ -37,7 +37,7 @@ pub async fn run(
     };
     let reporter = Reporter::new(invocation, output, settings.debug);
     let cwd = invocation.cwd.clone();
-    let (root, context) = blocking::run(cancel, move |_| {
+    let (root, context) = crate::blocking::run("the repository reader", cancel, move |_| {
         let history = History::discover(&cwd)?;
         Ok::<_, crate::git::range::HistoryError>((
             history.root().to_path_buf(),

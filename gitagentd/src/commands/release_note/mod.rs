@@ -11,7 +11,7 @@
 //! stdout). Every step before the model runs without one.
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
-use super::{CommandError, Invocation, Output, blocking};
+use super::{CommandError, Invocation, Output};
 use crate::agent::{AgentTask, OutputRules};
 use crate::git::range::{EvidenceLimits, History};
 use crate::git::{FileSource, Repository};
@@ -110,7 +110,7 @@ async fn prepare_context(
     request: RangeRequest,
 ) -> Result<(PathBuf, ReleaseContext), CommandError> {
     let cwd = invocation.cwd.clone();
-    blocking::run(cancel, move |interrupt| {
+    crate::blocking::run("the repository reader", cancel, move |interrupt| {
         let history = History::discover(&cwd).map_err(CommandError::failed)?;
         let range = release::resolve_range(&history, &request).map_err(CommandError::failed)?;
         let context =
@@ -135,9 +135,8 @@ async fn assemble(
     let project = ProjectContext::resolve(invocation, root, Vec::new(), settings.family, cancel).await?;
     let repo = {
         let root = root.to_path_buf();
-        tokio::task::spawn_blocking(move || Repository::discover(&root))
-            .await
-            .map_err(CommandError::failed)?
+        crate::blocking::run_to_end("the repository reader", move || Repository::discover(&root))
+            .await?
             .map_err(CommandError::failed)?
     };
     let mut tools = ToolRegistry::new();

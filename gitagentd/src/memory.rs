@@ -1,0 +1,79 @@
+//! Returning freed memory to the system when the daemon goes idle. The
+//! daemon's allocator (mimalloc, see `main.rs`) keeps freed pages in each
+//! thread's heap and in its arenas for reuse, which is right while work
+//! runs and wasteful for a daemon that then sits idle for hours. Once no
+//! command or task has run for [`IDLE_TRIM_AFTER`], every runtime worker
+//! collects its heap the next time it parks, the blocking pool's threads
+//! have exited (their keep-alive, [`BLOCKING_KEEP_ALIVE`], is shorter), and
+//! a forced collection purges the arenas.
+
+use crate::activity::Activity;
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+// The collection entry point of the mimalloc library linked through the
+// `mimalloc` crate (its `extended` bindings would add a dependency for this
+// one function).
+extern crate mimalloc;
+unsafe extern "C" {
+    fn mi_collect(force: bool);
+}
+
+/// How long the daemon must be idle before it returns memory.
+pub const IDLE_TRIM_AFTER: Duration = Duration::from_secs(3);
+
+/// How long an idle blocking-pool thread lives: shorter than
+/// [`IDLE_TRIM_AFTER`], so the threads (their stacks and heaps) are gone
+/// by the time the daemon trims.
+pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
+
+/// Bumped for every trim; a worker that has not collected since collects.
+static TRIM_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COLLECTED_GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Returns this thread's free pages, and the arenas' purgeable memory, to
+/// the system.
+fn collect() {
+    // SAFETY: mi_collect only walks the allocator's own structures.
+    unsafe { mi_collect(true) };
+}
+
+/// The runtime workers' park hook: a worker that goes idle after a trim
+/// was asked for collects its own heap (only the owning thread can).
+pub fn on_worker_park() {
+    let wanted = TRIM_GENERATION.load(Ordering::Relaxed);
+    COLLECTED_GENERATION.with(|collected| {
+        if collected.get() != wanted {
+            collected.set(wanted);
+            collect();
+        }
+    });
+}
+
+/// Trims once per idle period, for as long as the daemon serves.
+pub async fn trim_when_idle(activity: Arc<Activity>) {
+    loop {
+        activity.idle_for(IDLE_TRIM_AFTER).await;
+        let begun = activity.begun();
+        trim().await;
+        activity.begun_since(begun).await;
+    }
+}
+
+/// Asks every worker to collect on its next park, collects here, and wakes
+/// the other workers so they park (and collect) again.
+async fn trim() {
+    TRIM_GENERATION.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!("idle: returning free memory to the system");
+    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let wakers: Vec<_> = (0..workers).map(|_| tokio::spawn(tokio::task::yield_now())).collect();
+    for waker in wakers {
+        let _ = waker.await;
+    }
+    collect();
+}

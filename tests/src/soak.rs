@@ -1,0 +1,135 @@
+//! The long-lived daemon workload shared by the soak benchmark
+//! (`bench-daemon-soak`) and its cheaper end-to-end test: searches over
+//! many throw-away repositories and finished dry-run reviews, with the
+//! daemon's open descriptors and resident memory read from `/proc`.
+
+use crate::fake_embeddings::FakeEmbeddings;
+use crate::{GitRepo, TestEnv, wait_until};
+use std::time::{Duration, Instant};
+
+/// A test environment wired to a fake embeddings endpoint.
+pub struct Workload {
+    pub env: TestEnv,
+    _fake: FakeEmbeddings,
+    repos: Vec<GitRepo>,
+}
+
+/// What the daemon holds at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// Entries of `/proc/<pid>/fd`.
+    pub open_fds: usize,
+    /// `VmRSS` in KiB.
+    pub resident_kib: u64,
+}
+
+impl Footprint {
+    /// Reads the footprint of process `pid`; panics when `/proc` does not
+    /// describe it (a figure of 0 would pass any bound).
+    pub fn of(pid: u32) -> Self {
+        let open_fds = std::fs::read_dir(format!("/proc/{pid}/fd")).expect("list the daemon's /proc fd folder").count();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
+        let resident_kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("the daemon's /proc status has a VmRSS line in kB");
+        Self { open_fds, resident_kib }
+    }
+
+    /// Whether `self` is within `percent` of `baseline` (or at most
+    /// `slack_fds` descriptors above it, for small counts).
+    pub fn within(&self, baseline: &Footprint, percent: u64, slack_fds: usize) -> (bool, bool) {
+        let fds_bound = (baseline.open_fds * (100 + percent as usize)).div_ceil(100).max(baseline.open_fds + slack_fds);
+        let rss_bound = baseline.resident_kib * (100 + percent) / 100;
+        (self.open_fds <= fds_bound, self.resident_kib <= rss_bound)
+    }
+}
+
+impl Workload {
+    /// `repositories` throw-away repositories, each with a committed file
+    /// and an uncommitted change (so a review has a scope).
+    pub fn new(repositories: usize) -> Self {
+        let mut env = TestEnv::new();
+        let fake = FakeEmbeddings::start();
+        fake.configure(&mut env);
+        env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "64");
+        let repos = (0..repositories)
+            .map(|n| {
+                let repo = env.repo(&format!("soak{n:03}"));
+                repo.write("README.md", &format!("# Soak {n}\n\nA throw-away repository.\n"));
+                repo.write("src/lib.rs", &format!("/// Adds {n}.\npub fn add(x: u32) -> u32 {{\n    x + {n}\n}}\n"));
+                repo.commit_all("initial");
+                repo.write(
+                    "src/lib.rs",
+                    &format!("/// Adds {n} twice.\npub fn add(x: u32) -> u32 {{\n    x + {n} * 2\n}}\n"),
+                );
+                repo
+            })
+            .collect();
+        Self { env, _fake: fake, repos }
+    }
+
+    pub fn repositories(&self) -> usize {
+        self.repos.len()
+    }
+
+    /// One search in repository `n` (indexing it the first time).
+    pub fn search(&self, n: usize) {
+        let run = self.env.run_in(self.repos[n].path(), &["search", "--min-score", "0.01", "what does add return"]);
+        assert_eq!(run.code, Some(0), "search in soak{n:03} failed:\n{}", run.stderr);
+    }
+
+    /// One `review --dry-run` in repository `n`, waited for to its end.
+    pub fn review(&self, n: usize) {
+        let path = self.repos[n].path();
+        let launched = self.env.run_in(path, &["review", "--dry-run"]).success();
+        let launched: serde_json::Value = serde_json::from_str(&launched).expect("the launch object");
+        let id = launched["id"].as_str().expect("the task id").to_string();
+        self.env.run_in(path, &["review", "--wait", &id]).success();
+    }
+
+    /// The serving daemon's pid.
+    pub fn daemon_pid(&self) -> u32 {
+        self.env.daemon_pid().expect("the daemon is running")
+    }
+
+    /// The daemon's footprint once it has settled idle ([`settled_footprint`]).
+    pub fn settled_footprint(&self) -> Footprint {
+        settled_footprint(self.daemon_pid())
+    }
+}
+
+/// The footprint of daemon `pid` once it has been idle long enough to
+/// return freed memory (it trims after 3 s idle): resident memory polled
+/// until it holds still for a second after that. Call it when the last
+/// command has ended.
+pub fn settled_footprint(pid: u32) -> Footprint {
+    const IDLE_TRIM: Duration = Duration::from_secs(4);
+    const STEADY: Duration = Duration::from_secs(1);
+    let idle_since = Instant::now();
+    let mut last = Footprint::of(pid);
+    let mut steady_since = Instant::now();
+    let settled = wait_until(Duration::from_secs(30), || {
+        let now = Footprint::of(pid);
+        if now != last {
+            last = now;
+            steady_since = Instant::now();
+        }
+        idle_since.elapsed() >= IDLE_TRIM && steady_since.elapsed() >= STEADY
+    });
+    assert!(settled, "the daemon's footprint never held still");
+    last
+}
+
+/// What each open descriptor of process `pid` refers to, for diagnostics.
+pub fn open_files(pid: u32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    let mut files: Vec<String> = entries
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    files.sort();
+    files
+}
