@@ -26,7 +26,7 @@ impl Tool for Rendezvous {
         "test tool"
     }
     fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+        schema::strict::<schema::NoArguments>()
     }
     fn call(&self, _arguments: &str, _cancel: CancellationToken) -> ToolFuture {
         let (barrier, log, name) = (Arc::clone(&self.barrier), Arc::clone(&self.log), self.name);

@@ -2,6 +2,7 @@
 //! environment or talks to the user: callers pass an [`Environment`] captured
 //! from the invocation, and get typed values or errors back.
 
+pub mod bounded;
 pub mod build;
 pub mod cli;
 pub mod config_file;

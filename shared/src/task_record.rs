@@ -213,26 +213,12 @@ impl FailureDiagnostic {
 }
 
 /// Cuts `text` to `max_lines` lines and `max_bytes` bytes (on a character
-/// boundary) and marks a cut with a final `[truncated]` line.
+/// boundary) and marks a cut with a final `[truncated]` line; a zero cap
+/// means no cap. A tuple view of [`crate::bounded::bound`].
 pub fn limit_text(text: &str, max_bytes: usize, max_lines: usize) -> (String, bool) {
-    let mut out = text;
-    let mut truncated = false;
-    if max_lines > 0
-        && let Some((index, _)) = text.match_indices('\n').nth(max_lines - 1)
-        && index + 1 < text.len()
-    {
-        out = &text[..=index];
-        truncated = true;
-    }
-    if max_bytes > 0 && out.len() > max_bytes {
-        let mut end = max_bytes;
-        while !out.is_char_boundary(end) {
-            end -= 1;
-        }
-        out = &out[..end];
-        truncated = true;
-    }
-    if truncated { (format!("{}\n[truncated]\n", out.trim_end_matches('\n')), true) } else { (out.to_string(), false) }
+    let uncapped = |cap: usize| if cap == 0 { usize::MAX } else { cap };
+    let bounded = crate::bounded::bound(text, uncapped(max_bytes), uncapped(max_lines));
+    (bounded.text, bounded.truncated)
 }
 
 #[derive(Debug, thiserror::Error)]
