@@ -340,7 +340,6 @@ fn locate_daemon() -> Result<PathBuf, DaemonError> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -499,7 +499,9 @@ impl Worker {
             if self.dry_run {
                 results.push(checks::synthetic_result(&plan));
             } else {
-                results.push(checks::run_golangci(&plan, &self.request.env, cancel).await.map_err(|error| error.to_string())?);
+                results.push(
+                    checks::run_golangci(&plan, &self.request.env, cancel).await.map_err(|error| error.to_string())?,
+                );
             }
             let prepared = Arc::clone(&self.request.prepared);
             let git_env = self.request.git_env.clone();

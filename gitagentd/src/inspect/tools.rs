@@ -16,10 +16,10 @@
 use super::git::GitEnv;
 use super::patch;
 use super::prepare::{self, PrepareError, PreparedScope};
+use crate::subprocess;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use crate::subprocess;
 use std::time::Duration;
 
 pub const MAX_CHANGES_PAGE: u64 = 500;
@@ -729,7 +729,9 @@ mod tests {
 
     #[test]
     fn go_doc_runs_pinned_without_credentials() {
-        use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper};
+        use crate::subprocess::tests::{
+            assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper,
+        };
         let dir = tempfile::tempdir().unwrap();
         let bin = recording_helper(dir.path(), "go", "package http");
         let commands = DocCommands::discover(dir.path(), &caller_env(&bin));
