@@ -205,11 +205,7 @@ fn daemon_went_away(status: &tonic::Status) -> bool {
 async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {
     match gitagent_proto::connect(socket).await {
         Ok(channel) => return Ok(channel),
-        Err(error) => {
-            if let Some(peer) = gitagent_proto::foreign_peer(&error) {
-                return Err(peer.clone().into());
-            }
-        }
+        Err(error) => refuse_foreign_peer(&error)?,
     }
     let mut child = start_daemon(socket)?;
     let deadline = Instant::now() + START_DEADLINE;
@@ -230,8 +226,20 @@ async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {
                 );
                 return Err(DaemonError::NotReady { socket: socket.to_path_buf(), detail });
             }
-            Err(_) => tokio::time::sleep(POLL).await,
+            Err(error) => {
+                refuse_foreign_peer(&error)?;
+                tokio::time::sleep(POLL).await;
+            }
         }
+    }
+}
+
+/// Fails when connecting failed because the socket is served by another
+/// user's process: nothing was sent, and no daemon is started over it.
+fn refuse_foreign_peer(error: &tonic::transport::Error) -> Result<(), DaemonError> {
+    match gitagent_proto::foreign_peer(error) {
+        Some(peer) => Err(peer.clone().into()),
+        None => Ok(()),
     }
 }
 
@@ -339,7 +347,6 @@ fn locate_daemon() -> Result<PathBuf, DaemonError> {
         client: own.map(|exe| exe.display().to_string()).unwrap_or_else(|| "git-agent".into()),
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -114,8 +114,7 @@ impl SkillsManager {
 fn range_ok(range: &str) -> bool {
     range.len() <= MAX_OPERAND
         && range.split_once(':').is_some_and(|(start, end)| {
-            !(start.is_empty() && end.is_empty())
-                && start.bytes().chain(end.bytes()).all(|byte| byte.is_ascii_digit())
+            !(start.is_empty() && end.is_empty()) && start.bytes().chain(end.bytes()).all(|byte| byte.is_ascii_digit())
         })
 }
 

@@ -34,12 +34,8 @@ const GO_NAMES: &[&str] =
 /// Set for every Go helper whatever the caller has: the local toolchain
 /// only, no network, no change to `go.mod`/`go.sum`, and no `go env -w`
 /// file that could undo any of it.
-pub const GO_PINNED: &[(&str, &str)] = &[
-    (vars::GOENV, "off"),
-    (vars::GOFLAGS, "-mod=readonly"),
-    (vars::GOTOOLCHAIN, "local"),
-    (vars::GOPROXY, "off"),
-];
+pub const GO_PINNED: &[(&str, &str)] =
+    &[(vars::GOENV, "off"), (vars::GOFLAGS, "-mod=readonly"), (vars::GOTOOLCHAIN, "local"), (vars::GOPROXY, "off")];
 /// The Rust toolchain's folders and selection, taken from the caller.
 const RUST_NAMES: &[&str] = &[vars::CARGO_HOME, vars::RUSTUP_HOME, vars::RUSTUP_TOOLCHAIN];
 
@@ -83,8 +79,12 @@ pub fn child_environment(env: &Environment, toolchain: Toolchain) -> Vec<(String
             && !is_credential_name(name)
             && !toolchain.pinned().iter().any(|(pinned, _)| *pinned == name)
     };
-    let mut out: Vec<(String, String)> =
-        env.vars().iter().filter(|(name, _)| allowed(name)).map(|(name, value)| (name.clone(), value.clone())).collect();
+    let mut out: Vec<(String, String)> = env
+        .vars()
+        .iter()
+        .filter(|(name, _)| allowed(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
     out.extend(toolchain.pinned().iter().map(|(name, value)| (name.to_string(), value.to_string())));
     out
 }
@@ -259,7 +259,8 @@ impl Helper {
         if let Some(dir) = &self.cwd {
             command.current_dir(dir);
         }
-        let mut child = command.spawn().map_err(|source| SubprocessError::Spawn { program: program.clone(), source })?;
+        let mut child =
+            command.spawn().map_err(|source| SubprocessError::Spawn { program: program.clone(), source })?;
         let group = child.id();
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let limit = self.output_limit;

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 /// A folder that must be private is not.
 #[derive(Debug, thiserror::Error)]
 pub enum NotPrivate {
-    #[error("{path} is owned by uid {owner}, not by you (uid {expected})\nhint: remove it or point XDG_RUNTIME_DIR/HOME at a folder you own")]
+    #[error(
+        "{path} is owned by uid {owner}, not by you (uid {expected})\nhint: remove it or point XDG_RUNTIME_DIR/HOME at a folder you own"
+    )]
     Owner { path: PathBuf, owner: u32, expected: u32 },
     #[error("{path} has mode {mode:04o}; it must be 0700 (no group or other access)\nhint: chmod 700 {path}")]
     Mode { path: PathBuf, mode: u32 },
@@ -104,7 +106,9 @@ mod tests {
         ensure_private_dir(&dir).unwrap();
         let other = current_uid().wrapping_add(1);
         let error = verify_private_dir(&dir, other).unwrap_err();
-        assert!(matches!(error, NotPrivate::Owner { owner, expected, .. } if owner == current_uid() && expected == other));
+        assert!(
+            matches!(error, NotPrivate::Owner { owner, expected, .. } if owner == current_uid() && expected == other)
+        );
         assert!(error.to_string().contains("not by you"), "{error}");
     }
 

@@ -41,8 +41,7 @@ pub fn is_credential_name(name: &str) -> bool {
     if upper.ends_with("TOKENS") {
         return false;
     }
-    const WORDS: [&str; 8] =
-        ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTHORIZATION", "COOKIE"];
+    const WORDS: [&str; 8] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTHORIZATION", "COOKIE"];
     WORDS.iter().any(|word| upper.contains(word)) || upper.starts_with("CODEX_")
 }
 
@@ -146,7 +145,8 @@ fn redact_pairs(text: &str) -> String {
         };
         // `Authorization: Bearer x` keeps its scheme word.
         let value = &text[value_start..value_end];
-        let value_start = if value.len() > 7 && value.get(..7).is_some_and(|head| head.eq_ignore_ascii_case("bearer ")) {
+        let value_start = if value.len() > 7 && value.get(..7).is_some_and(|head| head.eq_ignore_ascii_case("bearer "))
+        {
             value_start + 7
         } else {
             value_start
@@ -256,7 +256,10 @@ mod tests {
         assert_eq!(redact_credentials("OPENAI_API_KEY=sk-abcdef123456 go"), "OPENAI_API_KEY=[redacted] go");
         assert_eq!(redact_credentials("KEY=opaque-value-1 and more"), "KEY=[redacted] and more");
         assert_eq!(redact_credentials("GITHUB_TOKEN=ghp_xyz123;x=1"), "GITHUB_TOKEN=[redacted];x=1");
-        assert_eq!(redact_credentials(r#"{"api_key": "abc123456", "model": "m"}"#), r#"{"api_key": "[redacted]", "model": "m"}"#);
+        assert_eq!(
+            redact_credentials(r#"{"api_key": "abc123456", "model": "m"}"#),
+            r#"{"api_key": "[redacted]", "model": "m"}"#
+        );
         assert_eq!(redact_credentials("access_token: 'tok en'"), "access_token: '[redacted]'");
         assert_eq!(redact_credentials("cannot read key: no such file"), "cannot read key: no such file");
     }
@@ -298,10 +301,7 @@ mod tests {
         let mut redactor = Redactor::from_environment(&env);
         redactor.add(&Secret::new("chatgpt-access-token-4"));
         let text = "failed with plain-api-key-1, embed-key-2, token-value-3 and chatgpt-access-token-4 on /usr/bin";
-        assert_eq!(
-            redactor.redact(text),
-            "failed with [redacted], [redacted], [redacted] and [redacted] on /usr/bin"
-        );
+        assert_eq!(redactor.redact(text), "failed with [redacted], [redacted], [redacted] and [redacted] on /usr/bin");
         assert_eq!(format!("{redactor:?}"), "Redactor(4 values)");
     }
 }

@@ -310,4 +310,3 @@ impl Repository {
             .and_then(|entry| Some(Entry { kind: EntryKind::from_tree_mode(entry.mode())?, id: entry.object_id() })))
     }
 }
-

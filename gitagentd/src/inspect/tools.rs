@@ -854,7 +854,9 @@ mod tests {
 
     #[test]
     fn go_doc_runs_pinned_without_credentials() {
-        use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper};
+        use crate::subprocess::tests::{
+            assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper,
+        };
         let dir = tempfile::tempdir().unwrap();
         let bin = recording_helper(dir.path(), "go", "package http");
         let commands = DocCommands::discover(dir.path(), &caller_env(&bin));

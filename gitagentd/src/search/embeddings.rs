@@ -176,8 +176,14 @@ impl EmbeddingsClient {
             encoding_format: "float",
             dimensions: settings.dimensions,
         };
-        let response =
-            self.http.post(&endpoint).bearer_auth(settings.api_key.expose()).timeout(settings.timeout).json(&body).send().await;
+        let response = self
+            .http
+            .post(&endpoint)
+            .bearer_auth(settings.api_key.expose())
+            .timeout(settings.timeout)
+            .json(&body)
+            .send()
+            .await;
         let response = match response {
             Ok(response) => response,
             Err(error) => {

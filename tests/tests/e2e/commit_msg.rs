@@ -280,6 +280,55 @@ fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
 }
 
 #[test]
+fn skills_mgr_gets_no_credentials_and_no_option_shaped_locator() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    let bin = env.work().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("skills-mgr");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$0.argv\"\n/usr/bin/env > \"$0.env\"\n\
+         if [ \"$1\" = list ]; then printf '## Skills\\n'; else printf 'skill %s\\n' \"$2\"; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    env.set_env("PATH", &path);
+    env.set_env("CODEX_HOME", "/nonexistent/codex-secret-home");
+    env.set_env("OPENAI_EMBEDDING_API_KEY", "embed-secret-key");
+    env.set_env("GOPATH", "/nonexistent/go");
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("skills-env");
+    repo.write("a.txt", "a\n");
+    repo.git(&["add", "a.txt"]);
+    fake.push(Reply::Events(events::tool_calls(
+        &[
+            ("s1", "skills_read", r#"{"locator":"-x","range":""}"#),
+            ("s2", "skills_read", r#"{"locator":"rust-style","range":""}"#),
+        ],
+        json!({}),
+    )));
+    fake.push(Reply::Events(events::text_reply("feat: add a", json!({}))));
+    assert_eq!(env.run_in(repo.path(), &["commit-msg"]).success(), "feat: add a\n");
+    // The option-shaped locator never reached skills-mgr; the other did.
+    let argv = std::fs::read_to_string(bin.join("skills-mgr.argv")).unwrap();
+    assert!(!argv.lines().any(|arg| arg == "-x"), "{argv}");
+    assert!(argv.lines().any(|arg| arg == "rust-style"), "{argv}");
+    let outputs = fake.requests()[1].input_texts().join("\n");
+    assert!(outputs.contains("would be read as an option"), "{outputs}");
+    // Its environment is the allow-list: no provider variable, no
+    // credential, no toolchain variable it does not need.
+    let seen = std::fs::read_to_string(bin.join("skills-mgr.env")).unwrap();
+    for line in seen.lines() {
+        let name = line.split_once('=').map_or(line, |(name, _)| name);
+        assert!(!name.starts_with("OPENAI_") && !name.starts_with("CODEX_") && name != "GOPATH", "{line}");
+        assert!(!line.contains("secret"), "{line}");
+    }
+    assert!(seen.lines().any(|line| line.starts_with("HOME=")), "{seen}");
+}
+
+#[test]
 fn without_skills_mgr_neither_the_layer_nor_the_tool_exists() {
     let (env, fake, repo) = setup();
     fake.push(Reply::Events(events::text_reply("fix: x", json!({}))));
