@@ -4,7 +4,7 @@
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use gitagentd::agent::{self, AgentError, AgentTask, Layers, Limits, RunContext};
-use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret};
+use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret, StreamLimits};
 use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,7 @@ fn provider(fake: &FakeOpenAi) -> Provider {
         credentials: Credentials::ApiKey(Secret::new("k")),
         timeout: Duration::from_secs(20),
         http2_prior_knowledge: false,
+        stream_limits: StreamLimits::default(),
     };
     Provider::new(config, RunOptions::default()).unwrap()
 }
