@@ -46,6 +46,7 @@ fn provider(fake: &FakeOpenAi) -> Provider {
         timeout: Duration::from_secs(20),
         http2_prior_knowledge: false,
         stream_limits: StreamLimits::default(),
+        network: Default::default(),
     };
     Provider::new(config, RunOptions::default()).unwrap()
 }

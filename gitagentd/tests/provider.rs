@@ -22,6 +22,7 @@ fn config(url: String) -> ProviderConfig {
         timeout: Duration::from_secs(20),
         http2_prior_knowledge: false,
         stream_limits: StreamLimits::default(),
+        network: Default::default(),
     }
 }
 

@@ -5,6 +5,7 @@
 //! never the daemon's, and keeps credentials in [`Secret`], which never
 //! prints its value.
 
+use super::network::{ClientKind, NetworkSettings};
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
 use serde::Deserialize;
@@ -64,6 +65,15 @@ pub struct ProviderConfig {
     pub http2_prior_knowledge: bool,
     /// The bounds of one response stream.
     pub stream_limits: StreamLimits,
+    /// The caller's proxies and CA locations.
+    pub network: NetworkSettings,
+}
+
+impl ProviderConfig {
+    /// The kind of HTTP client requests to this endpoint need.
+    pub fn client_kind(&self) -> ClientKind {
+        if self.http2_prior_knowledge { ClientKind::ResponsesHttp2PriorKnowledge } else { ClientKind::Responses }
+    }
 }
 
 /// The bounds of one response stream, so that an endpoint that stalls or
@@ -168,6 +178,7 @@ pub fn resolve(env: &Environment, flags: &ProviderFlags) -> Result<ProviderConfi
         timeout: flags.timeout.unwrap_or(DEFAULT_TIMEOUT),
         http2_prior_knowledge: false,
         stream_limits: StreamLimits::default(),
+        network: NetworkSettings::from_env(env),
     })
 }
 

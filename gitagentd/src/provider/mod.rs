@@ -11,12 +11,14 @@
 //! [`config::Secret`] and never reach an error, a trace or a log.
 
 pub mod config;
+pub mod network;
 mod retry;
 mod sse;
 mod stream;
 mod wire;
 
 pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret, StreamLimits};
+pub use network::{ClientKind, HttpClients, NetworkError, NetworkSettings};
 pub use retry::{RetryReason, StreamBreak, retry_reason};
 
 use futures_util::StreamExt;
@@ -208,8 +210,8 @@ pub enum ProviderError {
     Idle { idle: std::time::Duration, waiting: &'static str },
     #[error("the request was cancelled")]
     Cancelled,
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
 }
 
 /// Which bound of a response stream a provider broke.
@@ -271,43 +273,20 @@ impl std::fmt::Debug for Provider {
     }
 }
 
-/// HTTP clients shared by every provider of the daemon, one per
-/// transport flavour, built on first use.
-#[derive(Debug, Default)]
-pub struct HttpClients {
-    clients: Mutex<Vec<(bool, reqwest::Client)>>,
-}
-
-impl HttpClients {
-    /// The client for plain (`false`) or HTTP/2-prior-knowledge (`true`)
-    /// transport.
-    pub fn get(&self, http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
-        let mut clients =
-            self.clients.lock().map_err(|_| ProviderError::Client("the client pool is poisoned".into()))?;
-        if let Some((_, client)) = clients.iter().find(|(h2, _)| *h2 == http2_prior_knowledge) {
-            return Ok(client.clone());
-        }
-        let client = build_client(http2_prior_knowledge)?;
-        clients.push((http2_prior_knowledge, client.clone()));
-        Ok(client)
-    }
-}
-
-fn build_client(http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
-    let mut builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(5));
-    if http2_prior_knowledge {
-        builder = builder.http2_prior_knowledge();
-    }
-    builder.build().map_err(|error| ProviderError::Client(error.to_string()))
-}
-
 impl Provider {
     /// A provider with a client of its own.
     pub fn new(config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
-        Ok(Self::with_client(build_client(config.http2_prior_knowledge)?, config, options))
+        let http = network::build_client(&config.network, config.client_kind())?;
+        Ok(Self::with_client(http, config, options))
     }
 
-    /// A provider on a shared client (see [`HttpClients`]).
+    /// A provider on the shared client its configuration selects.
+    pub fn shared(clients: &HttpClients, config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
+        let http = clients.get(&config.network, config.client_kind())?;
+        Ok(Self::with_client(http, config, options))
+    }
+
+    /// A provider on a given client.
     pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
         let endpoint = endpoint_kind(&config);
         Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) }

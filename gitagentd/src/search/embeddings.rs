@@ -9,6 +9,7 @@
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
 
+use crate::provider::{ClientKind, HttpClients, NetworkError};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
@@ -28,6 +29,8 @@ pub struct EmbeddingSettings {
     pub batch_max_chars: usize,
     pub concurrency: usize,
     pub timeout: Duration,
+    /// The caller's proxies and CA locations, which select the client.
+    pub network: crate::provider::NetworkSettings,
 }
 
 impl std::fmt::Debug for EmbeddingSettings {
@@ -42,6 +45,7 @@ impl std::fmt::Debug for EmbeddingSettings {
             .field("batch_max_chars", &self.batch_max_chars)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
+            .field("network", &self.network)
             .finish()
     }
 }
@@ -64,6 +68,8 @@ pub enum EmbeddingError {
     Dimensions { url: String, got: usize, want: usize },
     #[error("cannot set up the embeddings client: {0}")]
     Client(String),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
     #[error("the search was cancelled")]
     Cancelled,
 }
@@ -131,12 +137,10 @@ enum Attempt {
 }
 
 impl EmbeddingsClient {
-    pub fn new() -> Result<Self, EmbeddingError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+    /// A client for the requests of `settings`, from the daemon's cached
+    /// HTTP clients (keyed by the caller's network settings).
+    pub fn new(clients: &HttpClients, settings: &EmbeddingSettings) -> Result<Self, EmbeddingError> {
+        let http = clients.get(&settings.network, ClientKind::Embeddings)?;
         Ok(Self { http })
     }
 
@@ -432,6 +436,7 @@ mod tests {
             batch_max_chars: 10,
             concurrency: 1,
             timeout: Duration::from_secs(1),
+            network: Default::default(),
         };
         assert!(!format!("{settings:?}").contains("sk-secret"));
     }

@@ -46,7 +46,7 @@ use refresh::{RefreshError, RefreshRequest};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Instant, SystemTime};
 use store::{CrashPoint, Manifest, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -172,7 +172,8 @@ pub struct SearchOutcome {
 
 /// Daemon-wide search state. See the module documentation.
 pub struct SearchService {
-    client: OnceLock<Result<EmbeddingsClient, String>>,
+    /// HTTP clients keyed by the callers' network settings.
+    clients: crate::provider::HttpClients,
     flights: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     indexes: Mutex<IndexCache>,
     histories: Mutex<HashMap<PathBuf, Arc<History>>>,
@@ -239,7 +240,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 impl SearchService {
     pub fn new(crash_at: Option<CrashPoint>) -> Self {
         Self {
-            client: OnceLock::new(),
+            clients: crate::provider::HttpClients::default(),
             flights: Mutex::new(HashMap::new()),
             indexes: Mutex::new(IndexCache::default()),
             histories: Mutex::new(HashMap::new()),
@@ -248,11 +249,8 @@ impl SearchService {
         }
     }
 
-    fn client(&self) -> Result<EmbeddingsClient, SearchError> {
-        self.client
-            .get_or_init(|| EmbeddingsClient::new().map_err(|error| error.to_string()))
-            .clone()
-            .map_err(SearchError::Setup)
+    fn client(&self, settings: &EmbeddingSettings) -> Result<EmbeddingsClient, SearchError> {
+        Ok(EmbeddingsClient::new(&self.clients, settings)?)
     }
 
     fn history(&self, metadata_dir: &Path) -> Result<Arc<History>, SearchError> {
@@ -315,7 +313,7 @@ impl SearchService {
         let started = Instant::now();
         let selection = request.selection.clone();
         let settings = request.settings.clone();
-        let client = self.client()?;
+        let client = self.client(&settings)?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
 

@@ -89,8 +89,7 @@ pub fn provider(
     let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
-    let http = services.http_clients.get(config.http2_prior_knowledge).map_err(CommandError::failed)?;
-    Ok(Provider::with_client(http, config, run_options))
+    Provider::shared(&services.http_clients, config, run_options).map_err(CommandError::failed)
 }
 
 /// Runs `task` under the settings' deadline, with `rules` as the

@@ -101,8 +101,8 @@ impl ProviderEngine {
         )
         .map_err(|error| error.to_string())?;
         secrets.endpoints.push(config.base_url.clone());
-        let http = self.http.get(config.http2_prior_knowledge).map_err(|error| error.to_string())?;
-        let provider = Provider::with_client(http, config, run_options(request));
+        let provider =
+            Provider::shared(&self.http, config, run_options(request)).map_err(|error| error.to_string())?;
 
         let (token, deadline) = match request.timeout {
             Some(timeout) => {
