@@ -466,12 +466,7 @@ impl Worker {
                 value.insert("text".into(), report);
                 value.insert("tool_calls".into(), Value::from(outcome.tool_calls));
                 value.insert("repair_calls".into(), Value::from(outcome.repair_calls));
-                let event = TerminalEvent {
-                    seq,
-                    at: task_record::format_time(now),
-                    kind: "final".into(),
-                    value,
-                };
+                let event = TerminalEvent { seq, at: task_record::format_time(now), kind: "final".into(), value };
                 (event, None, "succeeded")
             }
             Err((message, mut diagnostic)) => {

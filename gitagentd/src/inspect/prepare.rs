@@ -404,4 +404,3 @@ fn bound_pack(pack: &ContextPack) -> (ContextPack, bool) {
     bounded.outliers.truncate(MAX_PROMPT_PACK_ENTRIES);
     (bounded, truncated)
 }
-

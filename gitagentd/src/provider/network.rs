@@ -147,11 +147,8 @@ pub fn build_client(network: &NetworkSettings, kind: ClientKind) -> Result<reqwe
         }
     };
     let no_proxy = network.no_proxy.as_deref().and_then(reqwest::NoProxy::from_string);
-    let proxies = [
-        (&network.http_proxy, Scope::Http),
-        (&network.https_proxy, Scope::Https),
-        (&network.all_proxy, Scope::All),
-    ];
+    let proxies =
+        [(&network.http_proxy, Scope::Http), (&network.https_proxy, Scope::Https), (&network.all_proxy, Scope::All)];
     for (setting, scope) in proxies {
         let Some(setting) = setting else { continue };
         let url = proxy_url(setting)?;
@@ -201,8 +198,11 @@ fn caller_certificates(network: &NetworkSettings) -> Result<Vec<reqwest::Certifi
     let mut certificates = Vec::new();
     if let Some(path) = &network.ca_file {
         let variable = vars::SSL_CERT_FILE;
-        let bytes = std::fs::read(path)
-            .map_err(|source| NetworkError::UnreadableCa { variable, path: path.clone(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| NetworkError::UnreadableCa {
+            variable,
+            path: path.clone(),
+            source,
+        })?;
         let found = reqwest::Certificate::from_pem_bundle(&bytes).map_err(|error| NetworkError::InvalidCa {
             variable,
             path: path.clone(),
@@ -237,7 +237,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
-        Environment::new(pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect::<BTreeMap<_, _>>())
+        Environment::new(
+            pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect::<BTreeMap<_, _>>(),
+        )
     }
 
     #[test]
@@ -250,7 +252,10 @@ mod tests {
             ("SSL_CERT_FILE", "/etc/ca.pem"),
             ("SSL_CERT_DIR", "relative/is/ignored"),
         ]));
-        assert_eq!(settings.http_proxy.as_ref().map(|p| (p.variable, p.url.as_str())), Some(("http_proxy", "http://lower:2")));
+        assert_eq!(
+            settings.http_proxy.as_ref().map(|p| (p.variable, p.url.as_str())),
+            Some(("http_proxy", "http://lower:2"))
+        );
         assert_eq!(settings.https_proxy.as_ref().map(|p| p.variable), Some("HTTPS_PROXY"));
         assert!(settings.all_proxy.is_none());
         assert_eq!(settings.no_proxy.as_deref(), Some("localhost"));

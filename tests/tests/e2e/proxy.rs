@@ -53,7 +53,7 @@ fn the_callers_proxy_variables_decide_and_the_daemons_do_not() {
     assert!(proxy.targets().is_empty(), "the daemon's own HTTP_PROXY was used: {:?}", proxy.targets());
 
     commit_msg(&env, &fake, &repo, &[("HTTP_PROXY", &proxy.url())]);
-    assert_eq!(proxy.targets(), [responses.clone()], "the caller's HTTP_PROXY carried the request");
+    assert_eq!(proxy.targets(), [responses], "the caller's HTTP_PROXY carried the request");
 
     commit_msg(&env, &fake, &repo, &[("HTTP_PROXY", &proxy.url()), ("NO_PROXY", "127.0.0.1")]);
     assert_eq!(proxy.targets().len(), 1, "NO_PROXY=127.0.0.1 bypasses the proxy: {:?}", proxy.targets());
