@@ -5,7 +5,9 @@
 //! `POST {base}/responses` request (`store: false`, strict function tools,
 //! request-scoped `parallel_tool_calls`, reasoning, service tier, text
 //! format, include list, prompt-cache fields, ChatGPT routing headers),
-//! accumulates the server-sent events into one response, retries exactly
+//! accumulates the server-sent events into one response within the
+//! stream's bounds ([`StreamLimits`]: one line, one event, one response,
+//! and the silence allowed between chunks), retries exactly
 //! once when a stream breaks in a way an equivalent request can fix, and
 //! unwraps provider error bodies into their messages. Credentials stay in
 //! [`config::Secret`] and never reach an error, a trace or a log.
