@@ -283,8 +283,12 @@ impl Provider {
     }
 
     /// A provider on the shared client its configuration selects.
-    pub fn shared(clients: &HttpClients, config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
-        let http = clients.get(&config.network, config.client_kind())?;
+    pub async fn shared(
+        clients: &HttpClients,
+        config: ProviderConfig,
+        options: RunOptions,
+    ) -> Result<Self, ProviderError> {
+        let http = clients.client(&config.network, config.client_kind()).await?;
         Ok(Self::with_client(http, config, options))
     }
 

@@ -106,21 +106,53 @@ pub struct HttpClients {
 }
 
 impl HttpClients {
-    /// The client for `network` and `kind`, built when none is cached.
+    /// The client for `network` and `kind`; one that is not cached yet is
+    /// built on the blocking pool, since building reads certificate files.
+    pub async fn client(&self, network: &NetworkSettings, kind: ClientKind) -> Result<reqwest::Client, NetworkError> {
+        if let Some(client) = self.cached(network, kind)? {
+            return Ok(client);
+        }
+        let settings = network.clone();
+        let client = tokio::task::spawn_blocking(move || build_client(&settings, kind))
+            .await
+            .map_err(|error| NetworkError::Build(error.to_string()))??;
+        self.insert(network, kind, client.clone())?;
+        Ok(client)
+    }
+
+    /// Like [`Self::client`], for callers already on a blocking thread.
     pub fn get(&self, network: &NetworkSettings, kind: ClientKind) -> Result<reqwest::Client, NetworkError> {
-        let mut clients = self.clients.lock().map_err(|_| NetworkError::Poisoned)?;
-        if let Some(index) = clients.iter().position(|((settings, k), _)| *k == kind && settings == network) {
-            let entry = clients.remove(index).ok_or(NetworkError::Poisoned)?;
-            let client = entry.1.clone();
-            clients.push_back(entry);
+        if let Some(client) = self.cached(network, kind)? {
             return Ok(client);
         }
         let client = build_client(network, kind)?;
+        self.insert(network, kind, client.clone())?;
+        Ok(client)
+    }
+
+    /// The cached client, now the most recently used.
+    fn cached(&self, network: &NetworkSettings, kind: ClientKind) -> Result<Option<reqwest::Client>, NetworkError> {
+        let mut clients = self.clients.lock().map_err(|_| NetworkError::Poisoned)?;
+        let Some(index) = clients.iter().position(|((settings, k), _)| *k == kind && settings == network) else {
+            return Ok(None);
+        };
+        let entry = clients.remove(index).ok_or(NetworkError::Poisoned)?;
+        let client = entry.1.clone();
+        clients.push_back(entry);
+        Ok(Some(client))
+    }
+
+    /// Caches `client` as the most recently used, evicting the least
+    /// recently used beyond the bound; a client another caller cached
+    /// meanwhile for the same key is replaced.
+    fn insert(&self, network: &NetworkSettings, kind: ClientKind, client: reqwest::Client) -> Result<(), NetworkError> {
+        let mut clients = self.clients.lock().map_err(|_| NetworkError::Poisoned)?;
+        clients.retain(|((settings, k), _)| !(*k == kind && settings == network));
         if clients.len() >= CACHED_CLIENTS {
             clients.pop_front();
         }
-        clients.push_back(((network.clone(), kind), client.clone()));
-        Ok(client)
+        clients.push_back(((network.clone(), kind), client));
+        Ok(())
     }
 
     /// How many clients are cached.
@@ -285,6 +317,17 @@ mod tests {
         let settings = NetworkSettings::from_env(&env(&[("SSL_CERT_DIR", dir.path().to_str().unwrap())]));
         let error = build_client(&settings, ClientKind::Embeddings).unwrap_err();
         assert!(matches!(error, NetworkError::InvalidCa { variable: "SSL_CERT_DIR", .. }), "{error}");
+    }
+
+    #[tokio::test]
+    async fn clients_are_built_off_the_runtime_once_per_key() {
+        let clients = HttpClients::default();
+        let proxied = NetworkSettings::from_env(&env(&[("HTTPS_PROXY", "127.0.0.1:9")]));
+        clients.client(&proxied, ClientKind::Embeddings).await.unwrap();
+        clients.client(&proxied, ClientKind::Embeddings).await.unwrap();
+        assert_eq!(clients.len(), 1, "the second call reused the cached client");
+        clients.client(&NetworkSettings::default(), ClientKind::Embeddings).await.unwrap();
+        assert_eq!(clients.len(), 2, "other settings get a client of their own");
     }
 
     #[test]

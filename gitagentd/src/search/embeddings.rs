@@ -139,8 +139,8 @@ enum Attempt {
 impl EmbeddingsClient {
     /// A client for the requests of `settings`, from the daemon's cached
     /// HTTP clients (keyed by the caller's network settings).
-    pub fn new(clients: &HttpClients, settings: &EmbeddingSettings) -> Result<Self, EmbeddingError> {
-        let http = clients.get(&settings.network, ClientKind::Embeddings)?;
+    pub async fn new(clients: &HttpClients, settings: &EmbeddingSettings) -> Result<Self, EmbeddingError> {
+        let http = clients.client(&settings.network, ClientKind::Embeddings).await?;
         Ok(Self { http })
     }
 

@@ -249,8 +249,8 @@ impl SearchService {
         }
     }
 
-    fn client(&self, settings: &EmbeddingSettings) -> Result<EmbeddingsClient, SearchError> {
-        Ok(EmbeddingsClient::new(&self.clients, settings)?)
+    async fn client(&self, settings: &EmbeddingSettings) -> Result<EmbeddingsClient, SearchError> {
+        Ok(EmbeddingsClient::new(&self.clients, settings).await?)
     }
 
     fn history(&self, metadata_dir: &Path) -> Result<Arc<History>, SearchError> {
@@ -313,7 +313,7 @@ impl SearchService {
         let started = Instant::now();
         let selection = request.selection.clone();
         let settings = request.settings.clone();
-        let client = self.client(&settings)?;
+        let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
 

@@ -80,7 +80,7 @@ impl Generation {
 /// The provider of one command run, resolved from the caller's
 /// environment and the flags, on the daemon-wide HTTP clients; its
 /// requests share a prompt-cache key derived from `cache_scope`.
-pub fn provider(
+pub async fn provider(
     services: &Services,
     invocation: &Invocation,
     settings: &Generation,
@@ -89,7 +89,7 @@ pub fn provider(
     let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
-    Provider::shared(&services.http_clients, config, run_options).map_err(CommandError::failed)
+    Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
 }
 
 /// Runs `task` under the settings' deadline, with `rules` as the

@@ -137,7 +137,7 @@ impl ProviderEngine {
             },
         )?;
         secrets.endpoints.push(config.base_url.clone());
-        let provider = Provider::shared(&self.http, config, run_options(request))?;
+        let provider = Provider::shared(&self.http, config, run_options(request)).await?;
 
         let (token, deadline) = match request.timeout {
             Some(timeout) => {
