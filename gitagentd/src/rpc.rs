@@ -69,7 +69,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     // certificates) before the first generation command needs it.
     let warm = Arc::clone(&daemon.services);
     tokio::spawn(crate::blocking::run_to_end("the provider HTTP client", move || {
-        let _ = warm.http_clients.get(false);
+        let _ = warm.http_clients.get(&Default::default(), crate::provider::ClientKind::Responses);
     }));
 
     let own_uid = nix::unistd::geteuid().as_raw();

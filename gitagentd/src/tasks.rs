@@ -266,7 +266,7 @@ impl TaskService {
             let record_path = record_path.clone();
             let record = record.clone();
             async move {
-                let completed = record.complete(error_event(&message), diagnostic, jiff::Timestamp::now());
+                let completed = record.complete(error_event(&message, 1), diagnostic, jiff::Timestamp::now());
                 let _ = write(&record_path, &completed).await;
                 TaskError::Failed(message)
             }
@@ -329,7 +329,16 @@ impl TaskService {
         }
         let guard = activity.begin();
         let service = Arc::clone(self);
-        let worker = Worker { record, record_path, table, status: status_tx, dry_run: args.dry_run, request, args };
+        let worker = Worker {
+            record,
+            record_path,
+            table,
+            status: status_tx,
+            dry_run: args.dry_run,
+            request,
+            args,
+            published: Default::default(),
+        };
         let task_id = id.to_string();
         tokio::spawn(async move {
             worker.run(&service).await;
@@ -496,6 +505,9 @@ struct Worker {
     dry_run: bool,
     request: InspectionRequest,
     args: InspectArgs,
+    /// The phases published so far: the terminal event's sequence number
+    /// follows the events really published.
+    published: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Worker {
@@ -505,7 +517,9 @@ impl Worker {
         let cancel = CancellationToken::new();
         let deadline = self.args.generation.timeout;
         let status = self.status.clone();
+        let counter = Arc::clone(&self.published);
         let progress = move |phase: &str| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             status.send_modify(|status| status.phase = phase.to_string());
         };
         let outcome = {
@@ -552,18 +566,14 @@ impl Worker {
             Err(failure) => Err((failure.message, failure.diagnostic)),
         };
         let now = jiff::Timestamp::now();
+        let seq = self.published.load(std::sync::atomic::Ordering::Relaxed) + 1;
         let (event, diagnostic, state) = match terminal {
             Ok((report, outcome)) => {
                 let mut value = Map::new();
                 value.insert("text".into(), report);
                 value.insert("tool_calls".into(), Value::from(outcome.tool_calls));
                 value.insert("repair_calls".into(), Value::from(outcome.repair_calls));
-                let event = TerminalEvent {
-                    seq: crate::inspect::engine::DRY_RUN_STEPS.len() as i64 + 2,
-                    at: task_record::format_time(now),
-                    kind: "final".into(),
-                    value,
-                };
+                let event = TerminalEvent { seq, at: task_record::format_time(now), kind: "final".into(), value };
                 (event, None, "succeeded")
             }
             Err((message, mut diagnostic)) => {
@@ -574,7 +584,7 @@ impl Worker {
                     diagnostic.max_tool_calls = i64::from(self.request.budget.max_tool_calls);
                     diagnostic.repository_fingerprint = self.request.prepared.fingerprint.clone();
                 }
-                (error_event(&message), Some(diagnostic), "failed")
+                (error_event(&message, seq), Some(diagnostic), "failed")
             }
         };
         let completed = self.record.clone().complete(event, diagnostic, now);
@@ -602,6 +612,7 @@ impl Worker {
         }
         let mut results = Vec::new();
         if let Some(plan) = checks::plan_golangci(&self.request.prepared, self.request.env.get(vars::PATH)) {
+            self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.status.send_modify(|status| status.phase = "running_static_checks".into());
             if self.dry_run {
                 results.push(checks::synthetic_result(&plan));
@@ -618,10 +629,11 @@ impl Worker {
     }
 }
 
-fn error_event(message: &str) -> TerminalEvent {
+/// The terminal `error` event, numbered `seq`.
+fn error_event(message: &str, seq: i64) -> TerminalEvent {
     let mut value = Map::new();
     value.insert("message".into(), Value::from(message));
-    TerminalEvent { seq: 1, at: task_record::format_time(jiff::Timestamp::now()), kind: "error".into(), value }
+    TerminalEvent { seq, at: task_record::format_time(jiff::Timestamp::now()), kind: "error".into(), value }
 }
 
 async fn write(path: &Path, record: &Record) -> Result<(), TaskError> {

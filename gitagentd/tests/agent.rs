@@ -3,9 +3,9 @@
 //! validation and the deadline.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
-use gitagentd::agent::{self, AgentError, AgentTask, Layers, Limits, RunContext};
-use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret};
-use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry};
+use gitagentd::agent::{self, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
+use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret, StreamLimits};
+use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,6 +45,8 @@ fn provider(fake: &FakeOpenAi) -> Provider {
         credentials: Credentials::ApiKey(Secret::new("k")),
         timeout: Duration::from_secs(20),
         http2_prior_knowledge: false,
+        stream_limits: StreamLimits::default(),
+        network: Default::default(),
     };
     Provider::new(config, RunOptions::default()).unwrap()
 }
@@ -192,10 +194,14 @@ async fn calls_to_tools_not_offered_are_rejected() {
     fake.push(Reply::Events(events::tool_calls(&[("c1", "rm_rf", "{}")], json!({}))));
     let (tools, _) = rendezvous_tools(1);
     let error = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap_err();
-    assert!(matches!(error, AgentError::InvalidBatch(ref message) if message.contains("rm_rf")), "{error}");
+    assert!(
+        matches!(error, AgentError::InvalidBatch(BatchError::UnknownTool { ref name, .. }) if name == "rm_rf"),
+        "{error}"
+    );
     fake.push(Reply::Events(events::tool_calls(&[("same", "first", "{}"), ("same", "second", "{}")], json!({}))));
     let (tools, _) = rendezvous_tools(2);
     let error = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap_err();
+    assert!(matches!(error, AgentError::InvalidBatch(BatchError::ReusedCallId { ref call_id }) if call_id == "same"));
     assert!(error.to_string().contains("used twice"), "{error}");
 }
 

@@ -5,7 +5,7 @@
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, ResetReply, ResettingServer, events};
 use gitagentd::provider::{
     Credentials, Item, ModelRequest, Provider, ProviderConfig, ProviderError, RetryReason, RunOptions, Secret,
-    StreamNotice, TextFormat, ToolSpec,
+    StreamCap, StreamLimits, StreamNotice, TextFormat, ToolSpec,
 };
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,8 @@ fn config(url: String) -> ProviderConfig {
         credentials: Credentials::ApiKey(Secret::new("sk-test-key")),
         timeout: Duration::from_secs(20),
         http2_prior_knowledge: false,
+        stream_limits: StreamLimits::default(),
+        network: Default::default(),
     }
 }
 
@@ -250,6 +252,87 @@ async fn cancellation_prevents_the_retry() {
         .unwrap_err();
     assert!(matches!(error, ProviderError::Cancelled), "{error}");
     assert_eq!(fake.requests().len(), 1);
+}
+
+/// Small stream caps, so that tests break them with little traffic.
+fn small_limits() -> StreamLimits {
+    StreamLimits {
+        max_line_bytes: 1024,
+        max_event_bytes: 4096,
+        max_response_bytes: 64 * 1024,
+        read_idle: Duration::from_millis(200),
+    }
+}
+
+/// The error of one request to a server answering `reply`, under the small
+/// caps, and the server to inspect afterwards.
+async fn bounded(reply: Reply) -> (FakeOpenAi, ProviderError) {
+    let fake = FakeOpenAi::start();
+    fake.push(reply);
+    fake.push(Reply::Events(events::text_reply("never", json!({}))));
+    let mut config = config(fake.url());
+    config.stream_limits = small_limits();
+    let provider = Provider::new(config, RunOptions::default()).unwrap();
+    let error = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap_err();
+    (fake, error)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_stalls_after_its_headers_ends_at_the_read_idle_limit() {
+    let (fake, error) = bounded(Reply::EventsThenHang(vec![json!({"type":"response.created"})])).await;
+    assert!(matches!(error, ProviderError::Idle { waiting: "streaming the response", .. }), "{error}");
+    let text = error.to_string();
+    assert!(text.contains("sent nothing for 0.2s") && text.contains("hint:"), "{text}");
+    assert_eq!(fake.requests().len(), 1, "a stall is not retried");
+    let closed = tokio::task::spawn_blocking(move || fake.wait_for_abandoned(1, WAIT)).await.unwrap();
+    assert!(closed, "the stalled connection was dropped");
+}
+
+#[tokio::test]
+async fn a_response_whose_headers_never_come_ends_at_the_read_idle_limit() {
+    let (fake, error) = bounded(Reply::Held(events::text_reply("late", json!({})))).await;
+    assert!(matches!(error, ProviderError::Idle { waiting: "waiting for the response headers", .. }), "{error}");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_over_long_line_is_refused_by_the_line_cap() {
+    let line = format!("data: {{\"type\":\"response.created\",\"pad\":\"{}\"}}\n\n", "x".repeat(2000));
+    let (fake, error) = bounded(Reply::Raw(line)).await;
+    assert!(matches!(error, ProviderError::TooLarge { cap: StreamCap::Line, limit: 1024 }), "{error}");
+    let text = error.to_string();
+    assert!(text.contains("one event-stream line over the 1024-byte cap"), "{text}");
+    assert_eq!(fake.requests().len(), 1, "a cap is not retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_event_is_refused_by_the_event_cap() {
+    let (fake, error) = bounded(Reply::Repeat("data: 0123456789abcdef\n".into())).await;
+    assert!(matches!(error, ProviderError::TooLarge { cap: StreamCap::Event, limit: 4096 }), "{error}");
+    assert!(error.to_string().contains("one event over the 4096-byte cap"), "{error}");
+    let closed = tokio::task::spawn_blocking(move || fake.wait_for_abandoned(1, WAIT)).await.unwrap();
+    assert!(closed, "the endless stream was dropped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_small_events_are_refused_by_the_response_cap() {
+    let (fake, error) = bounded(Reply::Repeat("data: {\"type\":\"response.in_progress\"}\n\n".into())).await;
+    assert!(matches!(error, ProviderError::TooLarge { cap: StreamCap::Response, limit: 65536 }), "{error}");
+    assert!(error.to_string().contains("a whole response over the 65536-byte cap"), "{error}");
+    assert_eq!(fake.requests().len(), 1);
+    let closed = tokio::task::spawn_blocking(move || fake.wait_for_abandoned(1, WAIT)).await.unwrap();
+    assert!(closed, "the endless stream was dropped");
+}
+
+#[tokio::test]
+async fn a_response_within_the_caps_completes() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::text_reply("fits", events::usage(1, 0, 1))));
+    let mut config = config(fake.url());
+    config.stream_limits = small_limits();
+    let provider = Provider::new(config, RunOptions::default()).unwrap();
+    let response = provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap();
+    assert_eq!(response.text, "fits");
 }
 
 async fn against_resets(script: Vec<ResetReply>) -> (ResettingServer, Result<String, ProviderError>) {

@@ -45,7 +45,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s V -l vers
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l wait -d 'Wait for a detached task and print its report' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
@@ -70,7 +70,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l vers
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l wait -d 'Wait for a detached task and print its report' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r

@@ -53,7 +53,7 @@ _arguments "${_arguments_options[@]}" : \
 '(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:_default' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
-'--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
+'--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
 '--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
@@ -82,7 +82,7 @@ _arguments "${_arguments_options[@]}" : \
 '(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:_default' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
-'--max-web-searches=[Cap provider-hosted web searches (API-key default 4; ChatGPT auth uncapped)]:n:_default' \
+'--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
 '--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \

@@ -28,6 +28,19 @@ pub mod vars {
     pub const OPENAI_EMBEDDING_BATCH_INPUTS: &str = "OPENAI_EMBEDDING_BATCH_INPUTS";
     pub const OPENAI_EMBEDDING_BATCH_MAX_CHARS: &str = "OPENAI_EMBEDDING_BATCH_MAX_CHARS";
     pub const OPENAI_EMBEDDING_CONCURRENCY: &str = "OPENAI_EMBEDDING_CONCURRENCY";
+    /// Proxies for the provider and embeddings requests, read from the
+    /// invocation in either case (the lower-case name wins).
+    pub const HTTP_PROXY: &str = "HTTP_PROXY";
+    pub const HTTP_PROXY_LOWER: &str = "http_proxy";
+    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+    pub const HTTPS_PROXY_LOWER: &str = "https_proxy";
+    pub const ALL_PROXY: &str = "ALL_PROXY";
+    pub const ALL_PROXY_LOWER: &str = "all_proxy";
+    pub const NO_PROXY: &str = "NO_PROXY";
+    pub const NO_PROXY_LOWER: &str = "no_proxy";
+    /// CA certificates that replace the system's for those requests.
+    pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
+    pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
     /// Overrides the idle period, in seconds, after which an auto-started
     /// daemon exits.
     pub const GITAGENTD_IDLE_SECS: &str = "GITAGENTD_IDLE_SECS";
@@ -93,6 +106,16 @@ const FORWARDED_NAMES: &[&str] = &[
     vars::CARGO_HOME,
     vars::RUSTUP_HOME,
     vars::RUSTUP_TOOLCHAIN,
+    vars::HTTP_PROXY,
+    vars::HTTP_PROXY_LOWER,
+    vars::HTTPS_PROXY,
+    vars::HTTPS_PROXY_LOWER,
+    vars::ALL_PROXY,
+    vars::ALL_PROXY_LOWER,
+    vars::NO_PROXY,
+    vars::NO_PROXY_LOWER,
+    vars::SSL_CERT_FILE,
+    vars::SSL_CERT_DIR,
 ];
 
 /// Prefixes of variable families the client forwards: XDG base

@@ -30,8 +30,12 @@ pub enum Reply {
     /// These events, then the body aborts (HTTP/1.1: the connection is
     /// cut; HTTP/2: the stream is reset with INTERNAL_ERROR).
     EventsThenAbort(Vec<Value>),
-    /// These events, then the stream stays open until the client leaves.
+    /// These events, then the stream stays open until the client leaves;
+    /// with no events, a stall right after the response headers.
     EventsThenHang(Vec<Value>),
+    /// This text again and again until the client leaves: an endless
+    /// line, an endless event or an endless stream of events.
+    Repeat(String),
     /// Held until the test calls [`FakeOpenAi::release`], then a complete
     /// event stream; lets a test act between a request and its answer.
     Held(Vec<Value>),
@@ -247,6 +251,15 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             let chunks: Vec<Result<Bytes, std::io::Error>> =
                 vec![Ok(Bytes::from(sse(&events, false) + &padding)), Err(std::io::Error::other("scripted abort"))];
             event_stream(Body::from_stream(futures_util::stream::iter(chunks)))
+        }
+        Reply::Repeat(text) => {
+            let guard = AbandonGuard(inner);
+            let chunk = Bytes::from(text);
+            let endless = futures_util::stream::unfold(guard, move |guard| {
+                let chunk = chunk.clone();
+                async move { Some((Ok::<_, std::io::Error>(chunk), guard)) }
+            });
+            event_stream(Body::from_stream(endless))
         }
         Reply::EventsThenHang(events) => {
             let guard = AbandonGuard(inner);

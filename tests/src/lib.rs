@@ -10,6 +10,7 @@
 pub mod fake_embeddings;
 pub mod fake_openai;
 pub mod soak;
+pub mod fake_proxy;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

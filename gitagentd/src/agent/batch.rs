@@ -31,19 +31,30 @@ pub(super) struct Batch {
     pub repeated_tool: Option<String>,
 }
 
-pub(super) fn validate(calls: &[FunctionCall], tools: &ToolRegistry, seen: &Seen) -> Result<Batch, String> {
+/// Why a batch of tool calls was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    #[error("a call to {name:?} has no call id")]
+    MissingCallId { name: String },
+    #[error("{name:?} is not a tool this request offers (call {call_id})")]
+    UnknownTool { name: String, call_id: String },
+    #[error("the call id {call_id} is used twice")]
+    ReusedCallId { call_id: String },
+}
+
+pub(super) fn validate(calls: &[FunctionCall], tools: &ToolRegistry, seen: &Seen) -> Result<Batch, BatchError> {
     let mut ids = HashSet::new();
     let mut signatures = HashSet::new();
     let mut repeated_tool = None;
     for call in calls {
         if call.call_id.trim().is_empty() {
-            return Err(format!("a call to {:?} has no call id", call.name));
+            return Err(BatchError::MissingCallId { name: call.name.clone() });
         }
         if tools.get(&call.name).is_none() {
-            return Err(format!("{:?} is not a tool this request offers (call {})", call.name, call.call_id));
+            return Err(BatchError::UnknownTool { name: call.name.clone(), call_id: call.call_id.clone() });
         }
         if seen.ids.contains(&call.call_id) || !ids.insert(call.call_id.clone()) {
-            return Err(format!("the call id {} is used twice", call.call_id));
+            return Err(BatchError::ReusedCallId { call_id: call.call_id.clone() });
         }
         let signature = signature(call);
         if repeated_tool.is_none() && (seen.signatures.contains(&signature) || !signatures.insert(signature)) {

@@ -12,6 +12,7 @@
 //! reports through a trace sink.
 
 mod batch;
+pub use batch::BatchError;
 mod request;
 
 pub use request::{AgentTask, Layers};
@@ -79,7 +80,7 @@ pub enum AgentError {
     )]
     ContextTooLarge { estimated: u64, limit: u64 },
     #[error("the model's tool calls were rejected: {0}")]
-    InvalidBatch(String),
+    InvalidBatch(#[from] batch::BatchError),
     #[error("the model returned neither text nor tool calls (step {step})")]
     NoOutput { step: u32 },
     #[error("the model asked for tools during the tool-free final request")]

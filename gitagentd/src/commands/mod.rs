@@ -113,6 +113,12 @@ impl CommandError {
     }
 }
 
+impl From<crate::prompt::PromptError> for CommandError {
+    fn from(error: crate::prompt::PromptError) -> Self {
+        Self::failed(error)
+    }
+}
+
 /// Runs the invocation to completion and sends its final `Exit` event.
 pub async fn run(services: Arc<Services>, invocation: Invocation, output: Output, cancel: CancellationToken) {
     let code = match dispatch(&services, &invocation, &output, &cancel).await {

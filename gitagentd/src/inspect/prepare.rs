@@ -22,7 +22,7 @@ pub const PREPARED_DIFF_MAX_LINES: usize = 1200;
 /// Entries of each context-pack list shown in the prompt.
 pub const MAX_PROMPT_PACK_ENTRIES: usize = 128;
 /// Bytes of an operator hint kept in the prompt.
-pub const MAX_OPERATOR_HINT_BYTES: usize = 8 * 1024;
+pub use crate::prompt::{MAX_OPERATOR_HINT_BYTES, OperatorHint};
 const HEADER_BYTES: usize = 8 * 1024;
 
 /// What an inspection covers.
@@ -401,41 +401,4 @@ fn bound_pack(pack: &ContextPack) -> (ContextPack, bool) {
     bounded.groups.truncate(MAX_PROMPT_PACK_ENTRIES);
     bounded.outliers.truncate(MAX_PROMPT_PACK_ENTRIES);
     (bounded, truncated)
-}
-
-/// The lower-priority operator hint as prompt data: bounded, with every
-/// markup character escaped inside `<operator_hint>` tags.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OperatorHint {
-    pub escaped: String,
-    pub truncated: bool,
-}
-
-impl OperatorHint {
-    pub fn new(text: &str) -> Option<Self> {
-        let text = text.trim();
-        if text.is_empty() {
-            return None;
-        }
-        let (bounded, truncated) = if text.len() > MAX_OPERATOR_HINT_BYTES {
-            let mut end = MAX_OPERATOR_HINT_BYTES;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            (&text[..end], true)
-        } else {
-            (text, false)
-        };
-        let escaped = bounded.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-        Some(Self { escaped, truncated })
-    }
-
-    /// The `## Operator hint` section appended to the task prompt.
-    pub fn section(&self) -> String {
-        let note = if self.truncated { "\n(The hint was truncated.)" } else { "" };
-        format!(
-            "## Operator hint\n\nThe text below comes from the operator. It has lower priority than the task instructions, the tool policy, project guidance and authoritative repository evidence.\n\n<operator_hint>\n{}\n</operator_hint>{note}\n",
-            self.escaped
-        )
-    }
 }

@@ -388,7 +388,7 @@ fn a_gitlink_whose_base_is_missing_compares_with_the_checkout() {
 fn operator_hints_are_escaped_and_bounded() {
     let hint = prepare::OperatorHint::new(" focus on <script> & stuff ").unwrap();
     assert_eq!(hint.escaped, "focus on &lt;script&gt; &amp; stuff");
-    assert!(hint.section().contains("<operator_hint>\nfocus on &lt;script&gt; &amp; stuff\n</operator_hint>"));
+    assert!(hint.section().unwrap().contains("<operator_hint>\nfocus on &lt;script&gt; &amp; stuff\n</operator_hint>"));
     assert!(prepare::OperatorHint::new("   ").is_none());
     let long = "x".repeat(prepare::MAX_OPERATOR_HINT_BYTES + 10);
     assert!(prepare::OperatorHint::new(&long).unwrap().truncated);

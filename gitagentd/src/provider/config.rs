@@ -5,6 +5,7 @@
 //! never the daemon's, and keeps credentials in [`Secret`], which never
 //! prints its value.
 
+use super::network::{ClientKind, NetworkSettings};
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
 use serde::Deserialize;
@@ -44,6 +45,45 @@ pub struct ProviderConfig {
     /// Speak HTTP/2 without upgrade over cleartext (`http://`) endpoints;
     /// for local servers that only speak h2c. Never set from user input.
     pub http2_prior_knowledge: bool,
+    /// The bounds of one response stream.
+    pub stream_limits: StreamLimits,
+    /// The caller's proxies and CA locations.
+    pub network: NetworkSettings,
+}
+
+impl ProviderConfig {
+    /// The kind of HTTP client requests to this endpoint need.
+    pub fn client_kind(&self) -> ClientKind {
+        if self.http2_prior_knowledge { ClientKind::ResponsesHttp2PriorKnowledge } else { ClientKind::Responses }
+    }
+}
+
+/// The bounds of one response stream, so that an endpoint that stalls or
+/// never stops talking cannot pin a task (an inspection without
+/// `--timeout` waits up to a day) or grow the daemon without bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The most bytes one event-stream line may hold.
+    pub max_line_bytes: usize,
+    /// The most bytes one event's data may hold; `response.completed`
+    /// repeats the whole output, so this is sized for the largest answer.
+    pub max_event_bytes: usize,
+    /// The most bytes one response body may hold.
+    pub max_response_bytes: usize,
+    /// The longest silence allowed while waiting for the response
+    /// headers and between two chunks of the body.
+    pub read_idle: Duration,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: 16 << 20,
+            max_event_bytes: 16 << 20,
+            max_response_bytes: 64 << 20,
+            read_idle: Duration::from_secs(300),
+        }
+    }
 }
 
 /// The flag values that take part in resolution.
@@ -119,6 +159,8 @@ pub fn resolve(env: &Environment, flags: &ProviderFlags) -> Result<ProviderConfi
         credentials,
         timeout: flags.timeout.unwrap_or(DEFAULT_TIMEOUT),
         http2_prior_knowledge: false,
+        stream_limits: StreamLimits::default(),
+        network: NetworkSettings::from_env(env),
     })
 }
 

@@ -5,18 +5,22 @@
 //! `POST {base}/responses` request (`store: false`, strict function tools,
 //! request-scoped `parallel_tool_calls`, reasoning, service tier, text
 //! format, include list, prompt-cache fields, ChatGPT routing headers),
-//! accumulates the server-sent events into one response, retries exactly
+//! accumulates the server-sent events into one response within the
+//! stream's bounds ([`StreamLimits`]: one line, one event, one response,
+//! and the silence allowed between chunks), retries exactly
 //! once when a stream breaks in a way an equivalent request can fix, and
 //! unwraps provider error bodies into their messages. Credentials stay in
 //! [`config::Secret`] and never reach an error, a trace or a log.
 
 pub mod config;
+pub mod network;
 mod retry;
 mod sse;
 mod stream;
 mod wire;
 
-pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret};
+pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret, StreamLimits};
+pub use network::{ClientKind, HttpClients, NetworkError, NetworkSettings};
 pub use retry::{RetryReason, StreamBreak, retry_reason};
 
 use futures_util::StreamExt;
@@ -195,10 +199,42 @@ pub enum ProviderError {
     Incomplete { model: String, reason: String },
     #[error("the provider stream failed twice: {first}; then, on the one retry: {retry}")]
     RetryFailed { first: Box<ProviderError>, retry: Box<ProviderError> },
+    #[error(
+        "the provider sent {cap} over the {limit}-byte cap, so the stream was stopped\n\
+         hint: check that --base-url or OPENAI_BASE_URL names an OpenAI Responses endpoint"
+    )]
+    TooLarge { cap: StreamCap, limit: usize },
+    #[error(
+        "the provider sent nothing for {} while {waiting}, so the request was stopped\n\
+         hint: retry later, or check that the endpoint is up",
+        git_agent_shared::cli::format_duration(*idle)
+    )]
+    Idle { idle: std::time::Duration, waiting: &'static str },
     #[error("the request was cancelled")]
     Cancelled,
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+}
+
+/// Which bound of a response stream a provider broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamCap {
+    /// One line of the event stream.
+    Line,
+    /// The joined data of one event.
+    Event,
+    /// The whole response body.
+    Response,
+}
+
+impl std::fmt::Display for StreamCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Line => "one event-stream line",
+            Self::Event => "one event",
+            Self::Response => "a whole response",
+        })
+    }
 }
 
 impl ProviderError {
@@ -239,43 +275,24 @@ impl std::fmt::Debug for Provider {
     }
 }
 
-/// HTTP clients shared by every provider of the daemon, one per
-/// transport flavour, built on first use.
-#[derive(Debug, Default)]
-pub struct HttpClients {
-    clients: Mutex<Vec<(bool, reqwest::Client)>>,
-}
-
-impl HttpClients {
-    /// The client for plain (`false`) or HTTP/2-prior-knowledge (`true`)
-    /// transport.
-    pub fn get(&self, http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
-        let mut clients =
-            self.clients.lock().map_err(|_| ProviderError::Client("the client pool is poisoned".into()))?;
-        if let Some((_, client)) = clients.iter().find(|(h2, _)| *h2 == http2_prior_knowledge) {
-            return Ok(client.clone());
-        }
-        let client = build_client(http2_prior_knowledge)?;
-        clients.push((http2_prior_knowledge, client.clone()));
-        Ok(client)
-    }
-}
-
-fn build_client(http2_prior_knowledge: bool) -> Result<reqwest::Client, ProviderError> {
-    let mut builder = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(5));
-    if http2_prior_knowledge {
-        builder = builder.http2_prior_knowledge();
-    }
-    builder.build().map_err(|error| ProviderError::Client(error.to_string()))
-}
-
 impl Provider {
     /// A provider with a client of its own.
     pub fn new(config: ProviderConfig, options: RunOptions) -> Result<Self, ProviderError> {
-        Ok(Self::with_client(build_client(config.http2_prior_knowledge)?, config, options))
+        let http = network::build_client(&config.network, config.client_kind())?;
+        Ok(Self::with_client(http, config, options))
     }
 
-    /// A provider on a shared client (see [`HttpClients`]).
+    /// A provider on the shared client its configuration selects.
+    pub async fn shared(
+        clients: &HttpClients,
+        config: ProviderConfig,
+        options: RunOptions,
+    ) -> Result<Self, ProviderError> {
+        let http = clients.client(&config.network, config.client_kind()).await?;
+        Ok(Self::with_client(http, config, options))
+    }
+
+    /// A provider on a given client.
     pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
         let endpoint = endpoint_kind(&config);
         Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) }
@@ -337,23 +354,45 @@ impl Provider {
         attempt: u32,
         notice: &(dyn Fn(StreamNotice) + Send + Sync),
     ) -> Result<ModelResponse, ProviderError> {
+        let limits = &self.config.stream_limits;
+        let idle = |waiting| ProviderError::Idle { idle: limits.read_idle, waiting };
         let url = format!("{}/responses", self.config.base_url);
         let mut request =
             self.http.post(&url).timeout(self.config.timeout).header("accept", "text/event-stream").json(body);
         request = self.authenticate(request);
-        let response = request.send().await.map_err(|error| self.transport_error(error))?;
+        let response = tokio::time::timeout(limits.read_idle, request.send())
+            .await
+            .map_err(|_| idle("waiting for the response headers"))?
+            .map_err(|error| self.transport_error(error))?;
         self.remember_turn_state(response.headers());
         let status = response.status();
         if !status.is_success() {
-            let text = read_bounded_text(response).await;
+            let text = read_bounded_text(response, limits.read_idle).await;
             return Err(wire::http_error(status.as_u16(), &self.config.model, &text));
         }
         let mut accumulator = stream::Accumulator::new(&self.config.model);
-        let mut decoder = sse::SseDecoder::default();
+        let mut decoder = sse::SseDecoder::new(limits.max_line_bytes, limits.max_event_bytes);
+        let mut received = 0usize;
         let mut chunks = response.bytes_stream();
-        while let Some(chunk) = chunks.next().await {
+        loop {
+            let next = tokio::time::timeout(limits.read_idle, chunks.next())
+                .await
+                .map_err(|_| idle("streaming the response"))?;
+            let Some(chunk) = next else { break };
             let chunk = chunk.map_err(|error| self.transport_error(error))?;
-            for data in decoder.feed(&chunk) {
+            received = received.saturating_add(chunk.len());
+            if received > limits.max_response_bytes {
+                return Err(ProviderError::TooLarge { cap: StreamCap::Response, limit: limits.max_response_bytes });
+            }
+            let events = decoder.feed(&chunk).map_err(|sse::CapExceeded(cap)| ProviderError::TooLarge {
+                cap,
+                limit: match cap {
+                    StreamCap::Line => limits.max_line_bytes,
+                    StreamCap::Event => limits.max_event_bytes,
+                    StreamCap::Response => limits.max_response_bytes,
+                },
+            })?;
+            for data in events {
                 if let Some(delta) = accumulator.apply(&data)? {
                     notice(StreamNotice::ReasoningSummary { attempt, delta });
                 }
@@ -439,12 +478,13 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     message
 }
 
-/// At most 64 KiB of an error body, lossily decoded.
-async fn read_bounded_text(response: reqwest::Response) -> String {
+/// At most 64 KiB of an error body, lossily decoded; what arrived before
+/// a silence of `read_idle` when the body stalls.
+async fn read_bounded_text(response: reqwest::Response, read_idle: std::time::Duration) -> String {
     const LIMIT: usize = 64 * 1024;
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
-    while let Some(Ok(chunk)) = chunks.next().await {
+    while let Ok(Some(Ok(chunk))) = tokio::time::timeout(read_idle, chunks.next()).await {
         body.extend_from_slice(&chunk[..chunk.len().min(LIMIT - body.len())]);
         if body.len() >= LIMIT {
             break;

@@ -10,6 +10,7 @@
 //! never logged or put into an error.
 
 use git_agent_shared::{Secret, giturl};
+use crate::provider::{ClientKind, HttpClients, NetworkError};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
@@ -29,6 +30,8 @@ pub struct EmbeddingSettings {
     pub batch_max_chars: usize,
     pub concurrency: usize,
     pub timeout: Duration,
+    /// The caller's proxies and CA locations, which select the client.
+    pub network: crate::provider::NetworkSettings,
 }
 
 impl std::fmt::Debug for EmbeddingSettings {
@@ -43,6 +46,7 @@ impl std::fmt::Debug for EmbeddingSettings {
             .field("batch_max_chars", &self.batch_max_chars)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
+            .field("network", &self.network)
             .finish()
     }
 }
@@ -65,6 +69,8 @@ pub enum EmbeddingError {
     Dimensions { url: String, got: usize, want: usize },
     #[error("cannot set up the embeddings client: {0}")]
     Client(String),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
     #[error("the search was cancelled")]
     Cancelled,
 }
@@ -118,12 +124,10 @@ enum Attempt {
 }
 
 impl EmbeddingsClient {
-    pub fn new() -> Result<Self, EmbeddingError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+    /// A client for the requests of `settings`, from the daemon's cached
+    /// HTTP clients (keyed by the caller's network settings).
+    pub async fn new(clients: &HttpClients, settings: &EmbeddingSettings) -> Result<Self, EmbeddingError> {
+        let http = clients.client(&settings.network, ClientKind::Embeddings).await?;
         Ok(Self { http })
     }
 
@@ -424,6 +428,7 @@ mod tests {
             batch_max_chars: 10,
             concurrency: 1,
             timeout: Duration::from_secs(1),
+            network: Default::default(),
         };
         assert!(!format!("{settings:?}").contains("sk-secret"));
     }

@@ -184,8 +184,8 @@ pub struct SearchOutcome {
 
 /// Daemon-wide search state. See the module documentation.
 pub struct SearchService {
-    /// Built on first use; a failed construction is tried again next time.
-    client: Mutex<Option<EmbeddingsClient>>,
+    /// HTTP clients keyed by the callers' network settings.
+    clients: crate::provider::HttpClients,
     flights: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     indexes: Mutex<FolderCache<Arc<LiveIndex>>>,
     histories: Mutex<FolderCache<Arc<History>>>,
@@ -218,19 +218,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The value in `slot`, built by `build` when there is none yet. A failed
-/// build leaves the slot empty, so a transient failure is not remembered
-/// for the daemon's lifetime.
-fn cached_or_build<T: Clone, E>(slot: &Mutex<Option<T>>, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-    let mut slot = lock(slot);
-    if let Some(value) = slot.as_ref() {
-        return Ok(value.clone());
-    }
-    let value = build()?;
-    *slot = Some(value.clone());
-    Ok(value)
-}
-
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
     Ok(tokio::task::spawn_blocking(work).await?)
 }
@@ -238,7 +225,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 impl SearchService {
     pub fn new(crash_at: Option<CrashPoint>) -> Self {
         Self {
-            client: Mutex::new(None),
+            clients: crate::provider::HttpClients::default(),
             flights: Mutex::new(HashMap::new()),
             indexes: Mutex::new(FolderCache::new(CACHED_INDEXES, CACHED_INDEX_BYTES)),
             histories: Mutex::new(FolderCache::new(CACHED_HISTORIES, u64::MAX)),
@@ -247,8 +234,8 @@ impl SearchService {
         }
     }
 
-    fn client(&self) -> Result<EmbeddingsClient, SearchError> {
-        Ok(cached_or_build(&self.client, EmbeddingsClient::new)?)
+    async fn client(&self, settings: &EmbeddingSettings) -> Result<EmbeddingsClient, SearchError> {
+        Ok(EmbeddingsClient::new(&self.clients, settings).await?)
     }
 
     fn history(&self, metadata_dir: &Path) -> Result<Arc<History>, SearchError> {
@@ -311,7 +298,7 @@ impl SearchService {
         let started = Instant::now();
         let selection = request.selection.clone();
         let settings = request.settings.clone();
-        let client = self.client()?;
+        let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
 
@@ -692,22 +679,6 @@ pub fn list_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
-
-    #[test]
-    fn a_failed_client_construction_is_tried_again() {
-        let slot: Mutex<Option<u32>> = Mutex::new(None);
-        let builds = Cell::new(0);
-        let build = |ok: bool| {
-            builds.set(builds.get() + 1);
-            if ok { Ok(7) } else { Err("no roots") }
-        };
-        assert_eq!(cached_or_build(&slot, || build(false)), Err("no roots"));
-        assert_eq!(cached_or_build(&slot, || build(true)), Ok(7));
-        // Built once, then reused.
-        assert_eq!(cached_or_build(&slot, || build(false)), Ok(7));
-        assert_eq!(builds.get(), 2);
-    }
 
     #[test]
     fn query_history_connections_are_bounded() {

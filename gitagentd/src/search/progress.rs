@@ -271,58 +271,19 @@ fn terminal_text(update: &Update) -> String {
     )
 }
 
-/// The console diagnostic line(s) of one event.
+/// The console diagnostic line(s) of one event, in the one console form
+/// of trace events ([`crate::trace::render_event`]).
 pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> String {
-    const INLINE_FIELDS: usize = 6;
-    const INLINE_WIDTH: usize = 140;
-    let rendered: Vec<(String, String)> = fields
-        .iter()
-        .map(|(key, value)| {
-            let value = match value {
-                Field::Str(text) => quote_if_needed(text),
-                Field::Int(number) => number.to_string(),
-                Field::Duration(duration) => timefmt::format_go_duration_ms(*duration),
-            };
-            (key.to_string(), value)
-        })
-        .collect();
-    let mut out = format!("{} INF {kind}", timefmt::format_clock(jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH)));
-    let width: usize = rendered.iter().map(|(key, value)| key.len() + 1 + value.len()).sum::<usize>()
-        + rendered.len().saturating_sub(1);
-    if rendered.len() <= INLINE_FIELDS && width <= INLINE_WIDTH {
-        for (key, value) in &rendered {
-            out.push_str(&format!(" {key}={value}"));
-        }
-        out.push('\n');
-        return out;
+    let mut event = crate::trace::Event::new(kind);
+    for (key, value) in fields {
+        event = match value {
+            Field::Str(text) => event.with(*key, text.as_str()),
+            Field::Int(number) => event.with(*key, *number),
+            Field::Duration(duration) => event.with(*key, timefmt::format_go_duration_ms(*duration)),
+        };
     }
-    out.push('\n');
-    out.push_str("  ");
-    let mut line = 0;
-    for (index, (key, value)) in rendered.iter().enumerate() {
-        let item = key.len() + 1 + value.len();
-        if index > 0 {
-            if line + 1 + item > INLINE_WIDTH {
-                out.push_str("\n  ");
-                line = 0;
-            } else {
-                out.push(' ');
-                line += 1;
-            }
-        }
-        out.push_str(&format!("{key}={value}"));
-        line += item;
-    }
-    out.push('\n');
-    out
-}
-
-fn quote_if_needed(text: &str) -> String {
-    if text.is_empty() || text.contains([' ', '\t', '\r', '\n', '"', '=']) {
-        serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
-    } else {
-        text.to_string()
-    }
+    let at = jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    crate::trace::render_event(&timefmt::format_clock(at), &event, false)
 }
 
 impl Reporter for Feedback {

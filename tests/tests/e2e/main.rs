@@ -12,6 +12,7 @@ mod inspection;
 mod install;
 mod pr_message;
 mod project_id;
+mod proxy;
 mod release_note;
 mod review;
 mod search;

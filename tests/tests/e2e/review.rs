@@ -62,6 +62,12 @@ fn dry_runs_finish_through_wait_and_survive_a_daemon_restart() {
     let elapsed = started.elapsed();
     assert!(elapsed >= Duration::from_secs(7) && elapsed <= Duration::from_secs(17), "{elapsed:?}");
     check_review_report(&report);
+    // The record tells what the dry run did: fifteen steps and no tool call.
+    let project = env.run_in(repo.path(), &["project_id"]).success();
+    let path = env.home().join(".git-agent").join(project.trim()).join("background").join(format!("{review}.json"));
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(stored["terminal"]["value"]["tool_calls"], 0, "a dry run calls no tool");
+    assert_eq!(stored["terminal"]["seq"], 16, "fifteen dry-run phases, then the terminal event");
     let run = env.run_in(repo.path(), &["review", "--wait", &review]);
     assert_eq!(run.success(), report, "--wait is repeatable");
     assert_eq!(run.stderr, "");

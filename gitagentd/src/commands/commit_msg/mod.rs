@@ -129,7 +129,8 @@ pub async fn run(
         invocation,
         &settings,
         &format!("git-agent {command} {} {}", request.mode(), repo.root().display()),
-    )?;
+    )
+    .await?;
     let sink = TraceSink::new(invocation, output, &reporter, request.commit);
     sink.event(session_event(&request, &repo, &prepared));
     let task = assemble(invocation, &settings, &request, &repo, &prepared, cancel).await?;

@@ -80,7 +80,7 @@ impl Generation {
 /// The provider of one command run, resolved from the caller's
 /// environment and the flags, on the daemon-wide HTTP clients; its
 /// requests share a prompt-cache key derived from `cache_scope`.
-pub fn provider(
+pub async fn provider(
     services: &Services,
     invocation: &Invocation,
     settings: &Generation,
@@ -89,8 +89,7 @@ pub fn provider(
     let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
-    let http = services.http_clients.get(config.http2_prior_knowledge).map_err(CommandError::failed)?;
-    Ok(Provider::with_client(http, config, run_options))
+    Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
 }
 
 /// Runs `task` under the settings' deadline, with `rules` as the
@@ -205,7 +204,7 @@ pub struct EnvironmentContext<'a> {
 }
 
 /// Layer 3: the environment context.
-pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, CommandError> {
+pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, crate::prompt::PromptError> {
     crate::prompt::render(
         "environment",
         include_str!("prompts/environment.md.j2"),
@@ -220,24 +219,12 @@ pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, CommandEr
             "stdout_contract": context.stdout_contract,
         }),
     )
-    .map_err(CommandError::failed)
 }
-
-/// The operator hint is capped to this many bytes.
-const HINT_LIMIT: usize = 4096;
 
 /// `prompt` with the `--append-prompt` hint appended as escaped data.
 pub fn with_operator_hint(prompt: String, hint: Option<&str>) -> Result<String, CommandError> {
-    let Some(hint) = hint.map(str::trim).filter(|hint| !hint.is_empty()) else { return Ok(prompt) };
-    let escaped = hint.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let bounded = crate::bounded::bound(&escaped, HINT_LIMIT, 200);
-    let section = crate::prompt::render(
-        "operator-hint",
-        include_str!("prompts/operator-hint.md.j2"),
-        json!({ "hint": bounded.text.trim_end() }),
-    )
-    .map_err(CommandError::failed)?;
-    Ok(format!("{}\n\n{section}", prompt.trim_end()))
+    let hint = hint.and_then(crate::prompt::OperatorHint::new);
+    crate::prompt::OperatorHint::append(hint.as_ref(), prompt).map_err(CommandError::failed)
 }
 
 /// Writes trace events to the caller's stderr: `llm.usage` always, the

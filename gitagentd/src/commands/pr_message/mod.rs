@@ -60,7 +60,8 @@ pub async fn run(
     }
 
     let provider =
-        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))?;
+        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))
+            .await?;
     let sink = TraceSink::new(invocation, output, &reporter, false);
     sink.event(
         Event::new("session")

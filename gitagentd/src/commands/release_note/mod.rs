@@ -68,7 +68,8 @@ pub async fn run(
     }
 
     let provider =
-        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))?;
+        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))
+            .await?;
     let sink = TraceSink::new(invocation, output, &reporter, out.is_some());
     sink.event(
         Event::new("session")

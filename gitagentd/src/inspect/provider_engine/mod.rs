@@ -50,6 +50,43 @@ const MAX_MESSAGE_BYTES: usize = 4 * 1024;
 /// Tool events kept for a failure diagnostic.
 const KEPT_TOOL_EVENTS: usize = 8;
 
+/// Why an inspection produced no report. It becomes text only at the
+/// task boundary, where the engine sanitizes it for the record.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectionError {
+    #[error(transparent)]
+    Config(#[from] provider::ConfigError),
+    #[error(transparent)]
+    Provider(#[from] provider::ProviderError),
+    /// The guidance family flag, as the guidance module words it.
+    #[error("{0}")]
+    Family(String),
+    #[error(transparent)]
+    Repository(#[from] crate::git::GitError),
+    #[error("an inspection worker failed: {0}")]
+    Worker(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Skills(#[from] crate::skills::SkillsError),
+    #[error(transparent)]
+    Prompt(#[from] crate::prompt::PromptError),
+    /// The authoritative repository state changed (the rerun message).
+    #[error("{0}")]
+    Drift(String),
+    #[error(
+        "the {command} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
+        git_agent_shared::cli::format_duration(*timeout)
+    )]
+    Deadline { command: &'static str, timeout: Duration },
+    #[error("the {command} inspection was cancelled")]
+    Cancelled { command: &'static str },
+    #[error(
+        "the first {command} request is estimated at {estimated} tokens, at or over the {limit}-token context budget\nhint: inspect a smaller scope, such as --staged with fewer changes"
+    )]
+    ContextTooLarge { command: &'static str, estimated: u64, limit: u64 },
+    #[error(transparent)]
+    Agent(AgentError),
+}
+
 /// Runs inspections on the agent loop with the daemon's shared HTTP
 /// clients.
 #[derive(Debug)]
@@ -74,8 +111,8 @@ impl InspectionEngine for ProviderEngine {
             let status = Status::new(progress);
             let mut secrets = Secrets::from_request(request);
             let result = self.inspect(request, &status, &mut secrets, cancel).await;
-            result.map_err(|message| EngineFailure {
-                message: secrets.sanitize(&message),
+            result.map_err(|error| EngineFailure {
+                message: secrets.sanitize(&error.to_string()),
                 diagnostic: diagnostic(request, status.tool_events(), &secrets),
             })
         })
@@ -89,7 +126,7 @@ impl ProviderEngine {
         status: &Status<'_>,
         secrets: &mut Secrets,
         cancel: CancellationToken,
-    ) -> Result<EngineOutcome, String> {
+    ) -> Result<EngineOutcome, InspectionError> {
         status.phase("preparing");
         let command = request.command;
         let config = provider::config::resolve(
@@ -99,11 +136,9 @@ impl ProviderEngine {
                 base_url: request.base_url.clone(),
                 timeout: Some(request.timeout.unwrap_or(NO_DEADLINE_REQUEST_LIMIT)),
             },
-        )
-        .map_err(|error| error.to_string())?;
+        )?;
         secrets.learn(&config);
-        let http = self.http.get(config.http2_prior_knowledge).map_err(|error| error.to_string())?;
-        let provider = Provider::with_client(http, config, run_options(request));
+        let provider = Provider::shared(&self.http, config, run_options(request)).await?;
 
         let (token, deadline) = match request.timeout {
             Some(timeout) => {
@@ -121,18 +156,18 @@ impl ProviderEngine {
         let result = agent::run(&context, &task, Some(&rules)).await;
         token.cancel();
         if let Some(message) = drift.take() {
-            return Err(message);
+            return Err(InspectionError::Drift(message));
         }
+        let command = command.as_str();
         let outcome = result.map_err(|error| match error {
-            AgentError::DeadlineExceeded => format!(
-                "the {command} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
-                git_agent_shared::cli::format_duration(request.timeout.unwrap_or_default())
-            ),
-            AgentError::Cancelled => format!("the {command} inspection was cancelled"),
-            AgentError::ContextTooLarge { estimated, limit } => format!(
-                "the first {command} request is estimated at {estimated} tokens, at or over the {limit}-token context budget\nhint: inspect a smaller scope, such as --staged with fewer changes"
-            ),
-            other => other.to_string(),
+            AgentError::DeadlineExceeded => {
+                InspectionError::Deadline { command, timeout: request.timeout.unwrap_or_default() }
+            }
+            AgentError::Cancelled => InspectionError::Cancelled { command },
+            AgentError::ContextTooLarge { estimated, limit } => {
+                InspectionError::ContextTooLarge { command, estimated, limit }
+            }
+            other => InspectionError::Agent(other),
         })?;
         status.phase("validated");
         Ok(EngineOutcome {
@@ -190,13 +225,13 @@ async fn assemble(
     request: &InspectionRequest,
     drift: &DriftSlot,
     cancel: &CancellationToken,
-) -> Result<AgentTask, String> {
+) -> Result<AgentTask, InspectionError> {
     let prepared = Arc::clone(&request.prepared);
-    let family = Family::parse(request.guidance_family.as_deref())?;
+    let family = Family::parse(request.guidance_family.as_deref()).map_err(InspectionError::Family)?;
     let (repo, guidance) = {
         let prepared = Arc::clone(&prepared);
         tokio::task::spawn_blocking(move || {
-            let repo = Repository::discover(&prepared.root).map_err(|error| error.to_string())?;
+            let repo = Repository::discover(&prepared.root)?;
             let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
             let guidance = match prepared.mode {
                 Mode::Staged => guidance::resolve(repo.root(), &paths, family, &IndexReader::new(&repo)),
@@ -204,14 +239,13 @@ async fn assemble(
                     guidance::resolve(repo.root(), &paths, family, &WorktreeReader::new(repo.root()))
                 }
             };
-            Ok::<_, String>((repo, guidance))
+            Ok::<_, InspectionError>((repo, guidance))
         })
-        .await
-        .map_err(|error| error.to_string())??
+        .await??
     };
     let skills = SkillsManager::discover(&request.env, &request.cwd);
     let skills_layer = match &skills {
-        Some(manager) => manager.list(cancel).await.map_err(|error| error.to_string())?.stdout,
+        Some(manager) => manager.list(cancel).await?.stdout,
         None => String::new(),
     };
     let tools = registry(request, repo, skills.as_ref(), drift);
@@ -231,8 +265,7 @@ async fn assemble(
         stdout_contract: &format!(
             "none: the detached task stores the validated JSON report, which `git-agent {command} --wait <id>` prints"
         ),
-    })
-    .map_err(|error| error.to_string())?;
+    })?;
     let format = report::text_format(request.command);
     Ok(AgentTask {
         layers: Layers {
@@ -297,7 +330,7 @@ pub fn user_prompt(
     command: TaskCommand,
     prepared: &PreparedScope,
     hint: Option<&super::prepare::OperatorHint>,
-) -> Result<String, String> {
+) -> Result<String, crate::prompt::PromptError> {
     let mission = match command {
         TaskCommand::Review => include_str!("prompts/mission-review.md"),
         TaskCommand::Simplify => include_str!("prompts/mission-simplify.md"),
@@ -314,12 +347,8 @@ pub fn user_prompt(
         "inspection-user",
         include_str!("prompts/user.md.j2"),
         serde_json::json!({"mission": mission.trim(), "scope": scope.trim(), "prepared_context": context}),
-    )
-    .map_err(|error| error.to_string())?;
-    Ok(match hint {
-        Some(hint) => format!("{}\n\n{}", prompt.trim_end(), hint.section().trim_end()),
-        None => prompt,
-    })
+    )?;
+    crate::prompt::OperatorHint::append(hint, prompt)
 }
 
 /// Live status for task watchers and the tool events a failure
