@@ -126,9 +126,8 @@ fn patches_read_like_git_diff_cached() {
     fixture.git(&["add", "-A"]);
     let repo = Repository::discover(fixture.path()).unwrap();
     let ours = repo.staged_diff(&[], 1 << 20, 10_000).unwrap().text;
-    // Byte for byte, function-context hunk headers included.
     let theirs = fixture.git(&["diff", "--cached", "--no-renames", "--no-color"]);
-    assert_eq!(ours, theirs);
+    assert_eq!(ours, theirs, "byte for byte, hunk headers' function lines included");
 }
 
 #[test]

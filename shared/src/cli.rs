@@ -155,7 +155,7 @@ pub struct InspectArgs {
     pub wait: Option<String>,
 
     /// Automatic inspection depth and default reasoning effort (default balanced).
-    #[arg(long, value_name = "fast|balanced|thorough", value_parser = Depth::parse, conflicts_with = "max_steps")]
+    #[arg(long, value_name = "fast|balanced|thorough", value_parser = DepthParser, conflicts_with = "max_steps")]
     pub depth: Option<Depth>,
 
     /// Exact model-step ceiling, overriding the automatic inspection depth.
@@ -194,12 +194,6 @@ pub enum Depth {
 }
 
 impl Depth {
-    /// `--depth`'s value, trimmed and in any case (` THOROUGH ` is
-    /// thorough), as the original accepts it.
-    fn parse(value: &str) -> Result<Self, UnknownDepth> {
-        <Self as ValueEnum>::from_str(value.trim(), true).map_err(|_| UnknownDepth)
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             Depth::Fast => "fast",
@@ -209,10 +203,30 @@ impl Depth {
     }
 }
 
-/// A `--depth` value that names no depth.
-#[derive(Debug, thiserror::Error)]
-#[error("expected fast, balanced or thorough")]
-pub struct UnknownDepth;
+/// `--depth`'s parser: the value trimmed and in any case (` THOROUGH `
+/// is thorough), as the original accepts it; help, errors and completions
+/// list the depths as for any enum.
+#[derive(Debug, Clone, Copy)]
+struct DepthParser;
+
+impl clap::builder::TypedValueParser for DepthParser {
+    type Value = Depth;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Depth, clap::Error> {
+        let normalized = value.to_str().map(|text| text.trim().to_ascii_lowercase());
+        let value = normalized.as_deref().map_or(value, std::ffi::OsStr::new);
+        clap::builder::EnumValueParser::<Depth>::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Depth::value_variants().iter().filter_map(ValueEnum::to_possible_value)))
+    }
+}
 
 /// A reasoning effort chosen on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,9 @@ use std::io::Read;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-/// A file larger than this is hashed but never loaded for a diff.
-pub const MAX_DIFF_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// A file larger than this is hashed but never loaded for a diff (the
+/// renderer counts it like binary content).
+pub const MAX_DIFF_FILE_BYTES: u64 = crate::git::patch::MAX_TEXT_BYTES as u64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

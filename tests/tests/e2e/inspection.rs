@@ -280,7 +280,7 @@ fn depth_is_read_trimmed_and_in_any_case() {
     assert_eq!(run.code, Some(2), "a usage error");
     assert!(run.stdout.is_empty());
     assert!(
-        run.stderr.contains("--depth") && run.stderr.contains("expected fast, balanced or thorough"),
+        run.stderr.contains("--depth") && run.stderr.contains("[possible values: fast, balanced, thorough]"),
         "{}",
         run.stderr
     );

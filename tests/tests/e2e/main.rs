@@ -10,6 +10,7 @@ mod cwd;
 mod daemon;
 mod inspection;
 mod install;
+mod line_counts;
 mod pr_message;
 mod project_id;
 mod proxy;

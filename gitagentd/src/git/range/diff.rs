@@ -454,6 +454,8 @@ mod tests {
         fixture.write("numbered.txt", &numbered);
         fixture.write("code.c", "int a(void)\n{\n\treturn 1;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n");
         fixture.write("blob.bin", "\0ab");
+        // Myers counts +4/-2 here, Histogram +5/-3.
+        fixture.write("churn.txt", "b\nx\na\na\na\nc\n");
         fixture.write("gone.txt", "bye\nfor now\n");
         fixture.write("script.sh", "echo hi\n");
         fixture.write("tool.sh", "echo one\n");
@@ -483,6 +485,7 @@ mod tests {
             "int a(void)\n{\n\treturn 1;\n}\n\nint b(void)\n{\n\treturn 2;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n",
         );
         fixture.write("blob.bin", "\0ac");
+        fixture.write("churn.txt", "a\nb\na\na\nx\nx\na\nb\n");
         std::fs::remove_file(fixture.root().join("gone.txt")).unwrap();
         fixture.write("added.txt", "hello\nworld");
         fixture.write("empty.txt", "");
