@@ -296,7 +296,7 @@ _git__agent() {
                     return 0
                     ;;
                 --depth)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "fast balanced thorough" -- "${cur}"))
                     return 0
                     ;;
                 --max-steps)
@@ -392,7 +392,7 @@ _git__agent() {
                     return 0
                     ;;
                 --depth)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "fast balanced thorough" -- "${cur}"))
                     return 0
                     ;;
                 --max-steps)

@@ -43,7 +43,9 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand config" -l unset -d 
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l wait -d 'Wait for a detached task and print its report' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
+balanced\t''
+thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
@@ -68,7 +70,9 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l wait -d 'Wait for a detached task and print its report' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
+balanced\t''
+thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r

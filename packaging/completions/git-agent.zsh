@@ -51,7 +51,7 @@ _arguments "${_arguments_options[@]}" : \
 (review)
 _arguments "${_arguments_options[@]}" : \
 '(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
-'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:_default' \
+'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
 '--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
@@ -80,7 +80,7 @@ _arguments "${_arguments_options[@]}" : \
 (simplify)
 _arguments "${_arguments_options[@]}" : \
 '(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
-'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:_default' \
+'(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
 '--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
