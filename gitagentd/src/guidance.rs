@@ -20,15 +20,20 @@ pub enum Family {
     None,
 }
 
+/// A `--guidance-family` value that names no family.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown guidance family {0:?}; use auto, agents, claude or none")]
+pub struct UnknownFamily(pub String);
+
 impl Family {
     /// Parses `--guidance-family`; absent means auto.
-    pub fn parse(value: Option<&str>) -> Result<Self, String> {
+    pub fn parse(value: Option<&str>) -> Result<Self, UnknownFamily> {
         match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             None | Some("") | Some("auto") => Ok(Self::Auto),
             Some("agents") => Ok(Self::Agents),
             Some("claude") => Ok(Self::Claude),
             Some("none") => Ok(Self::None),
-            Some(other) => Err(format!("unknown guidance family {other:?}; use auto, agents, claude or none")),
+            Some(other) => Err(UnknownFamily(other.to_string())),
         }
     }
 

@@ -114,8 +114,8 @@ enum ReportError {
     #[error(transparent)]
     Blocking(#[from] BlockingError),
     /// The review report failed its final validation.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] report::FinalReportError),
     #[error("encode the review report: {0}")]
     Encode(#[source] serde_json::Error),
 }
@@ -624,7 +624,7 @@ impl Worker {
             let git_env = self.request.git_env.clone();
             blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
         }
-        let report = report::final_review_report(report_text, results).map_err(ReportError::Invalid)?;
+        let report = report::final_review_report(report_text, results)?;
         serde_json::to_value(report).map_err(ReportError::Encode)
     }
 }

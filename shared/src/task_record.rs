@@ -302,45 +302,47 @@ pub fn read_record(path: &Path, id: &TaskId) -> Result<Record, RecordError> {
     }
     let bytes = std::fs::read(path).map_err(io)?;
     let record: Record = serde_json::from_slice(&bytes).map_err(|error| corrupt(error.to_string()))?;
-    validate(&record, id).map_err(corrupt)?;
+    validate(&record, id, path)?;
     Ok(record)
 }
 
-fn validate(record: &Record, id: &TaskId) -> Result<(), String> {
+/// The record's invariants; a broken one makes the record corrupt.
+fn validate(record: &Record, id: &TaskId, path: &Path) -> Result<(), RecordError> {
+    let corrupt = |reason: String| RecordError::Corrupt { id: id.to_string(), path: path.to_path_buf(), reason };
     if !(1..=RECORD_VERSION).contains(&record.version) {
-        return Err(format!("unsupported record version {}", record.version));
+        return Err(corrupt(format!("unsupported record version {}", record.version)));
     }
     if record.id != id.as_str() {
-        return Err(format!("the record names task {:?}", record.id));
+        return Err(corrupt(format!("the record names task {:?}", record.id)));
     }
     if TaskCommand::parse(&record.command).is_none() {
-        return Err(format!("invalid command {:?}", record.command));
+        return Err(corrupt(format!("invalid command {:?}", record.command)));
     }
-    let started = parse_time(&record.started_at).ok_or("invalid started_at")?;
-    let updated = parse_time(&record.updated_at).ok_or("invalid updated_at")?;
+    let started = parse_time(&record.started_at).ok_or_else(|| corrupt("invalid started_at".into()))?;
+    let updated = parse_time(&record.updated_at).ok_or_else(|| corrupt("invalid updated_at".into()))?;
     if record.pid <= 0 || updated < started {
-        return Err("invalid producer metadata".into());
+        return Err(corrupt("invalid producer metadata".into()));
     }
     if let Some(terminal) = &record.terminal
         && terminal.kind != "final"
         && terminal.kind != "error"
     {
-        return Err(format!("invalid terminal event kind {:?}", terminal.kind));
+        return Err(corrupt(format!("invalid terminal event kind {:?}", terminal.kind)));
     }
     if record.version == 1 && record.failure.is_some() {
-        return Err("a version 1 record carries failure diagnostics".into());
+        return Err(corrupt("a version 1 record carries failure diagnostics".into()));
     }
     if record.version < 3 && record.turn.is_some() {
-        return Err("a legacy record carries turn metadata".into());
+        return Err(corrupt("a legacy record carries turn metadata".into()));
     }
     if record.failure.is_some() && record.terminal.as_ref().is_none_or(|terminal| terminal.kind != "error") {
-        return Err("diagnostics without a terminal error".into());
+        return Err(corrupt("diagnostics without a terminal error".into()));
     }
     if let Some(failure) = &record.failure
         && (failure.tool_events.len() > MAX_DIAGNOSTIC_EVENTS
             || failure.tool_events.iter().any(|event| event.payload.len() > MAX_DIAGNOSTIC_BYTES + 256))
     {
-        return Err("failure diagnostics exceed their limits".into());
+        return Err(corrupt("failure diagnostics exceed their limits".into()));
     }
     Ok(())
 }

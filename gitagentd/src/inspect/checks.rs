@@ -66,6 +66,17 @@ fn single_line(text: &str, limit: usize) -> String {
     joined[..end].trim().to_string()
 }
 
+/// Why a stored check result breaks its invariants.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidCheck {
+    #[error("invalid checker name {0:?}")]
+    Name(String),
+    #[error("check {0:?} diagnostics must be strictly ordered, unique and at most {MAX_DIAGNOSTICS}")]
+    Diagnostics(String),
+    #[error("check {name:?} has an invalid {status:?} result")]
+    Result { name: String, status: String },
+}
+
 impl CheckResult {
     /// A pass or findings result from raw diagnostics: normalized, sorted,
     /// unique, at most 100 kept and the rest counted as omitted.
@@ -114,7 +125,7 @@ impl CheckResult {
     }
 
     /// The invariants of a stored result.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidCheck> {
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 64
             && self
@@ -122,13 +133,10 @@ impl CheckResult {
                 .bytes()
                 .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"._-".contains(&byte));
         if !name_ok {
-            return Err(format!("invalid checker name {:?}", self.name));
+            return Err(InvalidCheck::Name(self.name.clone()));
         }
         if self.diagnostics.len() > MAX_DIAGNOSTICS || self.diagnostics.windows(2).any(|pair| pair[0] >= pair[1]) {
-            return Err(format!(
-                "check {:?} diagnostics must be strictly ordered, unique and at most {MAX_DIAGNOSTICS}",
-                self.name
-            ));
+            return Err(InvalidCheck::Diagnostics(self.name.clone()));
         }
         let ok = match self.status.as_str() {
             "pass" => {
@@ -145,7 +153,7 @@ impl CheckResult {
             }
             _ => false,
         };
-        if ok { Ok(()) } else { Err(format!("check {:?} has an invalid {:?} result", self.name, self.status)) }
+        if ok { Ok(()) } else { Err(InvalidCheck::Result { name: self.name.clone(), status: self.status.clone() }) }
     }
 }
 

@@ -321,7 +321,16 @@ pub fn validate_repository(
     errors
 }
 
-fn check_location(prepared: &PreparedScope, git_env: &GitEnv, evidence: &Evidence) -> Result<(), String> {
+/// Why an evidence location is not in the review's sources.
+#[derive(Debug, thiserror::Error)]
+enum LocationError {
+    #[error("path {0:?} does not exist in authoritative review sources")]
+    Missing(String),
+    #[error("line_end {line_end} exceeds path {path:?}")]
+    PastEnd { line_end: i64, path: String },
+}
+
+fn check_location(prepared: &PreparedScope, git_env: &GitEnv, evidence: &Evidence) -> Result<(), LocationError> {
     let primary = match prepared.mode {
         Mode::Staged => Source::Index,
         Mode::Uncommitted | Mode::Codebase => Source::Worktree,
@@ -335,10 +344,10 @@ fn check_location(prepared: &PreparedScope, git_env: &GitEnv, evidence: &Evidenc
         if evidence.line_start == 1 && evidence.line_end == 1 && prepared.gitlinks.contains(&evidence.path) {
             return Ok(());
         }
-        return Err(format!("path {:?} does not exist in authoritative review sources", evidence.path));
+        return Err(LocationError::Missing(evidence.path.clone()));
     };
     if !has_line(&content, evidence.line_end) {
-        return Err(format!("line_end {} exceeds path {:?}", evidence.line_end, evidence.path));
+        return Err(LocationError::PastEnd { line_end: evidence.line_end, path: evidence.path.clone() });
     }
     Ok(())
 }
@@ -424,19 +433,34 @@ fn resolve_component(
     Some((root, relative, Some(component.base_tree)))
 }
 
+/// Why the terminal review report could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum FinalReportError {
+    #[error("decode validated review report: {0}")]
+    Decode(#[source] serde_json::Error),
+    #[error("validated review report is invalid: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    #[error(transparent)]
+    Check(#[from] super::checks::InvalidCheck),
+    #[error("invalid final review report: duplicate check {0:?}")]
+    DuplicateCheck(String),
+}
+
 /// The terminal review report: the validated provider report plus checks.
-pub fn final_review_report(provider_text: &str, checks: Vec<CheckResult>) -> Result<FinalReviewReport, String> {
-    let report: ReviewReport =
-        serde_json::from_str(provider_text).map_err(|error| format!("decode validated review report: {error}"))?;
+pub fn final_review_report(
+    provider_text: &str,
+    checks: Vec<CheckResult>,
+) -> Result<FinalReviewReport, FinalReportError> {
+    let report: ReviewReport = serde_json::from_str(provider_text).map_err(FinalReportError::Decode)?;
     let errors = validate_review(&report);
     if !errors.is_empty() {
-        return Err(format!("validated review report is invalid: {}", errors.join("; ")));
+        return Err(FinalReportError::Invalid(errors));
     }
     let mut seen = std::collections::BTreeSet::new();
     for check in &checks {
         check.validate()?;
         if !seen.insert(check.name.clone()) {
-            return Err(format!("invalid final review report: duplicate check {:?}", check.name));
+            return Err(FinalReportError::DuplicateCheck(check.name.clone()));
         }
     }
     Ok(FinalReviewReport {
@@ -460,7 +484,7 @@ pub fn validate_final(command: TaskCommand, text: &str) -> Vec<String> {
                 });
                 for check in &report.checks {
                     if let Err(error) = check.validate() {
-                        errors.push(error);
+                        errors.push(error.to_string());
                     }
                 }
                 errors

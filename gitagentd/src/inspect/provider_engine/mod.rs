@@ -58,9 +58,8 @@ pub enum InspectionError {
     Config(#[from] provider::ConfigError),
     #[error(transparent)]
     Provider(#[from] provider::ProviderError),
-    /// The guidance family flag, as the guidance module words it.
-    #[error("{0}")]
-    Family(String),
+    #[error(transparent)]
+    Family(#[from] crate::guidance::UnknownFamily),
     #[error(transparent)]
     Repository(#[from] crate::git::GitError),
     #[error("an inspection worker failed: {0}")]
@@ -227,7 +226,7 @@ async fn assemble(
     cancel: &CancellationToken,
 ) -> Result<AgentTask, InspectionError> {
     let prepared = Arc::clone(&request.prepared);
-    let family = Family::parse(request.guidance_family.as_deref()).map_err(InspectionError::Family)?;
+    let family = Family::parse(request.guidance_family.as_deref())?;
     let (repo, guidance) = {
         let prepared = Arc::clone(&prepared);
         tokio::task::spawn_blocking(move || {
