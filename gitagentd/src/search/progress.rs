@@ -14,8 +14,8 @@
 
 use super::discovery::SkipReason;
 use super::refresh::Reporter;
-use git_agent_shared::timefmt;
 use crate::commands::Output;
+use git_agent_shared::timefmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -286,7 +286,10 @@ pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> Str
             (key.to_string(), value)
         })
         .collect();
-    let mut out = format!("{} INF {kind}", timefmt::format_clock(jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH)));
+    let mut out = format!(
+        "{} INF {kind}",
+        timefmt::format_clock(jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+    );
     let width: usize = rendered.iter().map(|(key, value)| key.len() + 1 + value.len()).sum::<usize>()
         + rendered.len().saturating_sub(1);
     if rendered.len() <= INLINE_FIELDS && width <= INLINE_WIDTH {

@@ -21,9 +21,7 @@ use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, 
 use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
 use super::spool::{NewVectors, Spooled};
-use super::store::{
-    self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData,
-};
+use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -39,7 +39,8 @@ fn main() {
     println!("ratio (git-agent / git): {:.2}x", agent_median.as_secs_f64() / git_median.as_secs_f64());
     let pid = env.daemon_pid().expect("the daemon is running");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read the daemon's /proc status");
-    let rss = status.lines().find(|line| line.starts_with("VmRSS:")).expect("the daemon's /proc status has a VmRSS line");
+    let rss =
+        status.lines().find(|line| line.starts_with("VmRSS:")).expect("the daemon's /proc status has a VmRSS line");
     println!("gitagentd idle resident memory: {}", rss.trim_start_matches("VmRSS:").trim());
 }
 

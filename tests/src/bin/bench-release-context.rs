@@ -134,7 +134,8 @@ impl Bench<'_> {
             "git-agent release-note failed:\n{stderr}"
         );
         let prepared = stderr.lines().find(|line| line.contains("prepared") && line.contains(" in "));
-        let prepared = prepared.unwrap_or_else(|| panic!("the daemon's --debug output has no `prepared ... in` line:\n{stderr}"));
+        let prepared =
+            prepared.unwrap_or_else(|| panic!("the daemon's --debug output has no `prepared ... in` line:\n{stderr}"));
         (to_request, prepared.to_string())
     }
 }
