@@ -202,9 +202,8 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
         if format == "json" {
             output.stdout(render::to_json_line(&indexes));
         } else {
-            let created = |text: &str| {
-                timefmt::parse_rfc3339(text).map(timefmt::format_rfc3339_seconds).unwrap_or_default()
-            };
+            let created =
+                |text: &str| timefmt::parse_rfc3339(text).map(timefmt::format_rfc3339_seconds).unwrap_or_default();
             output.stdout(render::format_indexes(&indexes, &created));
         }
         return Ok(());

@@ -39,8 +39,8 @@ pub mod textkind;
 
 use cache::FolderCache;
 use embeddings::{EmbeddingError, EmbeddingSettings, EmbeddingsClient};
-use git_agent_shared::{Environment, timefmt};
 use git_agent_shared::identity::{IdentityError, ProjectIdentity};
+use git_agent_shared::{Environment, timefmt};
 use history::{History, HistoryError, QueryKey, Replay, StoredFilters};
 use live::LiveIndex;
 use progress::{Feedback, Field, Update};
@@ -122,8 +122,7 @@ impl Selection {
 /// Resolves the project, scope and index folder for `cwd`.
 pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Selection, SearchError> {
     let identity = ProjectIdentity::resolve(cwd)?;
-    let metadata_root =
-        git_agent_shared::paths::metadata_root(env)?;
+    let metadata_root = git_agent_shared::paths::metadata_root(env)?;
     let metadata_dir = metadata_root.join(identity.id());
     let mut scope = paths::normalize_scopes(raw_scopes)?;
     let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));

@@ -14,8 +14,8 @@
 
 use super::discovery::SkipReason;
 use super::refresh::Reporter;
-use git_agent_shared::timefmt;
 use crate::commands::Output;
+use git_agent_shared::timefmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};

@@ -21,9 +21,7 @@ use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, 
 use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
 use super::spool::{NewVectors, Spooled};
-use super::store::{
-    self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData,
-};
+use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -746,11 +744,11 @@ pub fn finish(
         ))
     });
     let mut to_write = Vec::with_capacity(assembled.len());
-    // The records move into publication; `assembled` keeps only what the
-    // vectors borrow.
-    for item in &mut assembled {
-        let (vector, stored): (VectorData, Option<CatalogEntry>) = match &item.vector {
-            &AssembledVector::Record(index) => {
+    // The records move into publication; the vectors are read there one
+    // at a time.
+    for item in assembled {
+        let (vector, stored): (VectorData, Option<CatalogEntry>) = match item.vector {
+            AssembledVector::Record(index) => {
                 let Some(vector) = live.vector(index) else { continue };
                 let stored = match snapshot.vectors[index] {
                     Some(store::VectorLoc::Shared { offset }) => Some(CatalogEntry {
@@ -762,10 +760,10 @@ pub fn finish(
                 };
                 (VectorData::Values(vector), stored)
             }
-            &AssembledVector::Shared(entry) => (VectorData::Stored(entry), Some(entry)),
-            &AssembledVector::New(at) => (VectorData::Spooled(&vectors, at), None),
+            AssembledVector::Shared(entry) => (VectorData::Stored(entry), Some(entry)),
+            AssembledVector::New(at) => (VectorData::Spooled(&vectors, at), None),
         };
-        let mut record = std::mem::take(&mut item.record);
+        let mut record = item.record;
         if let Some((content, index)) = item.chunk {
             record.content_hash = hex(&content.content_hash(index));
         }
@@ -788,7 +786,7 @@ pub fn finish(
         },
         cancelled,
     )?;
-    drop((assembled, vectors));
+    drop(vectors);
     reporter.timing("persist", started.elapsed());
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
 }

@@ -5,9 +5,9 @@
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
 use super::embeddings::EmbeddingSettings;
-use git_agent_shared::timefmt::parse_go_duration;
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
+use git_agent_shared::timefmt::parse_go_duration;
 use std::time::Duration;
 
 pub const DEFAULT_MODEL: &str = "text-embedding-3-small";

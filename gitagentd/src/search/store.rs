@@ -688,13 +688,12 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
 
     // 2. Append new vectors to the shared payload.
     let (mut catalog, next_generation) = load_catalog(&store)?;
-    let payload_name =
-        catalog_payload(&catalog)
-            .ok_or_else(|| StoreError::Publish {
-                path: store.clone(),
-                reason: "the shared vector catalog names an invalid payload file".into(),
-            })?
-            .to_string();
+    let payload_name = catalog_payload(&catalog)
+        .ok_or_else(|| StoreError::Publish {
+            path: store.clone(),
+            reason: "the shared vector catalog names an invalid payload file".into(),
+        })?
+        .to_string();
     let payload_path = store.join(&payload_name);
     let payload = OpenOptions::new()
         .create(true)

@@ -134,7 +134,8 @@ impl Bench<'_> {
             "git-agent release-note failed:\n{stderr}"
         );
         let prepared = stderr.lines().find(|line| line.contains("prepared") && line.contains(" in "));
-        let prepared = prepared.unwrap_or_else(|| panic!("the daemon's --debug output has no `prepared ... in` line:\n{stderr}"));
+        let prepared =
+            prepared.unwrap_or_else(|| panic!("the daemon's --debug output has no `prepared ... in` line:\n{stderr}"));
         (to_request, prepared.to_string())
     }
 }
@@ -167,18 +168,6 @@ fn prepared_in(debug: &str) -> Duration {
     parsed.unwrap_or_else(|| panic!("no preparation time in the daemon's line {debug:?}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn preparation_times_are_read_and_a_missing_one_stops_the_benchmark() {
-        assert_eq!(prepared_in("release-note: prepared 2000 commits in 1.5s"), Duration::from_millis(1500));
-        assert_eq!(prepared_in("release-note: prepared 2000 commits in 250ms"), Duration::from_millis(250));
-        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared 2000 commits")).is_err());
-        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared in soon")).is_err());
-    }
-}
 
 /// The content of file `file` after `version` commits touched it.
 fn content(file: usize, version: usize) -> String {
@@ -248,4 +237,17 @@ fn median(times: &mut [Duration]) -> Duration {
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preparation_times_are_read_and_a_missing_one_stops_the_benchmark() {
+        assert_eq!(prepared_in("release-note: prepared 2000 commits in 1.5s"), Duration::from_millis(1500));
+        assert_eq!(prepared_in("release-note: prepared 2000 commits in 250ms"), Duration::from_millis(250));
+        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared 2000 commits")).is_err());
+        assert!(std::panic::catch_unwind(|| prepared_in("release-note: prepared in soon")).is_err());
+    }
 }

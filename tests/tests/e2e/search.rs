@@ -574,7 +574,10 @@ fn searching_many_projects_keeps_the_daemons_open_files_bounded() {
     let (env, _fake) = setup();
     let search = |index: usize| {
         let repo = env.repo(&format!("project-{index:02}"));
-        repo.write("main.go", &format!("package main\n\n// Run starts project {index}.\nfunc Run() int {{\n\treturn {index}\n}}\n"));
+        repo.write(
+            "main.go",
+            &format!("package main\n\n// Run starts project {index}.\nfunc Run() int {{\n\treturn {index}\n}}\n"),
+        );
         json(&env.run_in(repo.path(), &["search", "--min-score", "0.01", "where does the project start"]));
     };
     // More projects than the daemon keeps views and query histories for,
