@@ -9,8 +9,8 @@
 
 pub mod fake_embeddings;
 pub mod fake_openai;
-pub mod soak;
 pub mod fake_proxy;
+pub mod soak;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -14,12 +14,12 @@
 use super::git::GitEnv;
 use super::patch;
 use super::prepare::{self, PrepareError, PreparedScope};
+use crate::subprocess;
 use crate::tools::{Tool, ToolError, ToolFuture, ToolOutput, blocking, parse_arguments, schema};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use crate::subprocess;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

@@ -9,8 +9,8 @@
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
 
-use git_agent_shared::{Secret, giturl};
 use crate::provider::{ClientKind, HttpClients, NetworkError};
+use git_agent_shared::{Secret, giturl};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;

@@ -168,7 +168,6 @@ fn prepared_in(debug: &str) -> Duration {
     parsed.unwrap_or_else(|| panic!("no preparation time in the daemon's line {debug:?}"))
 }
 
-
 /// The content of file `file` after `version` commits touched it.
 fn content(file: usize, version: usize) -> String {
     let mut text = String::with_capacity(LINES_PER_FILE * 48 + 64);

@@ -40,7 +40,8 @@ impl Generation {
     /// Validates the auth-independent flags.
     pub fn from_args(message: &MessageArgs) -> Result<Self, CommandError> {
         let args = &message.shared;
-        let family = Family::parse(args.guidance_family.as_deref()).map_err(|error| CommandError::Usage(error.to_string()))?;
+        let family =
+            Family::parse(args.guidance_family.as_deref()).map_err(|error| CommandError::Usage(error.to_string()))?;
         let timeout = args.timeout.unwrap_or(crate::provider::config::DEFAULT_TIMEOUT);
         let mut limits = Limits::default();
         if let Some(steps) = message.max_steps {
