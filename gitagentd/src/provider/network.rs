@@ -113,7 +113,7 @@ impl HttpClients {
             return Ok(client);
         }
         let settings = network.clone();
-        let client = tokio::task::spawn_blocking(move || build_client(&settings, kind))
+        let client = crate::blocking::run_to_end("the HTTP client builder", move || build_client(&settings, kind))
             .await
             .map_err(|error| NetworkError::Build(error.to_string()))??;
         self.insert(network, kind, client.clone())?;

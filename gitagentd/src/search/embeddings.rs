@@ -360,7 +360,7 @@ where
             };
             let started = Instant::now();
             let build_range = range.clone();
-            let inputs = tokio::task::spawn_blocking(move || build(build_range))
+            let inputs = crate::blocking::run("the embedding input reader", &cancel, move |_| build(build_range))
                 .await
                 .map_err(|error| EmbeddingError::Client(error.to_string()))?;
             let vectors = client.embed(&settings, &inputs, &cancel).await?;

@@ -86,7 +86,7 @@ pub enum SearchError {
     #[error("no search index at {dir}\nhint: run `git-agent search --index` first{scope_hint}")]
     NoIndex { dir: PathBuf, scope_hint: String },
     #[error("a search worker failed: {0}")]
-    Worker(#[from] tokio::task::JoinError),
+    Worker(#[from] crate::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
 }
@@ -218,7 +218,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
-    Ok(tokio::task::spawn_blocking(work).await?)
+    Ok(crate::blocking::run_to_end("search", work).await?)
 }
 
 impl SearchService {

@@ -183,7 +183,7 @@ where
             return Err(ToolError::Cancelled);
         }
         let guard = cancel.clone();
-        tokio::task::spawn_blocking(move || work(arguments, &guard))
+        crate::blocking::run(tool, &cancel, move |_| work(arguments, &guard))
             .await
             .map_err(|error| ToolError::Recoverable(format!("{tool} failed: {error}")))?
     })

@@ -87,7 +87,11 @@ pub async fn provider(
     settings: &Generation,
     cache_scope: &str,
 ) -> Result<Provider, CommandError> {
-    let config = provider::config::resolve(&invocation.env, &settings.provider_flags).map_err(CommandError::failed)?;
+    // Resolving reads `~/.codex/auth.json`: off the runtime.
+    let (env, flags) = (invocation.env.clone(), settings.provider_flags.clone());
+    let config = crate::blocking::run_to_end("the provider settings", move || provider::config::resolve(&env, &flags))
+        .await?
+        .map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
     Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
@@ -137,13 +141,16 @@ impl ProjectContext {
         family: Family,
         cancel: &CancellationToken,
     ) -> Result<Self, CommandError> {
-        let guidance = {
+        // Guidance files and the PATH scan for skills-mgr: off the runtime.
+        let (guidance, skills) = {
             let root = root.to_path_buf();
-            tokio::task::spawn_blocking(move || guidance::resolve(&root, &paths, family, &WorktreeReader::new(&root)))
-                .await
-                .map_err(CommandError::failed)?
+            let (env, cwd) = (invocation.env.clone(), invocation.cwd.clone());
+            crate::blocking::run("the guidance reader", cancel, move |_| {
+                let guidance = guidance::resolve(&root, &paths, family, &WorktreeReader::new(&root));
+                (guidance, SkillsManager::discover(&env, &cwd))
+            })
+            .await?
         };
-        let skills = SkillsManager::discover(&invocation.env, &invocation.cwd);
         let skills_layer = match &skills {
             Some(manager) => manager.list(cancel).await.map_err(CommandError::failed)?.stdout,
             None => String::new(),

@@ -63,7 +63,7 @@ pub enum InspectionError {
     #[error(transparent)]
     Repository(#[from] crate::git::GitError),
     #[error("an inspection worker failed: {0}")]
-    Worker(#[from] tokio::task::JoinError),
+    Worker(#[from] crate::blocking::BlockingError),
     #[error(transparent)]
     Skills(#[from] crate::skills::SkillsError),
     #[error(transparent)]
@@ -128,14 +128,16 @@ impl ProviderEngine {
     ) -> Result<EngineOutcome, InspectionError> {
         status.phase("preparing");
         let command = request.command;
-        let config = provider::config::resolve(
-            &request.env,
-            &ProviderFlags {
-                model: Some(request.model.clone()),
-                base_url: request.base_url.clone(),
-                timeout: Some(request.timeout.unwrap_or(NO_DEADLINE_REQUEST_LIMIT)),
-            },
-        )?;
+        let flags = ProviderFlags {
+            model: Some(request.model.clone()),
+            base_url: request.base_url.clone(),
+            timeout: Some(request.timeout.unwrap_or(NO_DEADLINE_REQUEST_LIMIT)),
+        };
+        // Resolving reads `~/.codex/auth.json`: off the runtime.
+        let env = request.env.clone();
+        let config =
+            crate::blocking::run("the provider settings", &cancel, move |_| provider::config::resolve(&env, &flags))
+                .await??;
         secrets.learn(&config);
         let provider = Provider::shared(&self.http, config, run_options(request)).await?;
 
@@ -227,9 +229,10 @@ async fn assemble(
 ) -> Result<AgentTask, InspectionError> {
     let prepared = Arc::clone(&request.prepared);
     let family = Family::parse(request.guidance_family.as_deref())?;
-    let (repo, guidance) = {
+    let (repo, guidance, skills, docs) = {
         let prepared = Arc::clone(&prepared);
-        tokio::task::spawn_blocking(move || {
+        let (env, cwd) = (request.env.clone(), request.cwd.clone());
+        crate::blocking::run("the guidance reader", cancel, move |_| {
             let repo = Repository::discover(&prepared.root)?;
             let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
             let guidance = match prepared.mode {
@@ -238,16 +241,18 @@ async fn assemble(
                     guidance::resolve(repo.root(), &paths, family, &WorktreeReader::new(repo.root()))
                 }
             };
-            Ok::<_, InspectionError>((repo, guidance))
+            // PATH scans: off the runtime too.
+            let skills = SkillsManager::discover(&env, &cwd);
+            let docs = super::tools::DocCommands::discover(repo.root(), &env);
+            Ok::<_, InspectionError>((repo, guidance, skills, docs))
         })
         .await??
     };
-    let skills = SkillsManager::discover(&request.env, &request.cwd);
     let skills_layer = match &skills {
         Some(manager) => manager.list(cancel).await?.stdout,
         None => String::new(),
     };
-    let tools = registry(request, repo, skills.as_ref(), drift);
+    let tools = registry(request, repo, skills.as_ref(), docs, drift);
     let limits = Limits {
         max_steps: request.budget.selected_steps,
         max_tool_calls: request.budget.max_tool_calls,
@@ -293,16 +298,16 @@ fn registry(
     request: &InspectionRequest,
     repo: Repository,
     skills: Option<&SkillsManager>,
+    docs: super::tools::DocCommands,
     drift: &DriftSlot,
 ) -> ToolRegistry {
     let mode = request.prepared.mode;
-    let root = repo.root().to_path_buf();
     let files = Arc::new(match mode {
         Mode::Staged => RepoFiles::staged(repo),
         Mode::Uncommitted | Mode::Codebase => RepoFiles::new(repo, crate::git::FileSource::Worktree),
     });
     let mut shared = crate::tools::repository::tools(&files);
-    shared.extend(tools::doc_tools(super::tools::DocCommands::discover(&root, &request.env)));
+    shared.extend(tools::doc_tools(docs));
     shared.extend(crate::tools::skills::tools(skills));
     let mut registry = ToolRegistry::new();
     if mode == Mode::Codebase {
