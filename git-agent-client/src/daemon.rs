@@ -176,20 +176,30 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
     }
     Ok(match wait_locally(&env, &id, command).await {
         Ok(report) => write_stdout(report.as_bytes()),
-        Err(message) => fail(&message, 1),
+        Err(error) => fail(&error.to_string(), 1),
     })
 }
 
-async fn wait_locally(env: &Environment, id: &str, command: TaskCommand) -> Result<String, String> {
-    let id = TaskId::parse(id).map_err(|error| error.to_string())?;
-    let root = paths::metadata_root(env).map_err(|error| error.to_string())?;
-    let path = task_record::find_record(&root, &id).map_err(|error| error.to_string())?;
+/// Why `--wait` could not read a task's result without the daemon.
+#[derive(Debug, thiserror::Error)]
+enum LocalWaitError {
+    #[error(transparent)]
+    Record(#[from] task_record::RecordError),
+    #[error(transparent)]
+    Home(#[from] git_agent_shared::environment::MissingHome),
+    #[error(transparent)]
+    Wait(#[from] task_record::WaitError),
+}
+
+async fn wait_locally(env: &Environment, id: &str, command: TaskCommand) -> Result<String, LocalWaitError> {
+    let id = TaskId::parse(id)?;
+    let root = paths::metadata_root(env)?;
+    let path = task_record::find_record(&root, &id)?;
     loop {
-        let record = task_record::read_record(&path, &id).map_err(|error| error.to_string())?;
-        let state = task_record::evaluate(&record, command, task_record::process_alive, jiff::Timestamp::now())
-            .map_err(|error| error.to_string())?;
+        let record = task_record::read_record(&path, &id)?;
+        let state = task_record::evaluate(&record, command, task_record::process_alive, jiff::Timestamp::now())?;
         if let Some(result) = task_record::wait_result(state, command, &id) {
-            return result.map_err(|error| error.to_string());
+            return Ok(result?);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
