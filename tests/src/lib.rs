@@ -190,6 +190,17 @@ impl TestEnv {
     }
 
     /// `gitagentd <args>` with this environment.
+    /// `gitagentd status`'s count of commands in flight (0 when no daemon
+    /// answers).
+    pub fn active_commands(&self) -> usize {
+        let output = self.gitagentd(&["status"]).output().expect("run gitagentd status");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix("active commands: "))
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     pub fn gitagentd(&self, args: &[&str]) -> Command {
         let mut command = Command::new(binary("gitagentd"));
         self.apply(&mut command);

@@ -247,18 +247,12 @@ fn the_assembled_request_matches_its_golden_file() {
 fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    let bin = env.work().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let script = bin.join("skills-mgr");
-    std::fs::write(
-        &script,
+    put_on_path(
+        &mut env,
+        "skills-mgr",
         "#!/bin/sh\nif [ \"$1\" = list ]; then printf '## Skills\\n\\n- rust-style: how we write Rust\\n'; \
          else printf 'skill %s range [%s]\\n' \"$2\" \"$3\"; fi\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    env.set_env("PATH", &path);
+    );
     fake.configure(&mut env, "k");
     let repo = env.repo("skills");
     repo.write("a.txt", "a\n");
@@ -283,18 +277,12 @@ fn skills_mgr_on_path_adds_its_layer_and_the_skills_read_tool() {
 fn skills_mgr_gets_no_credentials_and_no_option_shaped_locator() {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
-    let bin = env.work().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let script = bin.join("skills-mgr");
-    std::fs::write(
-        &script,
+    let script = put_on_path(
+        &mut env,
+        "skills-mgr",
         "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$0.argv\"\n/usr/bin/env > \"$0.env\"\n\
          if [ \"$1\" = list ]; then printf '## Skills\\n'; else printf 'skill %s\\n' \"$2\"; fi\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    env.set_env("PATH", &path);
+    );
     env.set_env("CODEX_HOME", "/nonexistent/codex-secret-home");
     env.set_env("OPENAI_EMBEDDING_API_KEY", "embed-secret-key");
     env.set_env("GOPATH", "/nonexistent/go");
@@ -312,14 +300,14 @@ fn skills_mgr_gets_no_credentials_and_no_option_shaped_locator() {
     fake.push(Reply::Events(events::text_reply("feat: add a", json!({}))));
     assert_eq!(env.run_in(repo.path(), &["commit-msg"]).success(), "feat: add a\n");
     // The option-shaped locator never reached skills-mgr; the other did.
-    let argv = std::fs::read_to_string(bin.join("skills-mgr.argv")).unwrap();
+    let argv = std::fs::read_to_string(script.with_extension("argv")).unwrap();
     assert!(!argv.lines().any(|arg| arg == "-x"), "{argv}");
     assert!(argv.lines().any(|arg| arg == "rust-style"), "{argv}");
     let outputs = fake.requests()[1].input_texts().join("\n");
     assert!(outputs.contains("would be read as an option"), "{outputs}");
     // Its environment is the allow-list: no provider variable, no
     // credential, no toolchain variable it does not need.
-    let seen = std::fs::read_to_string(bin.join("skills-mgr.env")).unwrap();
+    let seen = std::fs::read_to_string(script.with_extension("env")).unwrap();
     for line in seen.lines() {
         let name = line.split_once('=').map_or(line, |(name, _)| name);
         assert!(!name.starts_with("OPENAI_") && !name.starts_with("CODEX_") && name != "GOPATH", "{line}");
@@ -335,4 +323,17 @@ fn without_skills_mgr_neither_the_layer_nor_the_tool_exists() {
     env.run_in(repo.path(), &["commit-msg"]).success();
     let body = fake.requests()[0].body.to_string();
     assert!(!body.contains("skills_read") && !body.contains("## Skills"));
+}
+
+/// Writes an executable `name` with `body` into a folder put first on the
+/// daemon-side `PATH` of `env`; returns its path.
+fn put_on_path(env: &mut TestEnv, name: &str, body: &str) -> std::path::PathBuf {
+    let bin = env.work().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join(name);
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    env.set_env("PATH", &path);
+    script
 }

@@ -367,16 +367,6 @@ fn stdout_larger_than_a_message_arrives_byte_for_byte() {
     assert_eq!(parsed["files"].as_array().map(Vec::len), Some(files.len()));
 }
 
-/// `gitagentd status`'s count of commands in flight.
-fn active_commands(env: &TestEnv) -> usize {
-    let output = env.gitagentd(&["status"]).output().unwrap();
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("active commands: "))
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Blocking work runs on the blocking pool: with more slow blocking calls
 /// in flight than the runtime has worker threads (each reading the
 /// configuration file under an injected delay), `project_id` and
@@ -399,7 +389,7 @@ fn slow_blocking_work_does_not_delay_other_callers() {
         })
         .collect();
     assert!(
-        wait_until(DEADLINE, || active_commands(&env) >= slow_calls),
+        wait_until(DEADLINE, || env.active_commands() >= slow_calls),
         "the slow calls never were all in flight at once"
     );
 

@@ -282,15 +282,6 @@ fn spawn(env: &TestEnv, dir: &Path, args: &[&str]) -> Child {
     env.git_agent_in(dir, args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
-fn active_commands(env: &TestEnv) -> usize {
-    let output = env.gitagentd(&["status"]).output().unwrap();
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("active commands: "))
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn parallel_searches_of_a_missing_index_embed_each_chunk_once() {
     let (env, fake) = setup();
@@ -300,7 +291,7 @@ fn parallel_searches_of_a_missing_index_embed_each_chunk_once() {
     fake.close_gate();
     let children: Vec<Child> =
         (0..8).map(|_| spawn(&env, repo.path(), &["search", "--min-score", "0.01", "alpha beta"])).collect();
-    assert!(wait_until(DEADLINE, || fake.held() >= 1 && active_commands(&env) == 8), "all eight searches are running");
+    assert!(wait_until(DEADLINE, || fake.held() >= 1 && env.active_commands() == 8), "all eight searches are running");
     fake.open_gate();
     let mut outputs = Vec::new();
     for child in children {
@@ -327,7 +318,7 @@ fn parallel_reindex_rebuilds_once() {
     fake.reset();
     fake.close_gate();
     let children: Vec<Child> = (0..4).map(|_| spawn(&env, repo.path(), &["search", "--index", "--reindex"])).collect();
-    assert!(wait_until(DEADLINE, || fake.held() >= 1 && active_commands(&env) == 4), "all four are running");
+    assert!(wait_until(DEADLINE, || fake.held() >= 1 && env.active_commands() == 4), "all four are running");
     fake.open_gate();
     for child in children {
         let output = child.wait_with_output().unwrap();
