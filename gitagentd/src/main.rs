@@ -12,6 +12,7 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    forget_certificate_locations();
     let args = gitagentd::args::DaemonArgs::parse();
     match gitagentd::run(args) {
         Ok(code) => code,
@@ -19,5 +20,18 @@ fn main() -> ExitCode {
             eprintln!("gitagentd: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The TLS root loader reads `SSL_CERT_FILE` and `SSL_CERT_DIR` from the
+/// process environment. The daemon takes them from each invocation
+/// instead (`provider::network`), so the shell or service manager that
+/// happened to start it must not decide for every caller.
+fn forget_certificate_locations() {
+    for name in [git_agent_shared::environment::vars::SSL_CERT_FILE, git_agent_shared::environment::vars::SSL_CERT_DIR]
+    {
+        // SAFETY: the first thing `main` does, before any other thread
+        // exists that could read the environment.
+        unsafe { std::env::remove_var(name) };
     }
 }
