@@ -418,7 +418,7 @@ fn open_descriptors_stay_bounded_over_many_repositories() {
     for repo in 0..10 {
         workload.search(repo);
     }
-    let baseline = git_agent_tests::soak::Footprint::of(workload.daemon_pid());
+    let baseline = workload.settled_footprint();
     for round in 0..2 {
         for repo in 10..20 {
             workload.search(repo);
@@ -428,8 +428,11 @@ fn open_descriptors_stay_bounded_over_many_repositories() {
         }
     }
     let pid = workload.daemon_pid();
-    let last = git_agent_tests::soak::Footprint::of(pid);
-    let (fds_ok, _) = last.within(&baseline, 10, 2);
+    let last = workload.settled_footprint();
+    // Unbounded caches would add about three descriptors per new
+    // repository (thirty here); snapshot segments of the cached views come
+    // and go by a few, so the bound allows ten.
+    let (fds_ok, _) = last.within(&baseline, 10, 10);
     assert!(
         fds_ok,
         "open descriptors grew from {} to {}:\n{}",
