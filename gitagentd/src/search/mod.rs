@@ -411,16 +411,13 @@ impl SearchService {
 
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
-        let embedded_any = !spool.is_empty();
         let temp_dir = request.temp_dir.clone();
         let live = blocking(move || {
             let cancelled = move || token.is_cancelled();
             let vectors = spool.finish().map_err(|source| RefreshError::Snapshot { dir: temp_dir, source })?;
-            let live = refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled);
-            if embedded_any {
-                release_freed_memory();
-            }
-            live
+            // Freed pages return to the system when the daemon goes idle
+            // (`crate::memory`).
+            refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled)
         })
         .await??;
         lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live), live.footprint());
@@ -560,17 +557,6 @@ impl SearchService {
 impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
-    }
-}
-
-/// Publication's records and catalog pass through the heap; hand the
-/// freed pages back so a large build does not leave the daemon's
-/// resident memory at its peak.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the system.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
