@@ -69,8 +69,11 @@ pub async fn run(
     let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
-    let selection =
-        crate::blocking::run_to_end("the search scope", move || search::select(&cwd, &env, &scopes)).await??;
+    let rev = args.rev.clone();
+    let selection = crate::blocking::run_to_end("the search scope", move || {
+        search::select_source(&cwd, &env, &scopes, rev.as_deref())
+    })
+    .await??;
     let temp_dir = temp_dir(invocation);
     let request = SearchRequest {
         selection: selection.clone(),
@@ -116,12 +119,12 @@ pub async fn run(
     let results: Vec<render::ResultOut> = outcome.hits.iter().map(render::ResultOut::from).collect();
     if format == "brief" {
         let freshness = render::freshness(outcome.chunks, outcome.embedded, outcome.reused);
-        output.stdout(render::brief("filesystem", freshness, &results));
+        output.stdout(render::brief(selection.mode(), freshness, &results));
         return Ok(());
     }
     let envelope = render::SearchOutput {
         query,
-        source: render::SourceOut { mode: "filesystem".into(), root: selection.root_text() },
+        source: selection.source_out(),
         min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
         retrieval: render::Retrieval {
             mode: "embeddings",
@@ -181,6 +184,7 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     flag(args.timeout.is_some(), "timeout", &mut rejected);
     flag(args.debug, "debug", &mut rejected);
     if args.ls {
+        flag(args.rev.is_some(), "rev", &mut rejected);
         flag(args.scope.is_some(), "scope", &mut rejected);
         flag(args.no_tests, "no-tests", &mut rejected);
     }
@@ -214,8 +218,9 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     }
     let scopes = scopes(args)?;
     let no_tests = args.no_tests;
+    let rev = args.rev.clone();
     let listing = crate::blocking::run_to_end("the search index files", move || {
-        search::list_files(&cwd, &env, &scopes, no_tests)
+        search::list_files(&cwd, &env, &scopes, rev.as_deref(), no_tests)
     })
     .await??;
     if format == "json" {

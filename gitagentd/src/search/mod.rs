@@ -32,6 +32,7 @@ pub mod progress;
 pub mod query;
 pub mod ranking;
 pub mod refresh;
+pub mod revision;
 pub mod settings;
 pub mod spool;
 pub mod store;
@@ -78,6 +79,8 @@ pub enum SearchError {
     #[error(transparent)]
     Refresh(#[from] RefreshError),
     #[error(transparent)]
+    Revision(#[from] revision::RevisionError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Embedding(#[from] EmbeddingError),
@@ -111,16 +114,81 @@ pub struct Selection {
     /// normally skipped path).
     pub shared_scope: bool,
     pub origin_identity: String,
+    /// Revision and remote modes: the committed tree searched instead of
+    /// the files under `root`.
+    pub revision: Option<RevisionSelection>,
+}
+
+/// The committed tree of a revision (or remote) search.
+#[derive(Debug, Clone)]
+pub struct RevisionSelection {
+    pub tree: Arc<revision::TreeSource>,
+    /// The revision as the caller wrote it (`HEAD` when remote mode
+    /// omits `--rev`).
+    pub rev: String,
+    /// The commit it resolved to, full hex.
+    pub resolved: String,
+    /// `revision`, or `remote` for a cached remote repository.
+    pub mode: &'static str,
+    /// Remote mode: the sanitized URL (never one with credentials).
+    pub remote: String,
 }
 
 impl Selection {
     pub fn root_text(&self) -> String {
         self.root.display().to_string()
     }
+
+    /// `filesystem`, `revision` or `remote`: the brief header's and the
+    /// manifest's mode.
+    pub fn mode(&self) -> &'static str {
+        self.revision.as_ref().map_or("filesystem", |revision| revision.mode)
+    }
+
+    /// The JSON envelope's `source`.
+    pub fn source_out(&self) -> output::SourceOut {
+        match &self.revision {
+            None => output::SourceOut { mode: "filesystem".into(), root: self.root_text(), ..Default::default() },
+            Some(revision) => output::SourceOut {
+                mode: revision.mode.into(),
+                root: String::new(),
+                remote: revision.remote.clone(),
+                rev: revision.rev.clone(),
+                resolved_rev: revision.resolved.clone(),
+            },
+        }
+    }
+
+    /// The manifest a publication of this selection's index carries.
+    fn manifest(&self) -> Manifest {
+        let (resolved_rev, remote) = match &self.revision {
+            Some(revision) => (revision.resolved.clone(), revision.remote.clone()),
+            None => (String::new(), String::new()),
+        };
+        Manifest {
+            mode: self.mode().into(),
+            root: if remote.is_empty() { self.root_text() } else { String::new() },
+            remote,
+            resolved_rev,
+            origin_identity: self.origin_identity.clone(),
+            ..Manifest::default()
+        }
+    }
 }
 
 /// Resolves the project, scope and index folder for `cwd`.
 pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Selection, SearchError> {
+    select_source(cwd, env, raw_scopes, None)
+}
+
+/// Like [`select`]; with `rev`, the committed tree of that revision of the
+/// repository containing `cwd` (revision mode) and its per-commit index.
+pub fn select_source(
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+    rev: Option<&str>,
+) -> Result<Selection, SearchError> {
     let identity = ProjectIdentity::resolve(cwd)?;
     let metadata_root = git_agent_shared::paths::metadata_root(env)?;
     let metadata_dir = metadata_root.join(identity.id());
@@ -142,7 +210,22 @@ pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Se
     }
     let skipped = paths::scope_uses_skipped_path(&scope);
     let root_text = identity.root.display().to_string();
-    let index_dir = store::filesystem_index_dir(&metadata_dir, &root_text, skipped.then_some(scope.as_slice()));
+    let skipped_scope = skipped.then_some(scope.as_slice());
+    let (index_dir, revision) = match rev {
+        None => (store::filesystem_index_dir(&metadata_dir, &root_text, skipped_scope), None),
+        Some(rev) => {
+            if git_agent_shared::identity::find_repository_root(&cwd_clean).is_none() {
+                return Err(revision::RevisionError::NotARepository { path: cwd_clean }.into());
+            }
+            let repo = revision::open(&identity.root)?;
+            let commit = revision::resolve(&repo.to_thread_local(), rev)?;
+            let resolved = commit.to_string();
+            let tree = Arc::new(revision::TreeSource::new(repo, commit)?);
+            let selected =
+                RevisionSelection { tree, rev: rev.to_string(), resolved, mode: "revision", remote: String::new() };
+            (revision::index_dir(&metadata_dir, &selected.resolved, skipped_scope), Some(selected))
+        }
+    };
     Ok(Selection {
         root: identity.root.clone(),
         metadata_dir,
@@ -150,6 +233,7 @@ pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Se
         shared_scope: !scope.is_empty() && !skipped,
         scope,
         origin_identity: identity.origin.unwrap_or_default(),
+        revision,
     })
 }
 
@@ -314,14 +398,10 @@ impl SearchService {
             model: settings.model.clone(),
             dimensions: settings.dimensions,
             max_input_chars: settings.max_input_chars,
-            manifest: Manifest {
-                mode: "filesystem".into(),
-                root: selection.root_text(),
-                origin_identity: selection.origin_identity.clone(),
-                ..Manifest::default()
-            },
+            manifest: selection.manifest(),
             temp_dir: request.temp_dir.clone(),
             crash_at: self.crash_at,
+            tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
         };
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
@@ -439,7 +519,7 @@ impl SearchService {
             query_text_hash: chunking::hex(&Sha256::digest(query_input.as_bytes())),
             model: settings.model.clone(),
             dimensions: settings.dimensions,
-            source_mode: "filesystem".into(),
+            source_mode: selection.mode().into(),
             root: selection.root_text(),
         };
         let history = self.history(&selection.metadata_dir)?;
@@ -637,9 +717,10 @@ pub fn list_files(
     cwd: &Path,
     env: &Environment,
     raw_scopes: &[String],
+    rev: Option<&str>,
     no_tests: bool,
 ) -> Result<output::IndexFiles, SearchError> {
-    let selection = select(cwd, env, raw_scopes)?;
+    let selection = select_source(cwd, env, raw_scopes, rev)?;
     let search_root = store::search_root(&selection.metadata_dir);
     let found = {
         let _lock = store::lock_blocking(&store::lock_path(&selection.index_dir), &|| false)?;
