@@ -18,4 +18,5 @@ mod release_note;
 mod review;
 mod search;
 mod search_index;
+mod search_migrate;
 mod search_revision;

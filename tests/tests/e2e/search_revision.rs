@@ -97,6 +97,17 @@ fn revision_search_reads_only_the_committed_tree() {
     let tree = env.run_in(repo.path(), &["search", "--ls-files", "--rev", &commit[..10], "--scope", "docs"]).success();
     assert_eq!(tree, ".\n└── docs/\n    └── guide.md\n");
 
+    // --ls lists the revision index with its short commit.
+    let ls = env.run_in(repo.path(), &["search", "--ls"]).success();
+    assert!(ls.starts_with(&format!("revision rev={} root=", &commit[..12])), "{ls}");
+    assert!(ls.contains(&format!("search/revs/{commit}\n")), "{ls}");
+    let listed = search_json(&env, repo.path(), &["search", "--ls", "--format", "json"]);
+    assert_eq!(listed[0]["mode"], "revision");
+    assert_eq!(listed[0]["resolved_rev"], commit.as_str());
+    let run = env.run_in(repo.path(), &["search", "--ls", "--rev", "HEAD"]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("search --ls does not accept --rev"), "{}", run.stderr);
+
     // The records name their blobs.
     let index_dir = PathBuf::from(
         search_json(&env, repo.path(), &["search", "--ls-files", "--rev", "HEAD", "--format", "json"])["index"]["dir"]
