@@ -391,6 +391,10 @@ pub fn agent_help(command: &str) -> String {
        git-agent search --ls [--format text|json]
        git-agent search --ls-files [--format tree|json] [--scope <paths>] [--no-tests]")]
 pub struct SearchArgs {
+    /// Search the committed tree of this revision instead of the files on disk.
+    #[arg(long, value_name = "rev")]
+    pub rev: Option<String>,
+
     /// Comma-separated paths, relative to the current directory, to search or index.
     #[arg(long, value_name = "paths")]
     pub scope: Option<String>,
@@ -455,6 +459,14 @@ pub struct SearchArgs {
     /// Write diagnostic events to stderr.
     #[arg(long)]
     pub debug: bool,
+
+    /// Search a remote Git repository (URL or path) through its cached bare clone.
+    #[arg(long, value_name = "url")]
+    pub remote: Option<String>,
+
+    /// List the cached remote repositories.
+    #[arg(long)]
+    pub ls_remotes: bool,
 
     /// What to look for.
     #[arg(value_name = "query")]

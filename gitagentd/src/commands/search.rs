@@ -29,13 +29,16 @@ pub async fn run(
     cancel: &CancellationToken,
     args: SearchArgs,
 ) -> Result<(), CommandError> {
-    if args.ls && args.ls_files {
-        return Err(CommandError::Usage("search accepts only one of --ls or --ls-files".into()));
+    if [args.ls, args.ls_remotes, args.ls_files].iter().filter(|set| **set).count() > 1 {
+        return Err(CommandError::Usage("search accepts only one of --ls, --ls-remotes, or --ls-files".into()));
     }
     if let Some(score) = args.min_score {
         validate_min_score(score)?;
     }
     let query = args.query.join(" ").trim().to_string();
+    if args.ls_remotes {
+        return list_remotes(invocation, output, &args, &query).await;
+    }
     if args.ls || args.ls_files {
         return list(invocation, output, &args, &query).await;
     }
@@ -197,14 +200,23 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
         if format != "text" && format != "json" {
             return Err(CommandError::Usage(format!("--format must be text or json with --ls, got {format:?}")));
         }
-        let indexes =
-            crate::blocking::run_to_end("the search index list", move || search::list_indexes(&cwd, &env)).await??;
+        let remote = args.remote.clone();
+        let (repo_dir, indexes) = crate::blocking::run_to_end("the search index list", move || match remote {
+            Some(remote) => search::list_remote_indexes(&remote, &cwd, &env).map(|(dir, list)| (Some(dir), list)),
+            None => search::list_indexes(&cwd, &env).map(|list| (None, list)),
+        })
+        .await??;
         if format == "json" {
             output.stdout(render::to_json_line(&indexes));
         } else {
             let created =
                 |text: &str| timefmt::parse_rfc3339(text).map(timefmt::format_rfc3339_seconds).unwrap_or_default();
-            output.stdout(render::format_indexes(&indexes, &created));
+            let mut text = String::new();
+            if let Some(dir) = repo_dir {
+                text.push_str(&format!("remote repo={}\n", dir.display()));
+            }
+            text.push_str(&render::format_indexes(&indexes, &created));
+            output.stdout(text);
         }
         return Ok(());
     }
@@ -223,5 +235,51 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     } else {
         output.stdout(render::format_tree(&listing.files));
     }
+    Ok(())
+}
+
+/// `--ls-remotes`: the cached remotes' metadata; no fetch, no API key.
+async fn list_remotes(
+    invocation: &Invocation,
+    output: &Output,
+    args: &SearchArgs,
+    query: &str,
+) -> Result<(), CommandError> {
+    let rejected = [
+        (args.rev.is_some(), "rev"),
+        (args.remote.is_some(), "remote"),
+        (args.scope.is_some(), "scope"),
+        (args.limit.is_some(), "limit"),
+        (args.min_score.is_some(), "min-score"),
+        (args.code, "code"),
+        (args.no_tests, "no-tests"),
+        (args.agent, "agent"),
+        (args.index, "index"),
+        (args.reindex, "reindex"),
+        (args.embedding_model.is_some(), "embedding-model"),
+        (args.embedding_dimensions.is_some(), "embedding-dimensions"),
+        (args.base_url.is_some(), "base-url"),
+        (args.timeout.is_some(), "timeout"),
+        (args.debug, "debug"),
+    ];
+    if let Some((_, name)) = rejected.iter().find(|(set, _)| *set) {
+        return Err(CommandError::Usage(format!("search --ls-remotes does not accept --{name}")));
+    }
+    if !query.is_empty() {
+        return Err(CommandError::Usage("search --ls-remotes does not accept a query".into()));
+    }
+    let format = args.format.as_deref().unwrap_or("text");
+    if !matches!(format, "text" | "json" | "completion") {
+        return Err(CommandError::Usage(format!(
+            "--format must be text, json, or completion with --ls-remotes, got {format:?}"
+        )));
+    }
+    let root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(SearchError::from)?;
+    let remotes = crate::blocking::run_to_end("the remote list", move || search::remote::list(&root)).await?;
+    output.stdout(match format {
+        "json" => render::to_json_line(&remotes),
+        "completion" => search::remote::format_completion(&remotes).into_bytes(),
+        _ => search::remote::format_remotes(&remotes).into_bytes(),
+    });
     Ok(())
 }

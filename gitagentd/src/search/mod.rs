@@ -32,6 +32,7 @@ pub mod progress;
 pub mod query;
 pub mod ranking;
 pub mod refresh;
+pub mod remote;
 pub mod settings;
 pub mod spool;
 pub mod store;
@@ -78,6 +79,8 @@ pub enum SearchError {
     #[error(transparent)]
     Refresh(#[from] RefreshError),
     #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Embedding(#[from] EmbeddingError),
@@ -94,7 +97,10 @@ pub enum SearchError {
 impl SearchError {
     /// Whether the caller's flags are at fault (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::Scope(_) | Self::Settings(settings::SettingsError::Flag(_)))
+        matches!(
+            self,
+            Self::Scope(_) | Self::Settings(settings::SettingsError::Flag(_)) | Self::Remote(remote::RemoteError::Empty)
+        )
     }
 }
 
@@ -572,9 +578,26 @@ fn now_rfc3339() -> String {
 /// Every complete index of the project at `cwd`, sorted like the original.
 pub fn list_indexes(cwd: &Path, env: &Environment) -> Result<Vec<output::IndexInfo>, SearchError> {
     let selection = select(cwd, env, &[])?;
-    let search_root = store::search_root(&selection.metadata_dir);
+    Ok(list_indexes_in(&selection.metadata_dir))
+}
+
+/// `--ls --remote`: the cached bare repository and every complete index of
+/// that remote. Reads metadata only: no fetch.
+pub fn list_remote_indexes(
+    raw_remote: &str,
+    cwd: &Path,
+    env: &Environment,
+) -> Result<(PathBuf, Vec<output::IndexInfo>), SearchError> {
+    let metadata_root = git_agent_shared::paths::metadata_root(env)?;
+    let remote = remote::Remote::new(raw_remote, cwd, &metadata_root, env)?;
+    Ok((remote.repo_dir(), list_indexes_in(remote.metadata_dir())))
+}
+
+/// Every complete index under `metadata_dir`, sorted like the original.
+fn list_indexes_in(metadata_dir: &Path) -> Vec<output::IndexInfo> {
+    let search_root = store::search_root(metadata_dir);
     let mut indexes = Vec::new();
-    for dir in store::complete_index_dirs(&selection.metadata_dir) {
+    for dir in store::complete_index_dirs(metadata_dir) {
         let Ok(_lock) = store::lock_blocking(&store::lock_path(&dir), &|| false) else { continue };
         if let Some(info) = index_info(&dir, &search_root, false) {
             indexes.push(info.0);
@@ -588,7 +611,7 @@ pub fn list_indexes(cwd: &Path, env: &Environment) -> Result<Vec<output::IndexIn
             b.dir.as_str(),
         ))
     });
-    Ok(indexes)
+    indexes
 }
 
 /// Summary and (when asked for) sorted unique paths of one index.
