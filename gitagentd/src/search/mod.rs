@@ -263,8 +263,7 @@ impl SearchService {
         feedback: &Feedback,
         cancel: &CancellationToken,
     ) -> Result<(tokio::sync::OwnedMutexGuard<()>, store::FileLock), SearchError> {
-        let root = metadata_dir.parent().unwrap_or(metadata_dir);
-        let path = store::lock_path(&root.join(store::PRODUCER_LOCK));
+        let path = store::lock_path(&flight_root(metadata_dir).join(store::PRODUCER_LOCK));
         let mutex = Arc::clone(lock(&self.flights).entry(path.clone()).or_default());
         let mut announced = false;
         let guard = match Arc::clone(&mutex).try_lock_owned() {
@@ -563,6 +562,18 @@ impl SearchService {
 impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
+    }
+}
+
+/// The metadata root whose one producer lock serializes index production
+/// for `metadata_dir`: `~/.git-agent` for a project
+/// (`~/.git-agent/<id>`) and for a remote (`~/.git-agent/remotes/<sha>`)
+/// alike, so local, revision and remote searches share one flight.
+fn flight_root(metadata_dir: &Path) -> &Path {
+    let parent = metadata_dir.parent().unwrap_or(metadata_dir);
+    match parent.file_name() {
+        Some(name) if name == "remotes" => parent.parent().unwrap_or(parent),
+        _ => parent,
     }
 }
 

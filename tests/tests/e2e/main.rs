@@ -18,3 +18,4 @@ mod release_note;
 mod review;
 mod search;
 mod search_index;
+mod search_remote;
