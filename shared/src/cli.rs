@@ -387,9 +387,10 @@ pub fn agent_help(command: &str) -> String {
 /// its errors the same way.
 #[derive(Debug, Args, Default)]
 #[command(override_usage = "git-agent search [flags] <query...>
-       git-agent search --index [--reindex] [--scope <paths>] [--code]
-       git-agent search --ls [--format text|json]
-       git-agent search --ls-files [--format tree|json] [--scope <paths>] [--no-tests]")]
+       git-agent search --index [--reindex] [--remote <url>] [--rev <rev>] [--scope <paths>] [--code]
+       git-agent search --ls [--remote <url>] [--format text|json]
+       git-agent search --ls-remotes [--format text|json|completion]
+       git-agent search --ls-files [--format tree|json] [--remote <url>] [--rev <rev>] [--scope <paths>] [--no-tests]")]
 pub struct SearchArgs {
     /// Search the committed tree of this revision instead of the files on disk.
     #[arg(long, value_name = "rev")]

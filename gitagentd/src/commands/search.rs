@@ -72,8 +72,14 @@ pub async fn run(
     let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
-    let selection =
-        crate::blocking::run_to_end("the search scope", move || search::select(&cwd, &env, &scopes)).await??;
+    let rev = args.rev.clone();
+    let remote = args.remote.clone();
+    let (selection, remote) = crate::blocking::run_to_end("the search scope", move || match remote {
+        Some(remote) => search::select_remote(&remote, rev.as_deref(), &cwd, &env, &scopes)
+            .map(|(selection, source)| (selection, Some(source))),
+        None => search::select_source(&cwd, &env, &scopes, rev.as_deref()).map(|selection| (selection, None)),
+    })
+    .await??;
     let temp_dir = temp_dir(invocation);
     let request = SearchRequest {
         selection: selection.clone(),
@@ -87,6 +93,7 @@ pub async fn run(
         settings: embedding.clone(),
         temp_dir: temp_dir.clone(),
         started: std::time::SystemTime::now(),
+        remote,
     };
     let feedback =
         Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
@@ -102,6 +109,8 @@ pub async fn run(
             return Err(error.into());
         }
     };
+    // Remote mode resolved its revision (and index folder) during the search.
+    let selection = outcome.selection.clone();
     let index_status = if outcome.reused > 0 { "hit" } else { "miss" };
     feedback.event(
         "search_index",
@@ -119,12 +128,12 @@ pub async fn run(
     let results: Vec<render::ResultOut> = outcome.hits.iter().map(render::ResultOut::from).collect();
     if format == "brief" {
         let freshness = render::freshness(outcome.chunks, outcome.embedded, outcome.reused);
-        output.stdout(render::brief("filesystem", freshness, &results));
+        output.stdout(render::brief(selection.mode(), freshness, &results));
         return Ok(());
     }
     let envelope = render::SearchOutput {
         query,
-        source: render::SourceOut { mode: "filesystem".into(), root: selection.root_text() },
+        source: selection.source_out(),
         min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
         retrieval: render::Retrieval {
             mode: "embeddings",
@@ -184,6 +193,7 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     flag(args.timeout.is_some(), "timeout", &mut rejected);
     flag(args.debug, "debug", &mut rejected);
     if args.ls {
+        flag(args.rev.is_some(), "rev", &mut rejected);
         flag(args.scope.is_some(), "scope", &mut rejected);
         flag(args.no_tests, "no-tests", &mut rejected);
     }
@@ -226,8 +236,11 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     }
     let scopes = scopes(args)?;
     let no_tests = args.no_tests;
-    let listing = crate::blocking::run_to_end("the search index files", move || {
-        search::list_files(&cwd, &env, &scopes, no_tests)
+    let rev = args.rev.clone();
+    let remote = args.remote.clone();
+    let listing = crate::blocking::run_to_end("the search index files", move || match remote {
+        Some(remote) => search::list_remote_files(&remote, &cwd, &env, &scopes, rev.as_deref(), no_tests),
+        None => search::list_files(&cwd, &env, &scopes, rev.as_deref(), no_tests),
     })
     .await??;
     if format == "json" {

@@ -26,7 +26,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The ignore files search reads, in precedence order within a directory
 /// (later wins).
-const IGNORE_FILES: [&str; 2] = [".gitignore", ".gitagentignore"];
+pub(super) const IGNORE_FILES: [&str; 2] = [".gitignore", ".gitagentignore"];
 
 /// Built-in low-signal patterns (lock files, checksums, license texts),
 /// matched like root-level `.gitignore` lines against every path's last
@@ -71,7 +71,7 @@ const DEFAULT_IGNORED_NAMES: &[&str] = &[
 const DEFAULT_IGNORED_SUFFIXES: &[&str] = &[".lock", ".lockfile", ".bazel", ".sha256"];
 
 /// Whether the built-in list ignores `path`.
-fn default_ignored(path: &str) -> bool {
+pub(super) fn default_ignored(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     DEFAULT_IGNORED_NAMES.contains(&name) || DEFAULT_IGNORED_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
 }
@@ -180,6 +180,8 @@ pub struct FoundFile {
     /// Root-relative, `/`-separated.
     pub path: String,
     pub stat: FileStat,
+    /// The blob of a committed tree's entry (revision mode); `None` on disk.
+    pub blob: Option<gix::ObjectId>,
 }
 
 /// The outcome of one walk.
@@ -193,7 +195,7 @@ pub struct Walk {
 
 /// The ignore files of one directory.
 #[derive(Debug, Default)]
-struct Level {
+pub(super) struct Level {
     /// Root-relative directory, empty for the root.
     dir: String,
     matchers: Vec<Gitignore>,
@@ -202,9 +204,16 @@ struct Level {
 impl Level {
     fn load(root: &Path, dir: &str) -> Self {
         let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
+        let texts = IGNORE_FILES.iter().filter_map(|name| fs::read_to_string(abs.join(name)).ok()).collect();
+        Self::from_texts(root, dir, texts)
+    }
+
+    /// The level of `dir` from the texts of its ignore files, in
+    /// [`IGNORE_FILES`] order (a committed tree's blobs, or files on disk).
+    pub(super) fn from_texts(root: &Path, dir: &str, texts: Vec<String>) -> Self {
+        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
         let mut matchers = Vec::new();
-        for name in IGNORE_FILES {
-            let Ok(text) = fs::read_to_string(abs.join(name)) else { continue };
+        for text in texts {
             let mut builder = GitignoreBuilder::new(&abs);
             for line in text.lines() {
                 // A malformed line is ignored, as Git does.
@@ -281,7 +290,7 @@ impl IgnoreRules {
 
 /// Whether `path` is ignored, given the ignore levels of its ancestor
 /// directories (`stack`, root first).
-fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
+pub(super) fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
     for level in stack.iter().rev() {
         if let Some(ignored) = level.matched(path, is_dir) {
             return ignored;
@@ -669,7 +678,7 @@ fn visit(
         Ok(metadata) if metadata.len() > MAX_FILE_BYTES => skip(out, path, SkipReason::Oversized),
         Ok(metadata) => {
             out.files += 1;
-            out.items.push(Item::File(FoundFile { path, stat: FileStat::of(&metadata) }));
+            out.items.push(Item::File(FoundFile { path, stat: FileStat::of(&metadata), blob: None }));
         }
         Err(_) => skip(out, path, SkipReason::Unreadable),
     }
@@ -684,6 +693,12 @@ pub fn read_candidate(root: &Path, path: &str, size_hint: u64) -> Result<String,
     let file = fs::File::open(root.join(path)).map_err(|_| SkipReason::Unreadable)?;
     let mut data = Vec::with_capacity(size_hint.min(MAX_FILE_BYTES) as usize + 1);
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data).map_err(|_| SkipReason::Unreadable)?;
+    check_candidate(path, data)
+}
+
+/// The content checks of [`read_candidate`] on bytes already read (a
+/// committed blob in revision mode).
+pub fn check_candidate(path: &str, data: Vec<u8>) -> Result<String, SkipReason> {
     if data.len() as u64 > MAX_FILE_BYTES {
         return Err(SkipReason::Oversized);
     }

@@ -32,6 +32,8 @@ pub struct FileContent {
     pub max_input_chars: usize,
     pub chunks: Vec<ChunkDraft>,
     pub body: BodyRef,
+    /// The committed blob this version was read from (revision mode).
+    pub blob: Option<gix::ObjectId>,
     terms: OnceLock<FileTerms>,
     /// The chunks' record checksums, computed the first time a record of
     /// this version is written.
@@ -54,9 +56,16 @@ impl FileContent {
             max_input_chars,
             chunks,
             body,
+            blob: None,
             terms: OnceLock::new(),
             content_hashes: OnceLock::new(),
         }
+    }
+
+    /// This version, read from the committed blob `blob`.
+    pub fn with_blob(mut self, blob: Option<gix::ObjectId>) -> Self {
+        self.blob = blob;
+        self
     }
 
     /// Whether this version still describes the file with `stat`.

@@ -33,6 +33,7 @@ pub mod query;
 pub mod ranking;
 pub mod refresh;
 pub mod remote;
+pub mod revision;
 pub mod settings;
 pub mod spool;
 pub mod store;
@@ -81,6 +82,8 @@ pub enum SearchError {
     #[error(transparent)]
     Remote(#[from] remote::RemoteError),
     #[error(transparent)]
+    Revision(#[from] revision::RevisionError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Embedding(#[from] EmbeddingError),
@@ -117,16 +120,81 @@ pub struct Selection {
     /// normally skipped path).
     pub shared_scope: bool,
     pub origin_identity: String,
+    /// Revision and remote modes: the committed tree searched instead of
+    /// the files under `root`.
+    pub revision: Option<RevisionSelection>,
+}
+
+/// The committed tree of a revision (or remote) search.
+#[derive(Debug, Clone)]
+pub struct RevisionSelection {
+    pub tree: Arc<revision::TreeSource>,
+    /// The revision as the caller wrote it (`HEAD` when remote mode
+    /// omits `--rev`).
+    pub rev: String,
+    /// The commit it resolved to, full hex.
+    pub resolved: String,
+    /// `revision`, or `remote` for a cached remote repository.
+    pub mode: &'static str,
+    /// Remote mode: the sanitized URL (never one with credentials).
+    pub remote: String,
 }
 
 impl Selection {
     pub fn root_text(&self) -> String {
         self.root.display().to_string()
     }
+
+    /// `filesystem`, `revision` or `remote`: the brief header's and the
+    /// manifest's mode.
+    pub fn mode(&self) -> &'static str {
+        self.revision.as_ref().map_or("filesystem", |revision| revision.mode)
+    }
+
+    /// The JSON envelope's `source`.
+    pub fn source_out(&self) -> output::SourceOut {
+        match &self.revision {
+            None => output::SourceOut { mode: "filesystem".into(), root: self.root_text(), ..Default::default() },
+            Some(revision) => output::SourceOut {
+                mode: revision.mode.into(),
+                root: String::new(),
+                remote: revision.remote.clone(),
+                rev: revision.rev.clone(),
+                resolved_rev: revision.resolved.clone(),
+            },
+        }
+    }
+
+    /// The manifest a publication of this selection's index carries.
+    fn manifest(&self) -> Manifest {
+        let (resolved_rev, remote) = match &self.revision {
+            Some(revision) => (revision.resolved.clone(), revision.remote.clone()),
+            None => (String::new(), String::new()),
+        };
+        Manifest {
+            mode: self.mode().into(),
+            root: if remote.is_empty() { self.root_text() } else { String::new() },
+            remote,
+            resolved_rev,
+            origin_identity: self.origin_identity.clone(),
+            ..Manifest::default()
+        }
+    }
 }
 
 /// Resolves the project, scope and index folder for `cwd`.
 pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Selection, SearchError> {
+    select_source(cwd, env, raw_scopes, None)
+}
+
+/// Like [`select`]; with `rev`, the committed tree of that revision of the
+/// repository containing `cwd` (revision mode) and its per-commit index.
+pub fn select_source(
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+    rev: Option<&str>,
+) -> Result<Selection, SearchError> {
     let identity = ProjectIdentity::resolve(cwd)?;
     let metadata_root = git_agent_shared::paths::metadata_root(env)?;
     let metadata_dir = metadata_root.join(identity.id());
@@ -148,7 +216,22 @@ pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Se
     }
     let skipped = paths::scope_uses_skipped_path(&scope);
     let root_text = identity.root.display().to_string();
-    let index_dir = store::filesystem_index_dir(&metadata_dir, &root_text, skipped.then_some(scope.as_slice()));
+    let skipped_scope = skipped.then_some(scope.as_slice());
+    let (index_dir, revision) = match rev {
+        None => (store::filesystem_index_dir(&metadata_dir, &root_text, skipped_scope), None),
+        Some(rev) => {
+            if git_agent_shared::identity::find_repository_root(&cwd_clean).is_none() {
+                return Err(revision::RevisionError::NotARepository { path: cwd_clean }.into());
+            }
+            let repo = revision::open(&identity.root)?;
+            let commit = revision::resolve(&repo.to_thread_local(), rev)?;
+            let resolved = commit.to_string();
+            let tree = Arc::new(revision::TreeSource::new(repo, commit)?);
+            let selected =
+                RevisionSelection { tree, rev: rev.to_string(), resolved, mode: "revision", remote: String::new() };
+            (revision::index_dir(&metadata_dir, &selected.resolved, skipped_scope), Some(selected))
+        }
+    };
     Ok(Selection {
         root: identity.root.clone(),
         metadata_dir,
@@ -156,6 +239,7 @@ pub fn select(cwd: &Path, env: &Environment, raw_scopes: &[String]) -> Result<Se
         shared_scope: !scope.is_empty() && !skipped,
         scope,
         origin_identity: identity.origin.unwrap_or_default(),
+        revision,
     })
 }
 
@@ -173,6 +257,67 @@ pub struct SearchRequest {
     pub settings: EmbeddingSettings,
     pub temp_dir: PathBuf,
     pub started: SystemTime,
+    /// Remote mode: the cache to fetch (when needed) and the revision to
+    /// resolve under the single flight; `selection` is completed then.
+    pub remote: Option<RemoteSource>,
+}
+
+/// Remote mode's source before the single flight: the cache and the
+/// caller's `--rev` (the remote's `HEAD` when absent).
+#[derive(Debug, Clone)]
+pub struct RemoteSource {
+    pub remote: remote::Remote,
+    pub rev: Option<String>,
+}
+
+/// Remote mode's selection before the fetch: the remote's metadata root
+/// and the scope (relative to the remote repository's root, not the
+/// caller's directory). The revision and index folder are filled in by
+/// [`SearchService::search`] under the single flight.
+pub fn select_remote(
+    raw_remote: &str,
+    rev: Option<&str>,
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+) -> Result<(Selection, RemoteSource), SearchError> {
+    let metadata_root = git_agent_shared::paths::metadata_root(env)?;
+    let remote = remote::Remote::new(raw_remote, cwd, &metadata_root, env)?;
+    let scope = paths::normalize_scopes(raw_scopes)?;
+    let skipped = paths::scope_uses_skipped_path(&scope);
+    let selection = Selection {
+        root: remote.repo_dir(),
+        metadata_dir: remote.metadata_dir().to_path_buf(),
+        index_dir: PathBuf::new(),
+        shared_scope: !scope.is_empty() && !skipped,
+        scope,
+        origin_identity: git_agent_shared::giturl::identity(&remote.sanitized, cwd),
+        revision: None,
+    };
+    Ok((selection, RemoteSource { remote, rev: rev.map(str::to_string) }))
+}
+
+/// Points `selection` at `commit` of the remote's cached repository.
+fn remote_revision(
+    mut selection: Selection,
+    source: &RemoteSource,
+    rev: &str,
+    commit: gix::ObjectId,
+) -> Result<Selection, SearchError> {
+    let repo = revision::open(&source.remote.repo_dir())?;
+    let tree = Arc::new(revision::TreeSource::new(repo, commit)?);
+    let resolved = commit.to_string();
+    let skipped = paths::scope_uses_skipped_path(&selection.scope);
+    selection.index_dir =
+        revision::index_dir(&selection.metadata_dir, &resolved, skipped.then_some(selection.scope.as_slice()));
+    selection.revision = Some(RevisionSelection {
+        tree,
+        rev: rev.to_string(),
+        resolved,
+        mode: "remote",
+        remote: source.remote.sanitized.clone(),
+    });
+    Ok(selection)
 }
 
 /// What the command renders.
@@ -185,6 +330,9 @@ pub struct SearchOutcome {
     pub reused: usize,
     pub embedded: usize,
     pub skipped: discovery::SkipCounts,
+    /// The selection searched (remote mode resolves its revision during
+    /// the search).
+    pub selection: Selection,
 }
 
 /// Daemon-wide search state. See the module documentation.
@@ -300,11 +448,20 @@ impl SearchService {
         cancel: CancellationToken,
     ) -> Result<SearchOutcome, SearchError> {
         let started = Instant::now();
-        let selection = request.selection.clone();
+        let mut selection = request.selection.clone();
         let settings = request.settings.clone();
         let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
+        let mut resolved_remote = None;
+        if let Some(source) = request.remote.clone() {
+            let resolved = self.resolve_remote(&source, request.reindex, request.started, &feedback, &cancel).await?;
+            let commit = resolved.commit;
+            let rev = resolved.rev.clone();
+            selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
+            resolved_remote = Some((request.remote.clone(), resolved));
+            feedback.timing_event("fetch", started.elapsed());
+        }
 
         let previous = lock(&self.indexes).get(&selection.index_dir);
         let refresh_request = RefreshRequest {
@@ -319,14 +476,10 @@ impl SearchService {
             model: settings.model.clone(),
             dimensions: settings.dimensions,
             max_input_chars: settings.max_input_chars,
-            manifest: Manifest {
-                mode: "filesystem".into(),
-                root: selection.root_text(),
-                origin_identity: selection.origin_identity.clone(),
-                ..Manifest::default()
-            },
+            manifest: selection.manifest(),
             temp_dir: request.temp_dir.clone(),
             crash_at: self.crash_at,
+            tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
         };
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
@@ -426,10 +579,24 @@ impl SearchService {
         })
         .await??;
         lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live), live.footprint());
+        if let Some((Some(source), resolved)) = resolved_remote {
+            // Only now, with the index published, is the fetch recorded.
+            blocking(move || remote::publish(&source.remote, &resolved)).await??;
+        }
         drop(file_lock);
         drop(flight);
 
-        let outcome = |hits, replay| SearchOutcome { hits, replay, files, chunks, reused, embedded, skipped };
+        let searched = selection.clone();
+        let outcome = |hits, replay| SearchOutcome {
+            hits,
+            replay,
+            files,
+            chunks,
+            reused,
+            embedded,
+            skipped,
+            selection: searched,
+        };
         if request.index_only {
             return Ok(outcome(Vec::new(), Replay::Unset));
         }
@@ -444,7 +611,7 @@ impl SearchService {
             query_text_hash: chunking::hex(&Sha256::digest(query_input.as_bytes())),
             model: settings.model.clone(),
             dimensions: settings.dimensions,
-            source_mode: "filesystem".into(),
+            source_mode: selection.mode().into(),
             root: selection.root_text(),
         };
         let history = self.history(&selection.metadata_dir)?;
@@ -545,6 +712,36 @@ impl SearchService {
         };
         feedback.timing_event("replay", phase.elapsed());
         Ok(outcome(hits, replay))
+    }
+
+    /// Brings the remote cache up to date as far as the request needs
+    /// and resolves its revision (see [`remote::resolve`]); cancelling
+    /// interrupts the transfer.
+    async fn resolve_remote(
+        &self,
+        source: &RemoteSource,
+        reindex: bool,
+        started: SystemTime,
+        feedback: &Arc<Feedback>,
+        cancel: &CancellationToken,
+    ) -> Result<remote::Resolved, SearchError> {
+        let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let (interrupt, cancel) = (Arc::clone(&interrupt), cancel.clone());
+            tokio::spawn(async move {
+                cancel.cancelled().await;
+                interrupt.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
+        let freshness = remote::Freshness { reindex, started };
+        let resolved =
+            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt)).await;
+        watcher.abort();
+        if cancel.is_cancelled() {
+            return Err(SearchError::Cancelled);
+        }
+        Ok(resolved??)
     }
 
     fn query_flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -671,9 +868,34 @@ pub fn list_files(
     cwd: &Path,
     env: &Environment,
     raw_scopes: &[String],
+    rev: Option<&str>,
     no_tests: bool,
 ) -> Result<output::IndexFiles, SearchError> {
-    let selection = select(cwd, env, raw_scopes)?;
+    let selection = select_source(cwd, env, raw_scopes, rev)?;
+    list_selected_files(selection, raw_scopes, no_tests)
+}
+
+/// `--ls-files --remote`: the index of the cached remote's revision,
+/// resolved in the cache without any network access.
+pub fn list_remote_files(
+    raw_remote: &str,
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+    rev: Option<&str>,
+    no_tests: bool,
+) -> Result<output::IndexFiles, SearchError> {
+    let (selection, source) = select_remote(raw_remote, rev, cwd, env, raw_scopes)?;
+    let commit = remote::resolve_cached(&source.remote, rev)?;
+    let selection = remote_revision(selection, &source, rev.unwrap_or("HEAD"), commit)?;
+    list_selected_files(selection, raw_scopes, no_tests)
+}
+
+fn list_selected_files(
+    selection: Selection,
+    raw_scopes: &[String],
+    no_tests: bool,
+) -> Result<output::IndexFiles, SearchError> {
     let search_root = store::search_root(&selection.metadata_dir);
     let found = {
         let _lock = store::lock_blocking(&store::lock_path(&selection.index_dir), &|| false)?;

@@ -66,11 +66,17 @@ pub struct SearchOutput {
     pub replay: ReplayOut,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct SourceOut {
     pub mode: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub root: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remote: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub rev: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resolved_rev: String,
 }
 
 #[derive(Serialize)]

@@ -20,6 +20,7 @@ use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
+use super::revision::{self, RevisionError, TreeSource};
 use super::spool::{NewVectors, Spooled};
 use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
 use std::collections::{HashMap, HashSet};
@@ -49,6 +50,8 @@ pub struct RefreshRequest {
     pub manifest: Manifest,
     pub temp_dir: PathBuf,
     pub crash_at: Option<CrashPoint>,
+    /// Revision mode: the committed tree to read instead of `root`'s files.
+    pub tree: Option<Arc<TreeSource>>,
 }
 
 /// Receives discovery diagnostics and timings.
@@ -61,6 +64,8 @@ pub trait Reporter: Send + Sync {
 pub enum RefreshError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Revision(#[from] RevisionError),
     #[error(
         "cannot create the search snapshot in {dir}: {source}\nhint: set TMPDIR to a writable folder with free space"
     )]
@@ -208,7 +213,10 @@ pub fn prepare(
     // version cannot be trusted as soon as its folder is listed.
     let mut rules = IgnoreRules::new(&request.root);
     let reader = Reader { request: &request, live: &live, now: now_ns(), cancelled };
-    let worked = discovery::walk_with(&request.root, &request.scope, &mut rules, &reader);
+    let worked = match &request.tree {
+        Some(tree) => revision::walk_with(tree, &request.scope, &reader)?,
+        None => discovery::walk_with(&request.root, &request.scope, &mut rules, &reader),
+    };
     if cancelled() {
         return Err(StoreError::Cancelled.into());
     }
@@ -359,6 +367,7 @@ type ReadOutcome = Result<Arc<FileContent>, SkipReason>;
 struct PendingFile {
     path: String,
     stat: FileStat,
+    blob: Option<gix::ObjectId>,
     started: i128,
     chunks: Vec<ChunkDraft>,
     /// The reader thread whose segment holds the text.
@@ -392,6 +401,9 @@ struct ReaderThread {
     thread: usize,
     writer: Option<BodyWriter>,
     error: Option<std::io::Error>,
+    /// Revision mode: this thread's repository handle, opened at its
+    /// first blob.
+    repo: Option<gix::Repository>,
 }
 
 impl ReaderThread {
@@ -425,7 +437,7 @@ impl discovery::FileWork for Reader<'_> {
     type Output = Result<PendingFile, SkipReason>;
 
     fn state(&self, thread: usize) -> ReaderThread {
-        ReaderThread { thread, writer: None, error: None }
+        ReaderThread { thread, writer: None, error: None, repo: None }
     }
 
     fn wants(&self, file: &discovery::FoundFile) -> bool {
@@ -439,12 +451,16 @@ impl discovery::FileWork for Reader<'_> {
             return Err(SkipReason::Unreadable);
         }
         let started = now_ns();
-        let text = discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?;
+        let text = match &self.request.tree {
+            Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
+            None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
+        };
         let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
         match state.append(&self.request.temp_dir, &chunked.text) {
             Ok((offset, len)) => Ok(PendingFile {
                 path: file.path.clone(),
                 stat: file.stat,
+                blob: file.blob,
                 started,
                 chunks: chunked.chunks,
                 thread: state.thread,
@@ -480,14 +496,17 @@ fn finish_reads(
             output.map(|read| {
                 let file = read?;
                 let segment = segments[file.thread].as_ref().ok_or(SkipReason::Unreadable)?;
-                Ok(Arc::new(FileContent::new(
-                    file.path,
-                    file.stat,
-                    file.started,
-                    request.max_input_chars,
-                    file.chunks,
-                    body_ref(segment, file.offset, file.len),
-                )))
+                Ok(Arc::new(
+                    FileContent::new(
+                        file.path,
+                        file.stat,
+                        file.started,
+                        request.max_input_chars,
+                        file.chunks,
+                        body_ref(segment, file.offset, file.len),
+                    )
+                    .with_blob(file.blob),
+                ))
             })
         })
         .collect())
@@ -716,7 +735,8 @@ pub fn finish(
         )));
     }
 
-    if request.shared_scope && !outside.is_empty() {
+    // A committed tree never changes: its entries outside the scope stay.
+    if request.shared_scope && !outside.is_empty() && request.tree.is_none() {
         let mut rules = IgnoreRules::new(&request.root);
         let mut verdicts: HashMap<String, bool> = HashMap::new();
         outside.retain(|&index| {
@@ -793,11 +813,15 @@ pub fn finish(
 
 fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDraft, ordinal: usize) -> IndexRecord {
     let (size, mtime) = if chunk.path_only { (0, 0) } else { (content.stat.size as i64, content.stat.mtime_ns) };
+    let (source, blob) = match (&request.tree, &content.blob) {
+        (Some(_), Some(blob)) => (revision::SOURCE, blob.to_string()),
+        _ => (FILESYSTEM_SOURCE, String::new()),
+    };
     IndexRecord {
         chunk_id: format!("c{ordinal:06}"),
         path: content.path.clone(),
-        source: FILESYSTEM_SOURCE.into(),
-        blob: String::new(),
+        source: source.into(),
+        blob,
         start_line: i64::from(chunk.start_line),
         end_line: i64::from(chunk.end_line),
         // Filled in when the record is written (see `Assembled::chunk`).
@@ -872,6 +896,7 @@ mod tests {
             manifest: Manifest { mode: "filesystem".into(), ..Manifest::default() },
             temp_dir: std::env::temp_dir(),
             crash_at: None,
+            tree: None,
         }
     }
 

@@ -1,0 +1,384 @@
+//! Revision mode: the candidate files of one committed tree instead of the
+//! files on disk.
+//!
+//! A revision is resolved with gix to a commit ([`resolve`]); its tree is
+//! walked with every rule of filesystem discovery ([`super::discovery`]):
+//! scope, dot paths, `.gitignore` and `.gitagentignore` read from the
+//! tree's own blobs (never from a work tree), the built-in list, symbolic
+//! links and submodules, and the 1 MiB limit checked from the object
+//! header before a blob is read. Blobs are read and checked like files
+//! ([`discovery::check_candidate`]). The repository may be bare: nothing
+//! here touches a work tree, which is what lets remote mode search a
+//! commit of its cached bare repository through the same code.
+//!
+//! Each commit has its own physical index, `search/revs/<commit>/` (plus a
+//! `scope-*` folder for scopes that opt into skipped paths), so a second
+//! search of the same commit embeds nothing; other indexes of the same
+//! metadata root seed it through the shared vector store.
+
+use super::discovery::{
+    self, FileStat, FileWork, FoundFile, IGNORE_FILES, Level, MAX_FILE_BYTES, Skip, SkipReason, Walk, WorkedWalk,
+};
+use super::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
+use gix::ObjectId;
+use gix::objs::tree::EntryKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `source` of revision and remote records.
+pub const SOURCE: &str = "revision";
+
+/// Why a revision could not be opened, resolved or walked.
+#[derive(Debug, thiserror::Error)]
+pub enum RevisionError {
+    #[error("--rev requires a Git repository, and {path} is not inside one\nhint: run the command inside a clone")]
+    NotARepository { path: PathBuf },
+    #[error("cannot open the git repository at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error(
+        "cannot resolve --rev {rev:?} to a commit: {message}\nhint: use a branch, tag, commit or expression `git rev-parse` accepts, such as HEAD~1"
+    )]
+    Resolve { rev: String, message: String },
+    #[error("cannot read {what} of commit {commit}: {message}")]
+    Read { commit: String, what: String, message: String },
+}
+
+/// The physical index folder of a committed tree: keyed by the commit,
+/// plus a `scope-*` folder for scopes that opt into skipped paths.
+pub fn index_dir(metadata_dir: &Path, commit: &str, skipped_scope: Option<&[String]>) -> PathBuf {
+    let dir = super::store::search_root(metadata_dir).join("revs").join(commit);
+    match skipped_scope {
+        Some(scope) => dir.join(super::store::scope_cache_name(scope)),
+        None => dir,
+    }
+}
+
+/// Opens the repository containing `start` (a work tree or a bare
+/// repository) without reading the user's or system Git configuration.
+pub fn open(start: &Path) -> Result<gix::ThreadSafeRepository, RevisionError> {
+    let options = gix::open::Options::isolated().strict_config(false);
+    let trust = gix::sec::trust::Mapping { full: options.clone(), reduced: options };
+    gix::ThreadSafeRepository::discover_opts(start, Default::default(), trust)
+        .map_err(|error| RevisionError::Open { path: start.to_path_buf(), message: error.to_string() })
+}
+
+/// Resolves `rev` (any expression `git rev-parse` accepts for a commit:
+/// names, abbreviated ids, `HEAD~2`, `v1.0^{commit}`, `main@{1}`, ...)
+/// to a commit id, peeling tags.
+pub fn resolve(repo: &gix::Repository, rev: &str) -> Result<ObjectId, RevisionError> {
+    let resolve_error = |message: String| RevisionError::Resolve { rev: rev.to_string(), message };
+    if rev.trim().is_empty() {
+        return Err(resolve_error("the revision is empty".into()));
+    }
+    let id = repo.rev_parse_single(rev).map_err(|error| resolve_error(error.to_string()))?;
+    let object = id.object().map_err(|error| resolve_error(error.to_string()))?;
+    let commit = object.peel_to_commit().map_err(|error| resolve_error(error.to_string()))?;
+    Ok(commit.id)
+}
+
+/// One committed tree to search. Cheap to share between threads: each
+/// reader thread opens its own thread-local handle.
+pub struct TreeSource {
+    repo: gix::ThreadSafeRepository,
+    pub commit: ObjectId,
+    pub tree: ObjectId,
+}
+
+impl std::fmt::Debug for TreeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeSource").field("commit", &self.commit).field("tree", &self.tree).finish()
+    }
+}
+
+impl TreeSource {
+    /// The tree of `commit` in `repo` (bare or not).
+    pub fn new(repo: gix::ThreadSafeRepository, commit: ObjectId) -> Result<Self, RevisionError> {
+        let local = repo.to_thread_local();
+        let read_error = |error: &dyn std::fmt::Display| RevisionError::Read {
+            commit: commit.to_string(),
+            what: "the tree".into(),
+            message: error.to_string(),
+        };
+        let commit_object = local.find_commit(commit).map_err(|error| read_error(&error))?;
+        let tree = commit_object.tree_id().map_err(|error| read_error(&error))?.detach();
+        Ok(Self { repo, commit, tree })
+    }
+
+    /// A handle for the calling thread.
+    pub fn local(&self) -> gix::Repository {
+        self.repo.to_thread_local()
+    }
+
+    /// Reads a blob found by [`walk_with`] and applies the content checks
+    /// of a file on disk.
+    pub fn read(&self, repo: &gix::Repository, file: &FoundFile) -> Result<String, SkipReason> {
+        let Some(blob) = file.blob else { return Err(SkipReason::Unreadable) };
+        if file.stat.size > MAX_FILE_BYTES {
+            return Err(SkipReason::Oversized);
+        }
+        let object = repo.find_object(blob).map_err(|_| SkipReason::Unreadable)?;
+        discovery::check_candidate(&file.path, object.detach().data)
+    }
+}
+
+/// The stat a tree entry stands in with: its size, and its blob id in the
+/// fields that identify a file version, so a cached file version is reused
+/// exactly when the blob is the same. Its time is zero: a blob never
+/// changes under a reader.
+fn blob_stat(blob: &gix::oid, size: u64) -> FileStat {
+    let bytes = blob.as_bytes();
+    let word = |at: usize| {
+        let mut out = [0u8; 8];
+        out.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(out)
+    };
+    FileStat { size, mtime_ns: 0, ctime_ns: 0, ino: word(0), dev: word(8) }
+}
+
+/// Walks the committed tree of `source` limited to `scope`, applying the
+/// rules of [`discovery::walk_with`], then runs `work` on the files it
+/// wants on a few threads. Files come in the filesystem walk's order
+/// (lexical by name within a folder, depth first).
+pub fn walk_with<W: FileWork>(source: &TreeSource, scope: &[String], work: &W) -> Result<WorkedWalk<W>, RevisionError> {
+    let repo = source.local();
+    let mut walk = Walk::default();
+    let root = Path::new("/");
+    let mut stack: Vec<Arc<Level>> = Vec::new();
+    walk_tree(&repo, source, root, source.tree, "", scope, &mut stack, &mut walk)?;
+
+    let wanted: Vec<usize> = (0..walk.files.len()).filter(|&index| work.wants(&walk.files[index])).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(wanted.len().max(1));
+    let next = AtomicUsize::new(0);
+    let files = &walk.files;
+    let worker = |thread: usize| {
+        let mut state = work.state(thread);
+        let mut outputs = Vec::new();
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&index) = wanted.get(at) else { break };
+            outputs.push((index, work.run(&mut state, &files[index])));
+        }
+        (outputs, state)
+    };
+    let worker = &worker;
+    let done: Vec<(Vec<(usize, W::Output)>, W::State)> = std::thread::scope(|scope_threads| {
+        let handles: Vec<_> = (1..threads).map(|thread| scope_threads.spawn(move || worker(thread))).collect();
+        let mut done = vec![worker(0)];
+        done.extend(
+            handles.into_iter().map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+        );
+        done
+    });
+    let mut outputs: Vec<Option<W::Output>> = (0..walk.files.len()).map(|_| None).collect();
+    let mut states = Vec::with_capacity(done.len());
+    for (thread_outputs, state) in done {
+        for (index, output) in thread_outputs {
+            outputs[index] = Some(output);
+        }
+        states.push(state);
+    }
+    Ok(WorkedWalk { walk, outputs, states })
+}
+
+/// Lists one tree (`dir` root-relative) into `out`, entering subtrees in
+/// name order.
+#[allow(clippy::too_many_arguments)]
+fn walk_tree(
+    repo: &gix::Repository,
+    source: &TreeSource,
+    root: &Path,
+    tree_id: ObjectId,
+    dir: &str,
+    scope: &[String],
+    stack: &mut Vec<Arc<Level>>,
+    out: &mut Walk,
+) -> Result<(), RevisionError> {
+    let read_error = |what: &str, error: &dyn std::fmt::Display| RevisionError::Read {
+        commit: source.commit.to_string(),
+        what: what.to_string(),
+        message: error.to_string(),
+    };
+    let tree = repo.find_tree(tree_id).map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
+    let decoded = tree.decode().map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
+    let mut entries: Vec<(String, EntryKind, ObjectId)> = decoded
+        .entries
+        .iter()
+        .map(|entry| (entry.filename.to_string(), entry.mode.kind(), entry.oid.to_owned()))
+        .collect();
+    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+
+    // This folder's ignore files, from their blobs.
+    let mut texts = Vec::new();
+    for name in IGNORE_FILES {
+        let Some((_, kind, oid)) = entries.iter().find(|(entry, _, _)| entry == name) else { continue };
+        if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+            continue;
+        }
+        let path = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+        let object = repo.find_object(*oid).map_err(|error| read_error(&path, &error))?;
+        texts.push(String::from_utf8_lossy(&object.detach().data).into_owned());
+    }
+    stack.push(Arc::new(Level::from_texts(root, dir, texts)));
+
+    for (name, kind, oid) in entries {
+        let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+        if kind == EntryKind::Tree {
+            if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
+                continue;
+            }
+            if is_dot_name(&name) && dot_rule_skips(&path, scope) {
+                skip(out, path, SkipReason::DotDir);
+                continue;
+            }
+            if discovery::ignored_with(stack, &path, true) {
+                out.skipped.dirs += 1;
+                continue;
+            }
+            walk_tree(repo, source, root, oid, &path, scope, stack, out)?;
+            continue;
+        }
+        if !path_in_scope(&path, scope) {
+            continue;
+        }
+        if is_dot_name(&name) {
+            if IGNORE_FILES.contains(&name.as_str()) {
+                continue;
+            }
+            if dot_rule_skips(&path, scope) {
+                skip(out, path, SkipReason::DotFile);
+                continue;
+            }
+        }
+        if discovery::ignored_with(stack, &path, false) {
+            continue;
+        }
+        match kind {
+            EntryKind::Link => skip(out, path, SkipReason::Symlink),
+            // A submodule's content is not part of this repository's tree.
+            EntryKind::Commit => skip(out, path, SkipReason::NonRegular),
+            EntryKind::Blob | EntryKind::BlobExecutable => {
+                // The size from the object header: an oversized blob is
+                // never read.
+                match repo.find_header(oid) {
+                    Ok(header) if header.size() > MAX_FILE_BYTES => skip(out, path, SkipReason::Oversized),
+                    Ok(header) => {
+                        out.files.push(FoundFile { path, stat: blob_stat(&oid, header.size()), blob: Some(oid) })
+                    }
+                    Err(_) => skip(out, path, SkipReason::Unreadable),
+                }
+            }
+            EntryKind::Tree => {}
+        }
+    }
+    stack.pop();
+    Ok(())
+}
+
+fn skip(out: &mut Walk, path: String, reason: SkipReason) {
+    out.skipped.count(reason);
+    out.skips.push(Skip { path, reason });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    }
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+
+    struct NoWork;
+    impl FileWork for NoWork {
+        type State = ();
+        type Output = ();
+        fn state(&self, _: usize) {}
+        fn wants(&self, _: &FoundFile) -> bool {
+            false
+        }
+        fn run(&self, _: &mut (), _: &FoundFile) {}
+    }
+
+    fn walked(source: &TreeSource, scope: &[&str]) -> (Vec<String>, Vec<(String, SkipReason)>) {
+        let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+        let walk = walk_with(source, &scope, &NoWork).unwrap().walk;
+        (
+            walk.files.into_iter().map(|file| file.path).collect(),
+            walk.skips.into_iter().map(|skip| (skip.path, skip.reason)).collect(),
+        )
+    }
+
+    #[test]
+    fn the_tree_walk_applies_the_filesystem_rules_with_the_tree_ignore_files() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        write(root, ".gitignore", "build/\n*.log\n");
+        write(root, "src/.gitagentignore", "gen.rs\n!keep.log\n");
+        write(root, "src/main.rs", "fn main() {}\n");
+        write(root, "src/gen.rs", "// generated\n");
+        write(root, "src/keep.log", "kept\n");
+        write(root, "src/z.rs", "fn z() {}\n");
+        write(root, ".hidden/x.md", "hidden\n");
+        write(root, "Cargo.lock", "lock\n");
+        write(root, "big.txt", &"x".repeat(MAX_FILE_BYTES as usize + 1));
+        write(root, "a.md", "# A\n");
+        std::os::unix::fs::symlink("a.md", root.join("link.md")).unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["add", "-f", "src/keep.log"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        // A work tree that differs: its ignore files must not matter.
+        write(root, ".gitignore", "src/\n");
+
+        let repo = open(root).unwrap();
+        let commit = resolve(&repo.to_thread_local(), "HEAD").unwrap();
+        let source = TreeSource::new(repo, commit).unwrap();
+        let (files, skips) = walked(&source, &[]);
+        assert_eq!(files, ["a.md", "src/keep.log", "src/main.rs", "src/z.rs"]);
+        assert!(skips.contains(&(".hidden".into(), SkipReason::DotDir)), "{skips:?}");
+        assert!(skips.contains(&("big.txt".into(), SkipReason::Oversized)), "{skips:?}");
+        assert!(skips.contains(&("link.md".into(), SkipReason::Symlink)), "{skips:?}");
+
+        let (scoped, _) = walked(&source, &["src"]);
+        assert_eq!(scoped, ["src/keep.log", "src/main.rs", "src/z.rs"]);
+    }
+
+    #[test]
+    fn revisions_resolve_like_rev_parse() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        write(root, "a.md", "one\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        write(root, "a.md", "two\n");
+        git(root, &["commit", "-q", "-am", "two"]);
+        git(root, &["tag", "-a", "v1", "-m", "tag", "HEAD~1"]);
+        let repo = open(root).unwrap().to_thread_local();
+        for rev in ["HEAD~1", "v1", "v1^{commit}", "main^", ":/one", "HEAD@{1}"] {
+            let object = git(root, &["rev-parse", "--verify", rev]);
+            let commit = git(root, &["rev-parse", &format!("{object}^{{commit}}")]);
+            assert_eq!(resolve(&repo, rev).unwrap().to_string(), commit, "{rev}");
+        }
+        let short = git(root, &["rev-parse", "--short", "HEAD"]);
+        assert_eq!(resolve(&repo, &short).unwrap().to_string(), git(root, &["rev-parse", "HEAD"]));
+        assert!(matches!(resolve(&repo, "nope"), Err(RevisionError::Resolve { .. })));
+        assert!(matches!(resolve(&repo, "HEAD^{tree}"), Err(RevisionError::Resolve { .. })));
+    }
+}
