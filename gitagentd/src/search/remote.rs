@@ -310,12 +310,16 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
     let repo = open_or_init(remote)?;
     let url = gix::url::parse(gix::bstr::BStr::new(remote.raw.as_str())).map_err(|error| failed(error.to_string()))?;
     let handle = repo
-        .remote_at(url)
+        .remote_at(url.clone())
         .map_err(|error| failed(error.to_string()))?
         .with_fetch_tags(gix::remote::fetch::Tags::None)
         .with_refspecs(REFSPECS, Direction::Fetch)
         .map_err(|error| failed(error.to_string()))?;
-    let connection = handle.connect(Direction::Fetch).map_err(|error| failed(format!("{error:#}")))?;
+    let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
+    let connection =
+        handle.connect(Direction::Fetch).map_err(|error| failed(format!("{error:#}")))?.with_credentials(
+            move |action| credentials(action, account.as_ref()),
+        );
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
     let prepare = connection
         .prepare_fetch(gix::progress::Discard, options)
@@ -347,6 +351,31 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         point_head(&repo, &target.to_string()).map_err(failed)?;
     }
     Ok(())
+}
+
+/// The only credentials a fetch uses: those of the `--remote` URL. No
+/// helper runs and nothing is ever prompted for; approvals are not stored.
+fn credentials(
+    action: gix::credentials::helper::Action,
+    account: Option<&(String, String)>,
+) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
+    use gix::credentials::helper::Action;
+    match action {
+        Action::Get(context) => match account {
+            Some((username, password)) => Ok(Some(gix::credentials::protocol::Outcome {
+                identity: gix::sec::identity::Account {
+                    username: username.clone(),
+                    password: password.clone(),
+                    oauth_refresh_token: None,
+                },
+                next: context.into(),
+            })),
+            None => Err(gix::Error::from_error(gix::error::message(
+                "the server asks for credentials; put them in the --remote URL (git-agent never prompts)",
+            ))),
+        },
+        Action::Store(_) | Action::Erase(_) => Ok(None),
+    }
 }
 
 /// Fails when `rev` is a direct name (no `~`, `^`, `@`, `:`) that the
