@@ -317,13 +317,13 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
     let connection =
-        handle.connect(Direction::Fetch).map_err(|error| failed(format!("{error:#}")))?.with_credentials(
+        handle.connect(Direction::Fetch).map_err(|error| failed(describe(&error)))?.with_credentials(
             move |action| credentials(action, account.as_ref()),
         );
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
     let prepare = connection
         .prepare_fetch(gix::progress::Discard, options)
-        .map_err(|error| failed(format!("{error:#}")))?;
+        .map_err(|error| failed(describe(&error)))?;
     let refs = &prepare.ref_map().remote_refs;
     check_advertised(refs, rev).map_err(|message| RemoteError::Resolve {
         rev: rev.to_string(),
@@ -344,13 +344,29 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             RemoteError::Cancelled
         } else {
-            failed(format!("{error:#}"))
+            failed(describe(&error))
         }
     })?;
     if let Some(target) = head {
         point_head(&repo, &target.to_string()).map_err(failed)?;
     }
     Ok(())
+}
+
+/// An error and its causes on one line (gix keeps the transport's reason
+/// in the sources).
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The only credentials a fetch uses: those of the `--remote` URL. No

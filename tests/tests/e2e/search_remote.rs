@@ -6,7 +6,15 @@
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
 use git_agent_tests::git_servers::{GitDaemon, HttpGit, SshServer, bare_copy, push};
-use git_agent_tests::{GitRepo, Run, TestEnv};
+use git_agent_tests::{GitRepo, Run, TestEnv, wait_until};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn spawn(env: &TestEnv, args: &[&str]) -> Child {
+    env.git_agent_in(&env.work(), args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -184,6 +192,9 @@ fn http_credentials_are_used_but_never_written() {
     let run = search(&env, &["search", "--remote", &url, "--debug", "--min-score", "0.01", "flags"]);
     let output = json(&run);
     assert!(server.saw_credentials());
+    // --debug reports the fetch with the sanitized URL.
+    assert!(run.stderr.contains("search_fetch"), "{}", run.stderr);
+    assert!(run.stderr.contains(&server.url("upstream.git", None)), "{}", run.stderr);
     let sanitized = server.url("upstream.git", None);
     assert_eq!(output["source"]["remote"], sanitized.as_str());
     assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
@@ -355,4 +366,68 @@ fn listings_read_metadata_only() {
     let usage = search(&env, &["search", "--ls-remotes", "--remote", &url]);
     assert_eq!(usage.code, Some(2));
     assert!(usage.failure().contains("search --ls-remotes does not accept --remote"));
+}
+
+#[test]
+fn concurrent_reindex_of_one_remote_fetches_and_rebuilds_once() {
+    let (env, fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    search(&env, &["search", "--remote", &url, "--index"]).success();
+    let one_fetch = server.requests();
+    let chunks = fake.chunk_inputs().len();
+    assert!(chunks > 0);
+    fake.reset();
+    fake.close_gate();
+    let children: Vec<Child> = (0..3).map(|_| spawn(&env, &["search", "--remote", &url, "--index", "--reindex"])).collect();
+    assert!(wait_until(DEADLINE, || fake.held() >= 1 && env.active_commands() == 3), "all three are running");
+    fake.open_gate();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let concurrent = server.requests() - one_fetch;
+    assert_eq!(fake.chunk_inputs().len(), chunks, "one rebuild in total");
+    // One sequential --reindex: the cost of one re-fetch of this cache.
+    search(&env, &["search", "--remote", &url, "--index", "--reindex"]).success();
+    let refetch = server.requests() - one_fetch - concurrent;
+    assert!(refetch > 0, "--reindex fetches");
+    assert_eq!(concurrent, refetch, "the three concurrent --reindex runs fetched more than once");
+}
+
+#[test]
+fn a_cancelled_remote_search_publishes_nothing() {
+    let (env, fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    fake.close_gate();
+    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
+    assert!(wait_until(DEADLINE, || fake.held() >= 1), "the search reached the embeddings");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_until(DEADLINE, || env.active_commands() == 0), "the daemon cancelled the search");
+    fake.open_gate();
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published by a cancelled search");
+    assert!(manifests(&env).is_empty(), "an index published by a cancelled search");
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+#[test]
+fn agent_progress_reports_the_fetch() {
+    let (env, _fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    let run = search(&env, &["search", "--remote", &url, "--agent", "flags"]);
+    run.success();
+    let endpoint: Value = serde_json::from_str(run.stderr.lines().next().unwrap()).unwrap();
+    assert_eq!(endpoint["url"], "http://localhost/progress");
+    // A fresh cache with a complete index neither fetches nor embeds: no endpoint.
+    let warm = search(&env, &["search", "--remote", &url, "--agent", "flags"]);
+    warm.success();
+    assert!(warm.stderr.is_empty(), "{}", warm.stderr);
 }
