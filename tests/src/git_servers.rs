@@ -98,7 +98,8 @@ impl HttpGit {
             die_mid_pack: AtomicBool::new(false),
             seen_authorization: Mutex::new(Vec::new()),
         });
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the HTTP git server");
+        let listener =
+            runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the HTTP git server");
         let address = listener.local_addr().expect("an address");
         let app = axum::Router::new().fallback(cgi).with_state(Arc::clone(&shared));
         runtime.spawn(async move {
@@ -130,7 +131,13 @@ impl HttpGit {
     }
 }
 
-async fn cgi(State(shared): State<Arc<HttpShared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn cgi(
+    State(shared): State<Arc<HttpShared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     shared.requests.fetch_add(1, Ordering::SeqCst);
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("").to_string();
     let authorization = header("authorization");
@@ -214,7 +221,8 @@ fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let value = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| acc | u32::from(*byte) << (16 - 8 * index));
+        let value =
+            chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| acc | u32::from(*byte) << (16 - 8 * index));
         for index in 0..4 {
             if index <= chunk.len() {
                 out.push(ALPHABET[(value >> (18 - 6 * index) & 63) as usize] as char);

@@ -102,7 +102,9 @@ impl SearchError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Self::Scope(_) | Self::Settings(settings::SettingsError::Flag(_)) | Self::Remote(remote::RemoteError::Empty)
+            Self::Scope(_)
+                | Self::Settings(settings::SettingsError::Flag(_))
+                | Self::Remote(remote::RemoteError::Empty)
         )
     }
 }

@@ -54,9 +54,7 @@ pub enum RemoteError {
     Fetch { remote: String, message: String },
     #[error("resolve --rev {rev:?} for remote {remote}: {message}")]
     Resolve { rev: String, remote: String, message: String },
-    #[error(
-        "no cached remote repository for {remote}\nhint: run `git-agent search --remote {remote} --index` first"
-    )]
+    #[error("no cached remote repository for {remote}\nhint: run `git-agent search --remote {remote} --index` first")]
     NotCached { remote: String },
     #[error("the fetch was cancelled")]
     Cancelled,
@@ -110,7 +108,8 @@ impl Remote {
             return Err(RemoteError::Empty);
         }
         let raw = if is_local_path(value) {
-            let absolute = if value.starts_with('/') { value.to_string() } else { format!("{}/{value}", cwd.display()) };
+            let absolute =
+                if value.starts_with('/') { value.to_string() } else { format!("{}/{value}", cwd.display()) };
             giturl::clean_path(&absolute)
         } else {
             value.to_string()
@@ -316,14 +315,13 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         .with_refspecs(REFSPECS, Direction::Fetch)
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
-    let connection =
-        handle.connect(Direction::Fetch).map_err(|error| failed(describe(&error)))?.with_credentials(
-            move |action| credentials(action, account.as_ref()),
-        );
+    let connection = handle
+        .connect(Direction::Fetch)
+        .map_err(|error| failed(describe(&error)))?
+        .with_credentials(move |action| credentials(action, account.as_ref()));
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
-    let prepare = connection
-        .prepare_fetch(gix::progress::Discard, options)
-        .map_err(|error| failed(describe(&error)))?;
+    let prepare =
+        connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
     let refs = &prepare.ref_map().remote_refs;
     check_advertised(refs, rev).map_err(|message| RemoteError::Resolve {
         rev: rev.to_string(),
@@ -420,7 +418,8 @@ fn check_advertised(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Result
 /// Points the cache's `HEAD` at `target` (`refs/heads/<default>`).
 fn point_head(repo: &gix::Repository, target: &str) -> Result<(), String> {
     use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
-    let name: gix::refs::FullName = target.try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?;
+    let name: gix::refs::FullName =
+        target.try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?;
     let edit = RefEdit {
         change: Change::Update {
             log: LogChange { mode: RefLog::AndReference, force_create_reflog: false, message: "remote HEAD".into() },

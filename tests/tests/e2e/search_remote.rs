@@ -126,7 +126,8 @@ fn file_remote_searches_the_committed_head_and_reports_it() {
     assert!(found.contains(&"src/flags.go".to_string()), "{found:?}");
     assert!(!found.iter().any(|path| path == "src/old.go"), "{found:?}");
     // --rev HEAD~1 of the same cache finds the first commit's file.
-    let older = json(&search(&env, &["search", "--remote", &url, "--rev", "HEAD~1", "--min-score", "0.01", "old thing"]));
+    let older =
+        json(&search(&env, &["search", "--remote", &url, "--rev", "HEAD~1", "--min-score", "0.01", "old thing"]));
     assert_eq!(older["source"]["rev"], "HEAD~1");
     assert!(paths(&older).contains(&"src/old.go".to_string()), "{older}");
     // Brief header.
@@ -286,7 +287,29 @@ fn ssh_remote_verifies_the_host_key() {
     sshd.trust(&env.home());
     let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
     assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str(), "{}", sshd.log());
-    assert!(sshd.sessions() >= 1);
+    let sessions = sshd.sessions();
+    assert!(sessions >= 1);
+    // An encrypted key without an agent fails (batch mode), never prompts.
+    let key = env.home().join(".ssh/id_ed25519");
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-p", "-P", "", "-N", "a passphrase", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let encrypted = search(&env, &["search", "--remote", &url, "--reindex", "flags"]);
+    assert_eq!(encrypted.code, Some(1), "{}", encrypted.stderr);
+    assert!(
+        encrypted.failure().contains(&format!("fetch {}", url.replace(&format!("{}@", whoami()), ""))),
+        "{}",
+        encrypted.stderr
+    );
+    assert_eq!(sshd.sessions(), sessions, "an encrypted key without an agent authenticated");
+}
+
+fn whoami() -> String {
+    let output = std::process::Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
 #[test]
@@ -343,7 +366,8 @@ fn listings_read_metadata_only() {
 
     search(&env, &["search", "--remote", &url, "--index"]).success();
     let requests = daemon.requests();
-    let remotes: Value = serde_json::from_str(&search(&env, &["search", "--ls-remotes", "--format", "json"]).success()).unwrap();
+    let remotes: Value =
+        serde_json::from_str(&search(&env, &["search", "--ls-remotes", "--format", "json"]).success()).unwrap();
     assert_eq!(remotes[0]["remote"], url.as_str());
     assert_eq!(remotes[0]["last_resolved_rev"], head(&repo).as_str());
     assert!(remotes[0]["last_fetched_at"].as_str().is_some_and(|at| at.ends_with('Z')));
@@ -354,7 +378,9 @@ fn listings_read_metadata_only() {
     let mut lines = ls.lines();
     assert_eq!(lines.next().unwrap(), format!("remote repo={}", remote_dir(&env).join("repo.git").display()));
     assert!(lines.next().unwrap().starts_with(&format!("remote rev={} remote={url} ", &head(&repo)[..12])), "{ls}");
-    let ls_json: Value = serde_json::from_str(&search(&env, &["search", "--ls", "--remote", &url, "--format", "json"]).success()).unwrap();
+    let ls_json: Value =
+        serde_json::from_str(&search(&env, &["search", "--ls", "--remote", &url, "--format", "json"]).success())
+            .unwrap();
     assert_eq!(ls_json[0]["mode"], "remote");
     let files = search(&env, &["search", "--ls-files", "--remote", &url]).success();
     assert!(files.contains("flags.go"), "{files}");
@@ -380,7 +406,8 @@ fn concurrent_reindex_of_one_remote_fetches_and_rebuilds_once() {
     assert!(chunks > 0);
     fake.reset();
     fake.close_gate();
-    let children: Vec<Child> = (0..3).map(|_| spawn(&env, &["search", "--remote", &url, "--index", "--reindex"])).collect();
+    let children: Vec<Child> =
+        (0..3).map(|_| spawn(&env, &["search", "--remote", &url, "--index", "--reindex"])).collect();
     assert!(wait_until(DEADLINE, || fake.held() >= 1 && env.active_commands() == 3), "all three are running");
     fake.open_gate();
     for child in children {
