@@ -26,6 +26,7 @@ pub mod embeddings;
 pub mod golang;
 pub mod history;
 pub mod live;
+pub mod migrate;
 pub mod output;
 pub mod paths;
 pub mod progress;
@@ -83,6 +84,8 @@ pub enum SearchError {
     Remote(#[from] remote::RemoteError),
     #[error(transparent)]
     Revision(#[from] revision::RevisionError),
+    #[error(transparent)]
+    Migrate(#[from] migrate::MigrateError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -455,6 +458,10 @@ impl SearchService {
         let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
+        // Remote metadata roots have nothing to migrate.
+        if request.remote.is_none() {
+            self.migrate(&selection, &feedback, &cancel).await?;
+        }
         let mut resolved_remote = None;
         if let Some(source) = request.remote.clone() {
             let resolved = self.resolve_remote(&source, request.reindex, request.started, &feedback, &cancel).await?;
@@ -744,6 +751,36 @@ impl SearchService {
             return Err(SearchError::Cancelled);
         }
         Ok(resolved??)
+    }
+
+    /// The metadata migrations ([`migrate`]) of a local project, under the
+    /// single flight and before anything new is written.
+    async fn migrate(
+        &self,
+        selection: &Selection,
+        feedback: &Feedback,
+        cancel: &CancellationToken,
+    ) -> Result<(), SearchError> {
+        if selection.mode() == "remote" {
+            return Ok(());
+        }
+        let Some(metadata_root) = selection.metadata_dir.parent().map(Path::to_path_buf) else { return Ok(()) };
+        let (root, metadata_dir, crash_at) = (selection.root.clone(), selection.metadata_dir.clone(), self.crash_at);
+        let token = cancel.clone();
+        let migrated = blocking(move || {
+            migrate::run(&root, &metadata_root, &metadata_dir, crash_at, &move || token.is_cancelled())
+        })
+        .await??;
+        if migrated != migrate::Migrated::default() {
+            feedback.event(
+                "search_migrate",
+                &[
+                    ("legacy_entries", Field::Int(migrated.legacy_entries as i64)),
+                    ("indexes", Field::Int(migrated.indexes as i64)),
+                ],
+            );
+        }
+        Ok(())
     }
 
     fn query_flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {

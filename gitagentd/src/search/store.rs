@@ -574,6 +574,11 @@ pub enum CrashPoint {
     Catalog,
     /// The chunk records were written.
     Records,
+    /// Metadata migration: one entry of a legacy `<project>/.git-agent/`
+    /// folder was moved.
+    MigrateLegacy,
+    /// Metadata migration: one path-keyed index was merged.
+    MigrateSearch,
 }
 
 impl CrashPoint {
@@ -583,14 +588,16 @@ impl CrashPoint {
             "payload" => Some(Self::Payload),
             "catalog" => Some(Self::Catalog),
             "records" => Some(Self::Records),
+            "migrate-legacy" => Some(Self::MigrateLegacy),
+            "migrate-search" => Some(Self::MigrateSearch),
             _ => None,
         }
     }
 }
 
-fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
+pub(super) fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
     if configured == Some(point) {
-        tracing::warn!(?point, "fault injection: killing the daemon during index publication");
+        tracing::warn!(?point, "fault injection: killing the daemon during index publication or migration");
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     }
 }

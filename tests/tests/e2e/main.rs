@@ -18,4 +18,6 @@ mod release_note;
 mod review;
 mod search;
 mod search_index;
+mod search_migrate;
 mod search_remote;
+mod search_revision;
