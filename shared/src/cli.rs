@@ -387,9 +387,10 @@ pub fn agent_help(command: &str) -> String {
 /// its errors the same way.
 #[derive(Debug, Args, Default)]
 #[command(override_usage = "git-agent search [flags] <query...>
-       git-agent search --index [--reindex] [--rev <rev>] [--scope <paths>] [--code]
-       git-agent search --ls [--format text|json]
-       git-agent search --ls-files [--format tree|json] [--rev <rev>] [--scope <paths>] [--no-tests]")]
+       git-agent search --index [--reindex] [--remote <url>] [--rev <rev>] [--scope <paths>] [--code]
+       git-agent search --ls [--remote <url>] [--format text|json]
+       git-agent search --ls-remotes [--format text|json|completion]
+       git-agent search --ls-files [--format tree|json] [--remote <url>] [--rev <rev>] [--scope <paths>] [--no-tests]")]
 pub struct SearchArgs {
     /// Search the committed tree of this revision instead of the files on disk.
     #[arg(long, value_name = "rev")]
@@ -459,6 +460,14 @@ pub struct SearchArgs {
     /// Write diagnostic events to stderr.
     #[arg(long)]
     pub debug: bool,
+
+    /// Search a remote Git repository (URL or path) through its cached bare clone.
+    #[arg(long, value_name = "url")]
+    pub remote: Option<String>,
+
+    /// List the cached remote repositories.
+    #[arg(long)]
+    pub ls_remotes: bool,
 
     /// What to look for.
     #[arg(value_name = "query")]

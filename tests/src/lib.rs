@@ -10,6 +10,7 @@
 pub mod fake_embeddings;
 pub mod fake_openai;
 pub mod fake_proxy;
+pub mod git_servers;
 pub mod soak;
 
 use std::ffi::OsStr;

@@ -29,13 +29,16 @@ pub async fn run(
     cancel: &CancellationToken,
     args: SearchArgs,
 ) -> Result<(), CommandError> {
-    if args.ls && args.ls_files {
-        return Err(CommandError::Usage("search accepts only one of --ls or --ls-files".into()));
+    if [args.ls, args.ls_remotes, args.ls_files].iter().filter(|set| **set).count() > 1 {
+        return Err(CommandError::Usage("search accepts only one of --ls, --ls-remotes, or --ls-files".into()));
     }
     if let Some(score) = args.min_score {
         validate_min_score(score)?;
     }
     let query = args.query.join(" ").trim().to_string();
+    if args.ls_remotes {
+        return list_remotes(invocation, output, &args, &query).await;
+    }
     if args.ls || args.ls_files {
         return list(invocation, output, &args, &query).await;
     }
@@ -70,8 +73,11 @@ pub async fn run(
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
     let rev = args.rev.clone();
-    let selection = crate::blocking::run_to_end("the search scope", move || {
-        search::select_source(&cwd, &env, &scopes, rev.as_deref())
+    let remote = args.remote.clone();
+    let (selection, remote) = crate::blocking::run_to_end("the search scope", move || match remote {
+        Some(remote) => search::select_remote(&remote, rev.as_deref(), &cwd, &env, &scopes)
+            .map(|(selection, source)| (selection, Some(source))),
+        None => search::select_source(&cwd, &env, &scopes, rev.as_deref()).map(|selection| (selection, None)),
     })
     .await??;
     let temp_dir = temp_dir(invocation);
@@ -87,6 +93,7 @@ pub async fn run(
         settings: embedding.clone(),
         temp_dir: temp_dir.clone(),
         started: std::time::SystemTime::now(),
+        remote,
     };
     let feedback =
         Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
@@ -102,6 +109,8 @@ pub async fn run(
             return Err(error.into());
         }
     };
+    // Remote mode resolved its revision (and index folder) during the search.
+    let selection = outcome.selection.clone();
     let index_status = if outcome.reused > 0 { "hit" } else { "miss" };
     feedback.event(
         "search_index",
@@ -201,14 +210,23 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
         if format != "text" && format != "json" {
             return Err(CommandError::Usage(format!("--format must be text or json with --ls, got {format:?}")));
         }
-        let indexes =
-            crate::blocking::run_to_end("the search index list", move || search::list_indexes(&cwd, &env)).await??;
+        let remote = args.remote.clone();
+        let (repo_dir, indexes) = crate::blocking::run_to_end("the search index list", move || match remote {
+            Some(remote) => search::list_remote_indexes(&remote, &cwd, &env).map(|(dir, list)| (Some(dir), list)),
+            None => search::list_indexes(&cwd, &env).map(|list| (None, list)),
+        })
+        .await??;
         if format == "json" {
             output.stdout(render::to_json_line(&indexes));
         } else {
             let created =
                 |text: &str| timefmt::parse_rfc3339(text).map(timefmt::format_rfc3339_seconds).unwrap_or_default();
-            output.stdout(render::format_indexes(&indexes, &created));
+            let mut text = String::new();
+            if let Some(dir) = repo_dir {
+                text.push_str(&format!("remote repo={}\n", dir.display()));
+            }
+            text.push_str(&render::format_indexes(&indexes, &created));
+            output.stdout(text);
         }
         return Ok(());
     }
@@ -219,8 +237,10 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     let scopes = scopes(args)?;
     let no_tests = args.no_tests;
     let rev = args.rev.clone();
-    let listing = crate::blocking::run_to_end("the search index files", move || {
-        search::list_files(&cwd, &env, &scopes, rev.as_deref(), no_tests)
+    let remote = args.remote.clone();
+    let listing = crate::blocking::run_to_end("the search index files", move || match remote {
+        Some(remote) => search::list_remote_files(&remote, &cwd, &env, &scopes, rev.as_deref(), no_tests),
+        None => search::list_files(&cwd, &env, &scopes, rev.as_deref(), no_tests),
     })
     .await??;
     if format == "json" {
@@ -228,5 +248,51 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     } else {
         output.stdout(render::format_tree(&listing.files));
     }
+    Ok(())
+}
+
+/// `--ls-remotes`: the cached remotes' metadata; no fetch, no API key.
+async fn list_remotes(
+    invocation: &Invocation,
+    output: &Output,
+    args: &SearchArgs,
+    query: &str,
+) -> Result<(), CommandError> {
+    let rejected = [
+        (args.rev.is_some(), "rev"),
+        (args.remote.is_some(), "remote"),
+        (args.scope.is_some(), "scope"),
+        (args.limit.is_some(), "limit"),
+        (args.min_score.is_some(), "min-score"),
+        (args.code, "code"),
+        (args.no_tests, "no-tests"),
+        (args.agent, "agent"),
+        (args.index, "index"),
+        (args.reindex, "reindex"),
+        (args.embedding_model.is_some(), "embedding-model"),
+        (args.embedding_dimensions.is_some(), "embedding-dimensions"),
+        (args.base_url.is_some(), "base-url"),
+        (args.timeout.is_some(), "timeout"),
+        (args.debug, "debug"),
+    ];
+    if let Some((_, name)) = rejected.iter().find(|(set, _)| *set) {
+        return Err(CommandError::Usage(format!("search --ls-remotes does not accept --{name}")));
+    }
+    if !query.is_empty() {
+        return Err(CommandError::Usage("search --ls-remotes does not accept a query".into()));
+    }
+    let format = args.format.as_deref().unwrap_or("text");
+    if !matches!(format, "text" | "json" | "completion") {
+        return Err(CommandError::Usage(format!(
+            "--format must be text, json, or completion with --ls-remotes, got {format:?}"
+        )));
+    }
+    let root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(SearchError::from)?;
+    let remotes = crate::blocking::run_to_end("the remote list", move || search::remote::list(&root)).await?;
+    output.stdout(match format {
+        "json" => render::to_json_line(&remotes),
+        "completion" => search::remote::format_completion(&remotes).into_bytes(),
+        _ => search::remote::format_remotes(&remotes).into_bytes(),
+    });
     Ok(())
 }

@@ -33,6 +33,7 @@ pub mod progress;
 pub mod query;
 pub mod ranking;
 pub mod refresh;
+pub mod remote;
 pub mod revision;
 pub mod settings;
 pub mod spool;
@@ -80,6 +81,8 @@ pub enum SearchError {
     #[error(transparent)]
     Refresh(#[from] RefreshError),
     #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
+    #[error(transparent)]
     Revision(#[from] revision::RevisionError),
     #[error(transparent)]
     Migrate(#[from] migrate::MigrateError),
@@ -100,7 +103,12 @@ pub enum SearchError {
 impl SearchError {
     /// Whether the caller's flags are at fault (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::Scope(_) | Self::Settings(settings::SettingsError::Flag(_)))
+        matches!(
+            self,
+            Self::Scope(_)
+                | Self::Settings(settings::SettingsError::Flag(_))
+                | Self::Remote(remote::RemoteError::Empty)
+        )
     }
 }
 
@@ -254,6 +262,67 @@ pub struct SearchRequest {
     pub settings: EmbeddingSettings,
     pub temp_dir: PathBuf,
     pub started: SystemTime,
+    /// Remote mode: the cache to fetch (when needed) and the revision to
+    /// resolve under the single flight; `selection` is completed then.
+    pub remote: Option<RemoteSource>,
+}
+
+/// Remote mode's source before the single flight: the cache and the
+/// caller's `--rev` (the remote's `HEAD` when absent).
+#[derive(Debug, Clone)]
+pub struct RemoteSource {
+    pub remote: remote::Remote,
+    pub rev: Option<String>,
+}
+
+/// Remote mode's selection before the fetch: the remote's metadata root
+/// and the scope (relative to the remote repository's root, not the
+/// caller's directory). The revision and index folder are filled in by
+/// [`SearchService::search`] under the single flight.
+pub fn select_remote(
+    raw_remote: &str,
+    rev: Option<&str>,
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+) -> Result<(Selection, RemoteSource), SearchError> {
+    let metadata_root = git_agent_shared::paths::metadata_root(env)?;
+    let remote = remote::Remote::new(raw_remote, cwd, &metadata_root, env)?;
+    let scope = paths::normalize_scopes(raw_scopes)?;
+    let skipped = paths::scope_uses_skipped_path(&scope);
+    let selection = Selection {
+        root: remote.repo_dir(),
+        metadata_dir: remote.metadata_dir().to_path_buf(),
+        index_dir: PathBuf::new(),
+        shared_scope: !scope.is_empty() && !skipped,
+        scope,
+        origin_identity: git_agent_shared::giturl::identity(&remote.sanitized, cwd),
+        revision: None,
+    };
+    Ok((selection, RemoteSource { remote, rev: rev.map(str::to_string) }))
+}
+
+/// Points `selection` at `commit` of the remote's cached repository.
+fn remote_revision(
+    mut selection: Selection,
+    source: &RemoteSource,
+    rev: &str,
+    commit: gix::ObjectId,
+) -> Result<Selection, SearchError> {
+    let repo = revision::open(&source.remote.repo_dir())?;
+    let tree = Arc::new(revision::TreeSource::new(repo, commit)?);
+    let resolved = commit.to_string();
+    let skipped = paths::scope_uses_skipped_path(&selection.scope);
+    selection.index_dir =
+        revision::index_dir(&selection.metadata_dir, &resolved, skipped.then_some(selection.scope.as_slice()));
+    selection.revision = Some(RevisionSelection {
+        tree,
+        rev: rev.to_string(),
+        resolved,
+        mode: "remote",
+        remote: source.remote.sanitized.clone(),
+    });
+    Ok(selection)
 }
 
 /// What the command renders.
@@ -266,6 +335,9 @@ pub struct SearchOutcome {
     pub reused: usize,
     pub embedded: usize,
     pub skipped: discovery::SkipCounts,
+    /// The selection searched (remote mode resolves its revision during
+    /// the search).
+    pub selection: Selection,
 }
 
 /// Daemon-wide search state. See the module documentation.
@@ -344,8 +416,7 @@ impl SearchService {
         feedback: &Feedback,
         cancel: &CancellationToken,
     ) -> Result<(tokio::sync::OwnedMutexGuard<()>, store::FileLock), SearchError> {
-        let root = metadata_dir.parent().unwrap_or(metadata_dir);
-        let path = store::lock_path(&root.join(store::PRODUCER_LOCK));
+        let path = store::lock_path(&flight_root(metadata_dir).join(store::PRODUCER_LOCK));
         let mutex = Arc::clone(lock(&self.flights).entry(path.clone()).or_default());
         let mut announced = false;
         let guard = match Arc::clone(&mutex).try_lock_owned() {
@@ -382,12 +453,24 @@ impl SearchService {
         cancel: CancellationToken,
     ) -> Result<SearchOutcome, SearchError> {
         let started = Instant::now();
-        let selection = request.selection.clone();
+        let mut selection = request.selection.clone();
         let settings = request.settings.clone();
         let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
-        self.migrate(&selection, &feedback, &cancel).await?;
+        // Remote metadata roots have nothing to migrate.
+        if request.remote.is_none() {
+            self.migrate(&selection, &feedback, &cancel).await?;
+        }
+        let mut resolved_remote = None;
+        if let Some(source) = request.remote.clone() {
+            let resolved = self.resolve_remote(&source, request.reindex, request.started, &feedback, &cancel).await?;
+            let commit = resolved.commit;
+            let rev = resolved.rev.clone();
+            selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
+            resolved_remote = Some((request.remote.clone(), resolved));
+            feedback.timing_event("fetch", started.elapsed());
+        }
 
         let previous = lock(&self.indexes).get(&selection.index_dir);
         let refresh_request = RefreshRequest {
@@ -505,10 +588,24 @@ impl SearchService {
         })
         .await??;
         lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live), live.footprint());
+        if let Some((Some(source), resolved)) = resolved_remote {
+            // Only now, with the index published, is the fetch recorded.
+            blocking(move || remote::publish(&source.remote, &resolved)).await??;
+        }
         drop(file_lock);
         drop(flight);
 
-        let outcome = |hits, replay| SearchOutcome { hits, replay, files, chunks, reused, embedded, skipped };
+        let searched = selection.clone();
+        let outcome = |hits, replay| SearchOutcome {
+            hits,
+            replay,
+            files,
+            chunks,
+            reused,
+            embedded,
+            skipped,
+            selection: searched,
+        };
         if request.index_only {
             return Ok(outcome(Vec::new(), Replay::Unset));
         }
@@ -626,6 +723,36 @@ impl SearchService {
         Ok(outcome(hits, replay))
     }
 
+    /// Brings the remote cache up to date as far as the request needs
+    /// and resolves its revision (see [`remote::resolve`]); cancelling
+    /// interrupts the transfer.
+    async fn resolve_remote(
+        &self,
+        source: &RemoteSource,
+        reindex: bool,
+        started: SystemTime,
+        feedback: &Arc<Feedback>,
+        cancel: &CancellationToken,
+    ) -> Result<remote::Resolved, SearchError> {
+        let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let (interrupt, cancel) = (Arc::clone(&interrupt), cancel.clone());
+            tokio::spawn(async move {
+                cancel.cancelled().await;
+                interrupt.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
+        let freshness = remote::Freshness { reindex, started };
+        let resolved =
+            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt)).await;
+        watcher.abort();
+        if cancel.is_cancelled() {
+            return Err(SearchError::Cancelled);
+        }
+        Ok(resolved??)
+    }
+
     /// The metadata migrations ([`migrate`]) of a local project, under the
     /// single flight and before anything new is written.
     async fn migrate(
@@ -674,6 +801,18 @@ impl Feedback {
     }
 }
 
+/// The metadata root whose one producer lock serializes index production
+/// for `metadata_dir`: `~/.git-agent` for a project
+/// (`~/.git-agent/<id>`) and for a remote (`~/.git-agent/remotes/<sha>`)
+/// alike, so local, revision and remote searches share one flight.
+fn flight_root(metadata_dir: &Path) -> &Path {
+    let parent = metadata_dir.parent().unwrap_or(metadata_dir);
+    match parent.file_name() {
+        Some(name) if name == "remotes" => parent.parent().unwrap_or(parent),
+        _ => parent,
+    }
+}
+
 /// Lower case, whitespace runs collapsed.
 pub fn normalize_query(query: &str) -> String {
     query.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
@@ -686,9 +825,26 @@ fn now_rfc3339() -> String {
 /// Every complete index of the project at `cwd`, sorted like the original.
 pub fn list_indexes(cwd: &Path, env: &Environment) -> Result<Vec<output::IndexInfo>, SearchError> {
     let selection = select(cwd, env, &[])?;
-    let search_root = store::search_root(&selection.metadata_dir);
+    Ok(list_indexes_in(&selection.metadata_dir))
+}
+
+/// `--ls --remote`: the cached bare repository and every complete index of
+/// that remote. Reads metadata only: no fetch.
+pub fn list_remote_indexes(
+    raw_remote: &str,
+    cwd: &Path,
+    env: &Environment,
+) -> Result<(PathBuf, Vec<output::IndexInfo>), SearchError> {
+    let metadata_root = git_agent_shared::paths::metadata_root(env)?;
+    let remote = remote::Remote::new(raw_remote, cwd, &metadata_root, env)?;
+    Ok((remote.repo_dir(), list_indexes_in(remote.metadata_dir())))
+}
+
+/// Every complete index under `metadata_dir`, sorted like the original.
+fn list_indexes_in(metadata_dir: &Path) -> Vec<output::IndexInfo> {
+    let search_root = store::search_root(metadata_dir);
     let mut indexes = Vec::new();
-    for dir in store::complete_index_dirs(&selection.metadata_dir) {
+    for dir in store::complete_index_dirs(metadata_dir) {
         let Ok(_lock) = store::lock_blocking(&store::lock_path(&dir), &|| false) else { continue };
         if let Some(info) = index_info(&dir, &search_root, false) {
             indexes.push(info.0);
@@ -702,7 +858,7 @@ pub fn list_indexes(cwd: &Path, env: &Environment) -> Result<Vec<output::IndexIn
             b.dir.as_str(),
         ))
     });
-    Ok(indexes)
+    indexes
 }
 
 /// Summary and (when asked for) sorted unique paths of one index.
@@ -755,6 +911,30 @@ pub fn list_files(
     no_tests: bool,
 ) -> Result<output::IndexFiles, SearchError> {
     let selection = select_source(cwd, env, raw_scopes, rev)?;
+    list_selected_files(selection, raw_scopes, no_tests)
+}
+
+/// `--ls-files --remote`: the index of the cached remote's revision,
+/// resolved in the cache without any network access.
+pub fn list_remote_files(
+    raw_remote: &str,
+    cwd: &Path,
+    env: &Environment,
+    raw_scopes: &[String],
+    rev: Option<&str>,
+    no_tests: bool,
+) -> Result<output::IndexFiles, SearchError> {
+    let (selection, source) = select_remote(raw_remote, rev, cwd, env, raw_scopes)?;
+    let commit = remote::resolve_cached(&source.remote, rev)?;
+    let selection = remote_revision(selection, &source, rev.unwrap_or("HEAD"), commit)?;
+    list_selected_files(selection, raw_scopes, no_tests)
+}
+
+fn list_selected_files(
+    selection: Selection,
+    raw_scopes: &[String],
+    no_tests: bool,
+) -> Result<output::IndexFiles, SearchError> {
     let search_root = store::search_root(&selection.metadata_dir);
     let found = {
         let _lock = store::lock_blocking(&store::lock_path(&selection.index_dir), &|| false)?;

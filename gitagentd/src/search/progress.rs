@@ -169,6 +169,32 @@ impl Feedback {
         }
     }
 
+    /// Reports a remote network operation (`status=fetching`) with its
+    /// sanitized detail: rewritten in place on a terminal, served by the
+    /// `--agent` endpoint (started now if need be), and a `search_fetch`
+    /// event under `--debug`.
+    pub fn fetching(&self, detail: &str) {
+        self.event("search_fetch", &[("detail", Field::Str(detail.to_string()))]);
+        let mut state = self.state();
+        if self.terminal {
+            self.output.progress(format!("search: fetching {detail}"));
+            state.progress_shown = true;
+        }
+        if let Agent::NotStarted { temp_dir } = &state.agent {
+            state.agent = match self.start_agent(&temp_dir.clone()) {
+                Ok(server) => Agent::Running(server),
+                Err(error) => {
+                    self.output.stderr(format!("warning: cannot start the progress endpoint: {error}\n"));
+                    Agent::Failed
+                }
+            };
+        }
+        if let Agent::Running(server) = &state.agent {
+            let mut snapshot = lock(&server.snapshot);
+            *snapshot = Snapshot { detail: detail.to_string(), ..Snapshot::new("fetching") };
+        }
+    }
+
     /// Ends the reporting: clears terminal progress and marks the endpoint
     /// complete or failed.
     pub fn finish(&self, error: Option<&str>) {
@@ -284,6 +310,12 @@ pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> Str
     }
     let at = jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     crate::trace::render_event(&timefmt::format_clock(at), &event, false)
+}
+
+impl super::remote::FetchReporter for Feedback {
+    fn fetching(&self, detail: &str) {
+        Feedback::fetching(self, detail);
+    }
 }
 
 impl Reporter for Feedback {

@@ -19,4 +19,5 @@ mod review;
 mod search;
 mod search_index;
 mod search_migrate;
+mod search_remote;
 mod search_revision;

@@ -1,0 +1,655 @@
+//! Remote mode's bare cache: `~/.git-agent/remotes/<sha of the sanitized
+//! URL>/repo.git` plus `remote.json` (sanitized URL, last successful fetch,
+//! last resolved revision), fetched with gix.
+//!
+//! A cache is fetched on first use, when its last successful fetch is
+//! [`FRESH_FOR`] old or more, with `--reindex`, and when the requested
+//! revision does not resolve (fetch, then resolve once more); a fresh cache
+//! never touches the network. Before the pack is transferred, a direct
+//! revision (`HEAD`, a branch, a tag, a full commit id) is checked against
+//! the refs the server advertised, so a misspelt branch fails before any
+//! transfer. gix 0.90 cannot request an object filter (`blob:none`), so an
+//! expression such as `HEAD~1` is resolved after the one main, unfiltered
+//! fetch: the same path the spec gives servers without filter support, and
+//! never a second transfer.
+//!
+//! The raw URL (which may carry credentials) is only handed to gix's
+//! in-memory, unnamed remote: nothing is written to the repository's
+//! configuration, and every stored or printed text carries the sanitized
+//! URL ([`git_agent_shared::giturl::sanitize`]); transport error texts are
+//! sanitized too. SSH goes through the system's OpenSSH client with batch
+//! mode (no prompt: an encrypted key without an agent fails), strict host
+//! key checking against the caller's `~/.ssh/known_hosts`, the caller's
+//! agent socket and default keys.
+//!
+//! `remote.json` is written by [`publish`] only once the search built on the
+//! fetch has published its index, so a failed attempt leaves the cache
+//! stale and the next search fetches again instead of trusting it.
+
+use git_agent_shared::{Environment, giturl, private_fs, timefmt};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+/// How long a successful fetch keeps the cache fresh.
+pub const FRESH_FOR: Duration = Duration::from_secs(15 * 60);
+const RECORD: &str = "remote.json";
+const REPO: &str = "repo.git";
+/// The refs a cache mirrors; `HEAD` follows the remote's default branch.
+const REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+
+/// Why a remote could not be prepared. Messages carry the sanitized URL
+/// only; transport texts are sanitized before they are kept, which is why
+/// they are text and not the gix error (whose text may hold the raw URL).
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("--remote needs a Git URL or repository path")]
+    Empty,
+    #[error("cannot use the remote cache at {dir}: {source}")]
+    Io { dir: PathBuf, source: std::io::Error },
+    #[error("cannot open the cached repository {dir}: {message}")]
+    Open { dir: PathBuf, message: String },
+    #[error("fetch {remote}: {message}")]
+    Fetch { remote: String, message: String },
+    #[error("resolve --rev {rev:?} for remote {remote}: {message}")]
+    Resolve { rev: String, remote: String, message: String },
+    #[error("no cached remote repository for {remote}\nhint: run `git-agent search --remote {remote} --index` first")]
+    NotCached { remote: String },
+    #[error("the fetch was cancelled")]
+    Cancelled,
+}
+
+/// One remote: where its cache lives and how to reach it. The raw URL is
+/// kept out of `Debug`.
+#[derive(Clone)]
+pub struct Remote {
+    raw: String,
+    pub sanitized: String,
+    pub dir: PathBuf,
+    ssh_command: String,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("sanitized", &self.sanitized).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// `remote.json`, with the Go implementation's field names.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct RemoteRecord {
+    #[serde(default)]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_fetched_at: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_resolved_rev: String,
+}
+
+impl RemoteRecord {
+    fn fetched_at(&self) -> Option<SystemTime> {
+        timefmt::parse_rfc3339(&self.last_fetched_at).map(SystemTime::from)
+    }
+}
+
+/// The folder that holds every remote cache.
+pub fn remotes_root(metadata_root: &Path) -> PathBuf {
+    metadata_root.join("remotes")
+}
+
+impl Remote {
+    /// The remote named by `value` (a URL, scp-like `user@host:path`, or a
+    /// local path, relative ones resolved against `cwd`), cached under
+    /// `metadata_root`.
+    pub fn new(value: &str, cwd: &Path, metadata_root: &Path, env: &Environment) -> Result<Self, RemoteError> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Err(RemoteError::Empty);
+        }
+        let raw = if is_local_path(value) {
+            let absolute =
+                if value.starts_with('/') { value.to_string() } else { format!("{}/{value}", cwd.display()) };
+            giturl::clean_path(&absolute)
+        } else {
+            value.to_string()
+        };
+        let sanitized = giturl::sanitize(&raw);
+        let key = hex(&Sha256::digest(sanitized.as_bytes()));
+        Ok(Self { raw, sanitized, dir: remotes_root(metadata_root).join(key), ssh_command: ssh_command(env) })
+    }
+
+    /// The cached bare repository.
+    pub fn repo_dir(&self) -> PathBuf {
+        self.dir.join(REPO)
+    }
+
+    /// The remote's own metadata root (indexes live under its `search/`).
+    pub fn metadata_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn record(&self) -> RemoteRecord {
+        read_record(&self.dir.join(RECORD)).unwrap_or_default()
+    }
+
+    fn sanitize_text(&self, text: &str) -> String {
+        let mut text = text.replace(&self.raw, &self.sanitized);
+        if let Some(at) = self.raw.find('@')
+            && let Some(scheme_end) = self.raw.find("://")
+            && scheme_end < at
+        {
+            // gix may print the URL in its own spelling; drop any
+            // `user:password@` of it too.
+            let userinfo = &self.raw[scheme_end + 3..=at];
+            text = text.replace(userinfo, "");
+        }
+        git_agent_shared::secret::redact_credentials(&text)
+    }
+}
+
+/// Whether `value` names a local repository rather than a URL or an
+/// scp-like address.
+fn is_local_path(value: &str) -> bool {
+    if value.contains("://") {
+        return false;
+    }
+    if value.starts_with('/') || value.starts_with("./") || value.starts_with("../") || value == "." {
+        return true;
+    }
+    // `host:path` (scp-like) unless a slash comes before the colon.
+    match (value.find(':'), value.find('/')) {
+        (Some(colon), Some(slash)) => slash < colon,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+/// What remote mode searches: the resolved commit and how the revision is
+/// reported.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub commit: gix::ObjectId,
+    /// `HEAD` when `--rev` was omitted, else the caller's revision.
+    pub rev: String,
+    /// When this search fetched, the time its fetch completed.
+    pub fetched_at: Option<SystemTime>,
+}
+
+/// How [`resolve`] may use the network.
+#[derive(Debug, Clone, Copy)]
+pub struct Freshness {
+    pub reindex: bool,
+    /// When the command started: a `--reindex` waiter whose cache was
+    /// fetched after this needs no second fetch.
+    pub started: SystemTime,
+}
+
+/// Reports a fetch to the caller (`status=fetching` with sanitized detail).
+pub trait FetchReporter {
+    fn fetching(&self, detail: &str);
+}
+
+/// Resolves `rev` (or the remote's `HEAD`) to a commit, fetching when the
+/// cache is missing, stale, `--reindex` asks for it, or the revision does
+/// not resolve in the cache. Runs under the caller's single flight.
+pub fn resolve(
+    remote: &Remote,
+    rev: Option<&str>,
+    freshness: Freshness,
+    reporter: &dyn FetchReporter,
+    interrupt: &AtomicBool,
+) -> Result<Resolved, RemoteError> {
+    let rev_text = rev.map(str::trim).filter(|rev| !rev.is_empty()).unwrap_or("HEAD").to_string();
+    let record = remote.record();
+    let exists = remote.repo_dir().join("HEAD").is_file();
+    let last = record.fetched_at();
+    let fresh = last.is_some_and(|at| {
+        SystemTime::now().duration_since(at).is_ok_and(|age| age < FRESH_FOR)
+            && (!freshness.reindex || at >= freshness.started)
+    });
+    if exists && fresh {
+        let repo = open(remote)?;
+        if let Ok(commit) = resolve_local(&repo, &rev_text) {
+            return Ok(Resolved { commit, rev: rev_text, fetched_at: None });
+        }
+    }
+    fetch(remote, &rev_text, reporter, interrupt)?;
+    let fetched_at = SystemTime::now();
+    let repo = open(remote)?;
+    let commit = resolve_local(&repo, &rev_text).map_err(|message| RemoteError::Resolve {
+        rev: rev_text.clone(),
+        remote: remote.sanitized.clone(),
+        message: remote.sanitize_text(&message),
+    })?;
+    Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at) })
+}
+
+/// Resolves `rev` in the cache without any network access (`--ls-files`).
+pub fn resolve_cached(remote: &Remote, rev: Option<&str>) -> Result<gix::ObjectId, RemoteError> {
+    if !remote.repo_dir().join("HEAD").is_file() {
+        return Err(RemoteError::NotCached { remote: remote.sanitized.clone() });
+    }
+    let rev_text = rev.map(str::trim).filter(|rev| !rev.is_empty()).unwrap_or("HEAD");
+    let repo = open(remote)?;
+    resolve_local(&repo, rev_text).map_err(|message| RemoteError::Resolve {
+        rev: rev_text.to_string(),
+        remote: remote.sanitized.clone(),
+        message,
+    })
+}
+
+/// Records a successful search of `resolved`: `remote.json` with the
+/// sanitized URL, the fetch time (when this search fetched) and the
+/// resolved commit. Called only after the index is published.
+pub fn publish(remote: &Remote, resolved: &Resolved) -> Result<(), RemoteError> {
+    let mut record = remote.record();
+    record.url = remote.sanitized.clone();
+    if let Some(at) = resolved.fetched_at {
+        record.last_fetched_at = timefmt::format_rfc3339(jiff::Timestamp::try_from(at).unwrap_or_default());
+    }
+    record.last_resolved_rev = resolved.commit.to_string();
+    let io = |source| RemoteError::Io { dir: remote.dir.clone(), source };
+    private_fs::ensure_private_dir(&remote.dir).map_err(io)?;
+    let mut bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
+    bytes.push(b'\n');
+    private_fs::write_atomic(&remote.dir.join(RECORD), &bytes).map_err(io)
+}
+
+fn read_record(path: &Path) -> Option<RemoteRecord> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn open(remote: &Remote) -> Result<gix::Repository, RemoteError> {
+    let options = gix::open::Options::isolated().strict_config(false);
+    let mut repo = gix::open_opts(remote.repo_dir(), options)
+        .map_err(|error| RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() })?;
+    let mut config = repo.config_snapshot_mut();
+    let set = config
+        .set_value(&gix::config::tree::Core::SSH_COMMAND, remote.ssh_command.as_str())
+        .and_then(|_| config.set_value(&gix::config::tree::Core::LOG_ALL_REF_UPDATES, "false"));
+    if let Err(error) = set {
+        return Err(RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() });
+    }
+    config.commit().map_err(|error| RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() })?;
+    Ok(repo)
+}
+
+/// The bare repository, created (privately) on first use.
+fn open_or_init(remote: &Remote) -> Result<gix::Repository, RemoteError> {
+    let dir = remote.repo_dir();
+    if !dir.join("HEAD").is_file() {
+        let io = |source| RemoteError::Io { dir: remote.dir.clone(), source };
+        private_fs::ensure_private_dir(&remote.dir).map_err(io)?;
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io)?;
+        }
+        gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
+    }
+    open(remote)
+}
+
+/// `rev` to a commit id in `repo`.
+fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, String> {
+    let id = repo.rev_parse_single(rev).map_err(|error| error.to_string())?;
+    let commit = id.object().map_err(|error| error.to_string())?.peel_to_commit().map_err(|error| error.to_string())?;
+    Ok(commit.id)
+}
+
+/// One fetch of every branch and tag; `HEAD` is pointed at the remote's
+/// default branch.
+fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &AtomicBool) -> Result<(), RemoteError> {
+    use gix::remote::Direction;
+    install_tls_provider();
+    reporter.fetching(&format!("listing refs of {}", remote.sanitized));
+    let failed = |message: String| RemoteError::Fetch {
+        remote: remote.sanitized.clone(),
+        message: remote.sanitize_text(&message),
+    };
+    let repo = open_or_init(remote)?;
+    let url = gix::url::parse(gix::bstr::BStr::new(remote.raw.as_str())).map_err(|error| failed(error.to_string()))?;
+    let handle = repo
+        .remote_at(url.clone())
+        .map_err(|error| failed(error.to_string()))?
+        .with_fetch_tags(gix::remote::fetch::Tags::None)
+        .with_refspecs(REFSPECS, Direction::Fetch)
+        .map_err(|error| failed(error.to_string()))?;
+    let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
+    let connection = handle
+        .connect(Direction::Fetch)
+        .map_err(|error| failed(describe(&error)))?
+        .with_credentials(move |action| credentials(action, account.as_ref()));
+    let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
+    let prepare =
+        connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
+    let refs = &prepare.ref_map().remote_refs;
+    check_advertised(refs, rev).map_err(|message| RemoteError::Resolve {
+        rev: rev.to_string(),
+        remote: remote.sanitized.clone(),
+        message,
+    })?;
+    let head = refs.iter().find_map(|reference| match reference {
+        gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
+            Some(target.clone())
+        }
+        gix::protocol::handshake::Ref::Unborn { full_ref_name, target } if full_ref_name == "HEAD" => {
+            Some(target.clone())
+        }
+        _ => None,
+    });
+    reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
+    prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
+        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+            RemoteError::Cancelled
+        } else {
+            failed(describe(&error))
+        }
+    })?;
+    if let Some(target) = head {
+        point_head(&repo, &target.to_string()).map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// An error and its causes on one line (gix keeps the transport's reason
+/// in the sources).
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The only credentials a fetch uses: those of the `--remote` URL. No
+/// helper runs and nothing is ever prompted for; approvals are not stored.
+fn credentials(
+    action: gix::credentials::helper::Action,
+    account: Option<&(String, String)>,
+) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
+    use gix::credentials::helper::Action;
+    match action {
+        Action::Get(context) => match account {
+            Some((username, password)) => Ok(Some(gix::credentials::protocol::Outcome {
+                identity: gix::sec::identity::Account {
+                    username: username.clone(),
+                    password: password.clone(),
+                    oauth_refresh_token: None,
+                },
+                next: context.into(),
+            })),
+            None => Err(gix::Error::from_error(gix::error::message(
+                "the server asks for credentials; put them in the --remote URL (git-agent never prompts)",
+            ))),
+        },
+        Action::Store(_) | Action::Erase(_) => Ok(None),
+    }
+}
+
+/// Fails when `rev` is a direct name (no `~`, `^`, `@`, `:`) that the
+/// server did not advertise and that is not a commit id.
+fn check_advertised(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Result<(), String> {
+    if rev.contains(['~', '^', '@', ':']) || (rev.len() >= 4 && rev.bytes().all(|byte| byte.is_ascii_hexdigit())) {
+        return Ok(());
+    }
+    let name = |reference: &gix::protocol::handshake::Ref| -> String {
+        let (full, _, _) = reference.unpack();
+        full.to_string()
+    };
+    let candidates = [
+        rev.to_string(),
+        format!("refs/heads/{rev}"),
+        format!("refs/tags/{rev}"),
+        format!("refs/heads/{}", rev.strip_prefix("origin/").unwrap_or(rev)),
+    ];
+    if refs.iter().any(|reference| candidates.contains(&name(reference))) {
+        Ok(())
+    } else {
+        Err(format!("the remote does not advertise {rev:?} (no such branch or tag)"))
+    }
+}
+
+/// Points the cache's `HEAD` at `target` (`refs/heads/<default>`).
+fn point_head(repo: &gix::Repository, target: &str) -> Result<(), String> {
+    use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+    let name: gix::refs::FullName =
+        target.try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?;
+    let edit = RefEdit {
+        change: Change::Update {
+            log: LogChange { mode: RefLog::AndReference, force_create_reflog: false, message: "remote HEAD".into() },
+            expected: PreviousValue::Any,
+            new: gix::refs::Target::Symbolic(name),
+        },
+        name: "HEAD".try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?,
+        deref: false,
+    };
+    repo.edit_reference(edit).map(|_| ()).map_err(|error| error.to_string())
+}
+
+/// The SSH client gix spawns: the system's OpenSSH in batch mode (never a
+/// prompt), strict host key checking against the caller's known_hosts, the
+/// caller's agent, then the caller's default keys. Paths come from the
+/// invocation, not the daemon's own environment.
+fn ssh_command(env: &Environment) -> String {
+    let home = env.home().ok();
+    let mut command = vec![
+        "ssh".to_string(),
+        "-o BatchMode=yes".into(),
+        "-o StrictHostKeyChecking=yes".into(),
+        "-o PasswordAuthentication=no".into(),
+        "-o KbdInteractiveAuthentication=no".into(),
+    ];
+    if let Some(home) = &home {
+        let ssh = home.join(".ssh");
+        command.push(format!("-o UserKnownHostsFile={}", quote(&ssh.join("known_hosts").display().to_string())));
+        for key in ["id_ed25519", "id_ecdsa", "id_rsa", "id_dsa"] {
+            let path = ssh.join(key);
+            if path.is_file() {
+                command.push(format!("-i {}", quote(&path.display().to_string())));
+            }
+        }
+    }
+    match env.get("SSH_AUTH_SOCK").filter(|socket| !socket.is_empty()) {
+        Some(socket) => command.push(format!("-o IdentityAgent={}", quote(socket))),
+        None => command.push("-o IdentityAgent=none".into()),
+    }
+    command.join(" ")
+}
+
+/// Single-quotes `value` for the shell gix runs `core.sshCommand` through.
+fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+/// gix's HTTP transport (reqwest 0.13 without a bundled provider) uses the
+/// process-wide rustls provider: ring, as the provider client does.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// `--ls-remotes`: every cached remote with a readable `remote.json`,
+/// sorted by URL.
+pub fn list(metadata_root: &Path) -> Vec<RemoteInfo> {
+    let root = remotes_root(metadata_root);
+    let mut remotes: Vec<RemoteInfo> = std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let record = read_record(&dir.join(RECORD))?;
+            (!record.url.is_empty()).then(|| RemoteInfo {
+                remote: record.url,
+                last_fetched_at: record.last_fetched_at,
+                last_resolved_rev: record.last_resolved_rev,
+                dir: dir.display().to_string(),
+            })
+        })
+        .collect();
+    remotes.sort_by(|a, b| a.remote.cmp(&b.remote).then_with(|| a.dir.cmp(&b.dir)));
+    remotes
+}
+
+/// One `--ls-remotes` entry (the Go implementation's JSON fields).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RemoteInfo {
+    pub remote: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub last_fetched_at: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub last_resolved_rev: String,
+    pub dir: String,
+}
+
+/// `--ls-remotes --format text`.
+pub fn format_remotes(remotes: &[RemoteInfo]) -> String {
+    if remotes.is_empty() {
+        return "no cached remotes\n".into();
+    }
+    let mut out = String::new();
+    for (index, remote) in remotes.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        out.push_str(&remote.remote);
+        if !remote.last_resolved_rev.is_empty() {
+            out.push_str(&format!(" rev={}", &remote.last_resolved_rev[..remote.last_resolved_rev.len().min(12)]));
+        }
+        if let Some(at) = timefmt::parse_rfc3339(&remote.last_fetched_at) {
+            out.push_str(&format!(" fetched={}", timefmt::format_rfc3339_seconds(at)));
+        }
+        out.push_str(&format!("\n  {}\n", remote.dir));
+    }
+    out
+}
+
+/// `--ls-remotes --format completion`: one sanitized URL a line.
+pub fn format_completion(remotes: &[RemoteInfo]) -> String {
+    remotes.iter().map(|remote| format!("{}\n", remote.remote)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl FetchReporter for Quiet {
+        fn fetching(&self, _detail: &str) {}
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    }
+
+    fn upstream(dir: &Path) -> PathBuf {
+        let work = dir.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "trunk"]);
+        std::fs::write(work.join("a.txt"), "one\n").unwrap();
+        git(&work, &["add", "."]);
+        git(&work, &["commit", "-q", "-m", "one"]);
+        std::fs::write(work.join("a.txt"), "two\n").unwrap();
+        git(&work, &["commit", "-q", "-am", "two"]);
+        git(&work, &["tag", "v1"]);
+        work
+    }
+
+    fn env(home: &Path) -> Environment {
+        Environment::new([("HOME".to_string(), home.display().to_string())].into_iter().collect())
+    }
+
+    #[test]
+    fn local_paths_and_urls_are_told_apart() {
+        assert!(is_local_path("/srv/repo.git"));
+        assert!(is_local_path("../repo"));
+        assert!(is_local_path("repo"));
+        assert!(is_local_path("./a:b"));
+        assert!(!is_local_path("git@example.com:org/repo.git"));
+        assert!(!is_local_path("https://example.com/repo.git"));
+    }
+
+    #[test]
+    fn fetch_resolves_head_branches_tags_and_expressions() {
+        let temp = tempfile::tempdir().unwrap();
+        let work = upstream(temp.path());
+        let home = temp.path().join("home");
+        let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        let now = SystemTime::now();
+        let freshness = Freshness { reindex: false, started: now };
+        let interrupt = AtomicBool::new(false);
+        let head = resolve(&remote, None, freshness, &Quiet, &interrupt).unwrap();
+        assert_eq!(head.commit.to_string(), git(&work, &["rev-parse", "HEAD"]));
+        assert_eq!(head.rev, "HEAD");
+        assert!(head.fetched_at.is_some());
+        // Not fresh until published: the next resolve fetches again.
+        publish(&remote, &head).unwrap();
+        let again = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt).unwrap();
+        assert_eq!(again.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
+        assert!(again.fetched_at.is_none(), "a fresh cache resolved HEAD~1 without a fetch");
+        let tag = resolve(&remote, Some("v1"), freshness, &Quiet, &interrupt).unwrap();
+        assert_eq!(tag.commit, head.commit);
+        let error = resolve(&remote, Some("nope"), freshness, &Quiet, &interrupt).unwrap_err();
+        assert!(error.to_string().contains("does not advertise \"nope\""), "{error}");
+        // The bare cache's HEAD follows the remote's default branch.
+        let head_file = std::fs::read_to_string(remote.repo_dir().join("HEAD")).unwrap();
+        assert_eq!(head_file.trim(), "ref: refs/heads/trunk");
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(remote.dir.join(RECORD)).unwrap()).unwrap();
+        assert_eq!(record["url"], work.to_str().unwrap());
+        assert_eq!(record["last_resolved_rev"], head.commit.to_string());
+    }
+
+    #[test]
+    fn credentials_are_sanitized_from_errors_and_keys() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let raw = "http://user:hunter2secret@127.0.0.1:1/repo.git";
+        let remote = Remote::new(raw, temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        assert_eq!(remote.sanitized, "http://127.0.0.1:1/repo.git");
+        assert!(!format!("{remote:?}").contains("hunter2"));
+        let text = remote.sanitize_text(&format!("cannot reach {raw} (user:hunter2secret@127.0.0.1)"));
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn remotes_list_in_text_json_and_completion() {
+        let temp = tempfile::tempdir().unwrap();
+        assert_eq!(format_remotes(&list(temp.path())), "no cached remotes\n");
+        let info = RemoteInfo {
+            remote: "https://example.com/a.git".into(),
+            last_fetched_at: "2026-01-02T03:04:05.123456789Z".into(),
+            last_resolved_rev: "0123456789abcdef0123456789abcdef01234567".into(),
+            dir: "/h/.git-agent/remotes/x".into(),
+        };
+        assert_eq!(
+            format_remotes(std::slice::from_ref(&info)),
+            "https://example.com/a.git rev=0123456789ab fetched=2026-01-02T03:04:05Z\n  /h/.git-agent/remotes/x\n"
+        );
+        assert_eq!(format_completion(&[info]), "https://example.com/a.git\n");
+    }
+}

@@ -1,0 +1,460 @@
+//! `git-agent search --remote`: the bare cache fetched from servers the
+//! tests start on 127.0.0.1 (`file://`, `git://` through `git daemon`,
+//! `http://` through `git http-backend`, `ssh://` through a throw-away
+//! `sshd`), freshness measured by counting the servers' requests, failure
+//! injection, credentials never written, and the listings.
+
+use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::git_servers::{GitDaemon, HttpGit, SshServer, bare_copy, push};
+use git_agent_tests::{GitRepo, Run, TestEnv, wait_until};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn spawn(env: &TestEnv, args: &[&str]) -> Child {
+    env.git_agent_in(&env.work(), args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn setup() -> (TestEnv, FakeEmbeddings) {
+    let mut env = TestEnv::new();
+    let fake = FakeEmbeddings::start();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "64");
+    (env, fake)
+}
+
+/// An upstream work tree whose HEAD has `src/flags.go`, and a bare copy
+/// of it under `<served>/upstream.git`.
+fn upstream(env: &TestEnv) -> (GitRepo, PathBuf, PathBuf) {
+    let repo = env.repo("upstream");
+    repo.write("src/old.go", "package src\n\n// OldThing is gone at HEAD.\nfunc OldThing() int {\n\treturn 1\n}\n");
+    repo.commit_all("first");
+    repo.write(
+        "src/flags.go",
+        "package src\n\n// ParseFlags reads the search flags.\nfunc ParseFlags(args []string) int {\n\treturn len(args)\n}\n",
+    );
+    std::fs::remove_file(repo.path().join("src/old.go")).unwrap();
+    repo.write("README.md", "# Upstream\n");
+    repo.commit_all("second");
+    let served = env.root().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let bare = bare_copy(repo.path(), &served, "upstream.git");
+    (repo, served, bare)
+}
+
+fn search(env: &TestEnv, args: &[&str]) -> Run {
+    env.run_in(&env.work(), args)
+}
+
+fn json(run: &Run) -> Value {
+    let stdout = run.success();
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("invalid JSON ({error}):\n{stdout}"))
+}
+
+fn paths(output: &Value) -> Vec<String> {
+    output["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["range"].as_str().unwrap().split(':').next().unwrap().to_string())
+        .collect()
+}
+
+fn remotes_dir(env: &TestEnv) -> PathBuf {
+    env.home().join(".git-agent").join("remotes")
+}
+
+/// The only cached remote's folder.
+fn remote_dir(env: &TestEnv) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(remotes_dir(env)).unwrap().flatten().map(|entry| entry.path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// Moves the last successful fetch 20 minutes into the past.
+fn age(env: &TestEnv) {
+    let path = remote_dir(env).join("remote.json");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let aged = std::time::SystemTime::now() - std::time::Duration::from_secs(20 * 60);
+    let seconds = aged.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let text = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{seconds}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    record["last_fetched_at"] = Value::String(String::from_utf8_lossy(&text.stdout).trim().to_string());
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+}
+
+/// Every complete index manifest under the remote caches.
+fn manifests(env: &TestEnv) -> Vec<PathBuf> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|name| name == "repo.git") {
+                    continue;
+                }
+                walk(&path, found);
+            } else if path.file_name().is_some_and(|name| name == "manifest.json") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&remotes_dir(env), &mut found);
+    found
+}
+
+fn head(repo: &GitRepo) -> String {
+    repo.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn file_remote_searches_the_committed_head_and_reports_it() {
+    let (env, _fake) = setup();
+    let (repo, _served, bare) = upstream(&env);
+    let url = format!("file://{}", bare.display());
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "search flags"]));
+    assert_eq!(output["source"]["mode"], "remote");
+    assert_eq!(output["source"]["remote"], url.as_str());
+    assert_eq!(output["source"]["rev"], "HEAD");
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    let found = paths(&output);
+    assert!(found.contains(&"src/flags.go".to_string()), "{found:?}");
+    assert!(!found.iter().any(|path| path == "src/old.go"), "{found:?}");
+    // --rev HEAD~1 of the same cache finds the first commit's file.
+    let older =
+        json(&search(&env, &["search", "--remote", &url, "--rev", "HEAD~1", "--min-score", "0.01", "old thing"]));
+    assert_eq!(older["source"]["rev"], "HEAD~1");
+    assert!(paths(&older).contains(&"src/old.go".to_string()), "{older}");
+    // Brief header.
+    let brief = search(&env, &["search", "--remote", &url, "--format", "brief", "search flags"]).success();
+    assert!(brief.starts_with("# mode=remote index=fresh\n"), "{brief}");
+    let repo_dir = remote_dir(&env).join("repo.git");
+    assert!(repo_dir.join("HEAD").is_file());
+    assert!(!repo_dir.join("index").exists(), "the cache is bare, without a work tree");
+}
+
+#[test]
+fn git_daemon_freshness_counts_network_contact() {
+    let (env, _fake) = setup();
+    let (repo, served, bare) = upstream(&env);
+    let daemon = GitDaemon::start(&served);
+    let url = daemon.url("upstream.git");
+    let first = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(first["source"]["resolved_rev"], head(&repo).as_str());
+    let after_first = daemon.requests();
+    assert!(after_first >= 1, "the first search fetched");
+
+    // Within 15 minutes: no contact at all.
+    search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]).success();
+    assert_eq!(daemon.requests(), after_first, "a fresh cache touched the network");
+
+    // A new upstream commit is not seen while fresh...
+    repo.write("src/extra.go", "package src\n\n// ExtraThing was pushed later.\nfunc ExtraThing() {}\n");
+    repo.commit_all("third");
+    push(repo.path(), &bare);
+    let fresh = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_ne!(fresh["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(daemon.requests(), after_first);
+
+    // ...a revision the cache does not have fetches once, then resolves.
+    let pushed = head(&repo);
+    let exact = json(&search(&env, &["search", "--remote", &url, "--rev", &pushed, "--min-score", "0.01", "extra"]));
+    assert_eq!(exact["source"]["resolved_rev"], pushed.as_str());
+    let after_unknown = daemon.requests();
+    assert!(after_unknown > after_first, "the unknown revision fetched");
+
+    // After aging, HEAD is fetched again and picks up the pushed commit.
+    repo.write("src/latest.go", "package src\n\nfunc Latest() {}\n");
+    repo.commit_all("fourth");
+    push(repo.path(), &bare);
+    age(&env);
+    let aged = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(aged["source"]["resolved_rev"], head(&repo).as_str());
+    assert!(daemon.requests() > after_unknown, "an aged cache fetched");
+
+    // A revision that does not exist anywhere fails clearly.
+    let missing = search(&env, &["search", "--remote", &url, "--rev", "no-such-branch", "flags"]);
+    assert_eq!(missing.code, Some(1));
+    assert!(missing.failure().contains("no-such-branch"), "{}", missing.stderr);
+}
+
+#[test]
+fn http_credentials_are_used_but_never_written() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let secret = "s3cr3t-Pa55word";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let url = server.url("upstream.git", Some(&format!("reader:{secret}")));
+    let run = search(&env, &["search", "--remote", &url, "--debug", "--min-score", "0.01", "flags"]);
+    let output = json(&run);
+    assert!(server.saw_credentials());
+    // --debug reports the fetch with the sanitized URL.
+    assert!(run.stderr.contains("search_fetch"), "{}", run.stderr);
+    assert!(run.stderr.contains(&server.url("upstream.git", None)), "{}", run.stderr);
+    let sanitized = server.url("upstream.git", None);
+    assert_eq!(output["source"]["remote"], sanitized.as_str());
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    let listed = search(&env, &["search", "--ls-remotes", "--format", "completion"]).success();
+    assert_eq!(listed, format!("{sanitized}\n"));
+    let ls = search(&env, &["search", "--ls", "--remote", &url]);
+    let mut texts = vec![run.stdout_text(), run.stderr.clone(), listed, ls.stdout_text(), ls.stderr.clone()];
+    // Without credentials the server refuses: the failure names the
+    // sanitized URL only.
+    age(&env);
+    let refused = search(&env, &["search", "--remote", &sanitized, "flags"]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    texts.push(refused.stderr.clone());
+    for text in &texts {
+        assert!(!text.contains(secret), "the password leaked: {text}");
+    }
+    let mut files = Vec::new();
+    collect_files(&env.home(), &mut files);
+    collect_files(&env.state_home(), &mut files);
+    assert!(files.iter().any(|path| path.ends_with("remote.json")));
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|window| window == secret.as_bytes()),
+            "the password was written to {}",
+            path.display()
+        );
+    }
+}
+
+fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            collect_files(&path, found);
+        } else if kind.is_file() {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn http_server_dying_mid_pack_publishes_nothing_and_the_next_search_is_clean() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    server.die_mid_pack(true);
+    let failed = search(&env, &["search", "--remote", &url, "flags"]);
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    assert!(failed.failure().contains(&url), "{}", failed.stderr);
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published after a failed fetch");
+    assert!(manifests(&env).is_empty());
+    server.die_mid_pack(false);
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+#[test]
+fn embeddings_failing_mid_build_publish_nothing() {
+    let (env, fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    fake.set_mode(Mode::Fail { status: 400, message: "bad input".into() });
+    let failed = search(&env, &["search", "--remote", &url, "flags"]);
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    assert!(!remote_dir(&env).join("remote.json").exists());
+    assert!(manifests(&env).is_empty());
+    fake.set_mode(Mode::Words);
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert!(remote_dir(&env).join("remote.json").is_file());
+}
+
+#[test]
+fn ssh_remote_verifies_the_host_key() {
+    let (env, _fake) = setup();
+    let (repo, _served, bare) = upstream(&env);
+    let sshd = SshServer::start(&env.home());
+    let url = sshd.url(&bare);
+    // No known_hosts entry: refused, never accepted blindly.
+    let unknown = search(&env, &["search", "--remote", &url, "flags"]);
+    assert_eq!(unknown.code, Some(1), "{}", unknown.stderr);
+    assert!(unknown.failure().contains("fetch "), "{}", unknown.stderr);
+    assert_eq!(sshd.sessions(), 0, "a session authenticated against an unknown host key");
+    sshd.trust(&env.home());
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str(), "{}", sshd.log());
+    let sessions = sshd.sessions();
+    assert!(sessions >= 1);
+    // An encrypted key without an agent fails (batch mode), never prompts.
+    let key = env.home().join(".ssh/id_ed25519");
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-p", "-P", "", "-N", "a passphrase", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let encrypted = search(&env, &["search", "--remote", &url, "--reindex", "flags"]);
+    assert_eq!(encrypted.code, Some(1), "{}", encrypted.stderr);
+    assert!(
+        encrypted.failure().contains(&format!("fetch {}", url.replace(&format!("{}@", whoami()), ""))),
+        "{}",
+        encrypted.stderr
+    );
+    assert_eq!(sshd.sessions(), sessions, "an encrypted key without an agent authenticated");
+}
+
+fn whoami() -> String {
+    let output = std::process::Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+#[test]
+fn concurrent_searches_of_one_missing_remote_fetch_and_build_once() {
+    let (env, fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    // One fetch of a fresh cache, measured in another home.
+    let (other, _other_fake) = setup();
+    search(&other, &["search", "--remote", &url, "--index"]).success();
+    let one_fetch = server.requests();
+    let baseline_inputs = fake.chunk_inputs().len();
+    assert_eq!(baseline_inputs, 0);
+
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            env.git_agent_in(&env.work(), &["search", "--remote", &url, "--index"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    assert_eq!(server.requests(), one_fetch * 2, "three concurrent searches fetched more than once");
+    let embedded = fake.chunk_inputs();
+    let mut unique = embedded.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(embedded.len(), unique.len(), "a chunk was embedded twice");
+}
+
+#[test]
+fn listings_read_metadata_only() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    assert_eq!(search(&env, &["search", "--ls-remotes"]).success(), "no cached remotes\n");
+    assert_eq!(search(&env, &["search", "--ls-remotes", "--format", "completion"]).success(), "");
+    let daemon = GitDaemon::start(&served);
+    let url = daemon.url("upstream.git");
+    // --ls --remote before any fetch: the repository path, no indexes.
+    let dir_text = search(&env, &["search", "--ls", "--remote", &url]).success();
+    assert!(dir_text.starts_with("remote repo="), "{dir_text}");
+    assert!(dir_text.ends_with("/repo.git\nno search indexes\n"), "{dir_text}");
+    // --ls-files before any fetch fails and names what to run.
+    let missing = search(&env, &["search", "--ls-files", "--remote", &url]);
+    assert_eq!(missing.code, Some(1));
+    assert!(missing.failure().contains("git-agent search --remote"), "{}", missing.stderr);
+    assert_eq!(daemon.requests(), 0);
+
+    search(&env, &["search", "--remote", &url, "--index"]).success();
+    let requests = daemon.requests();
+    let remotes: Value =
+        serde_json::from_str(&search(&env, &["search", "--ls-remotes", "--format", "json"]).success()).unwrap();
+    assert_eq!(remotes[0]["remote"], url.as_str());
+    assert_eq!(remotes[0]["last_resolved_rev"], head(&repo).as_str());
+    assert!(remotes[0]["last_fetched_at"].as_str().is_some_and(|at| at.ends_with('Z')));
+    assert_eq!(remotes[0]["dir"], remote_dir(&env).display().to_string().as_str());
+    let text = search(&env, &["search", "--ls-remotes"]).success();
+    assert!(text.starts_with(&format!("{url} rev={} fetched=", &head(&repo)[..12])), "{text}");
+    let ls = search(&env, &["search", "--ls", "--remote", &url]).success();
+    let mut lines = ls.lines();
+    assert_eq!(lines.next().unwrap(), format!("remote repo={}", remote_dir(&env).join("repo.git").display()));
+    assert!(lines.next().unwrap().starts_with(&format!("remote rev={} remote={url} ", &head(&repo)[..12])), "{ls}");
+    let ls_json: Value =
+        serde_json::from_str(&search(&env, &["search", "--ls", "--remote", &url, "--format", "json"]).success())
+            .unwrap();
+    assert_eq!(ls_json[0]["mode"], "remote");
+    let files = search(&env, &["search", "--ls-files", "--remote", &url]).success();
+    assert!(files.contains("flags.go"), "{files}");
+    let files_json: Value =
+        serde_json::from_str(&search(&env, &["search", "--ls-files", "--remote", &url, "--format", "json"]).success())
+            .unwrap();
+    assert_eq!(files_json["files"], serde_json::json!(["README.md", "src/flags.go"]));
+    assert_eq!(daemon.requests(), requests, "a listing touched the network");
+    let usage = search(&env, &["search", "--ls-remotes", "--remote", &url]);
+    assert_eq!(usage.code, Some(2));
+    assert!(usage.failure().contains("search --ls-remotes does not accept --remote"));
+}
+
+#[test]
+fn concurrent_reindex_of_one_remote_fetches_and_rebuilds_once() {
+    let (env, fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    search(&env, &["search", "--remote", &url, "--index"]).success();
+    let one_fetch = server.requests();
+    let chunks = fake.chunk_inputs().len();
+    assert!(chunks > 0);
+    fake.reset();
+    fake.close_gate();
+    let children: Vec<Child> =
+        (0..3).map(|_| spawn(&env, &["search", "--remote", &url, "--index", "--reindex"])).collect();
+    assert!(wait_until(DEADLINE, || fake.held() >= 1 && env.active_commands() == 3), "all three are running");
+    fake.open_gate();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let concurrent = server.requests() - one_fetch;
+    assert_eq!(fake.chunk_inputs().len(), chunks, "one rebuild in total");
+    // One sequential --reindex: the cost of one re-fetch of this cache.
+    search(&env, &["search", "--remote", &url, "--index", "--reindex"]).success();
+    let refetch = server.requests() - one_fetch - concurrent;
+    assert!(refetch > 0, "--reindex fetches");
+    assert_eq!(concurrent, refetch, "the three concurrent --reindex runs fetched more than once");
+}
+
+#[test]
+fn a_cancelled_remote_search_publishes_nothing() {
+    let (env, fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    fake.close_gate();
+    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
+    assert!(wait_until(DEADLINE, || fake.held() >= 1), "the search reached the embeddings");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_until(DEADLINE, || env.active_commands() == 0), "the daemon cancelled the search");
+    fake.open_gate();
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published by a cancelled search");
+    assert!(manifests(&env).is_empty(), "an index published by a cancelled search");
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+#[test]
+fn agent_progress_reports_the_fetch() {
+    let (env, _fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    let run = search(&env, &["search", "--remote", &url, "--agent", "flags"]);
+    run.success();
+    let endpoint: Value = serde_json::from_str(run.stderr.lines().next().unwrap()).unwrap();
+    assert_eq!(endpoint["url"], "http://localhost/progress");
+    // A fresh cache with a complete index neither fetches nor embeds: no endpoint.
+    let warm = search(&env, &["search", "--remote", &url, "--agent", "flags"]);
+    warm.success();
+    assert!(warm.stderr.is_empty(), "{}", warm.stderr);
+}
