@@ -245,6 +245,12 @@ impl TaskService {
             .await?
             .map_err(TaskError::failed)?;
         let project_id = identity.id();
+        let (project_root, root) = (identity.root.clone(), metadata_root.clone());
+        blocking::run_to_end("the metadata migration", move || {
+            crate::search::migrate::move_legacy_metadata(&project_root, &root)
+        })
+        .await?
+        .map_err(TaskError::failed)?;
         let id = TaskId::generate().map_err(TaskError::failed)?;
         let record_path = task_record::record_path(&metadata_root, &project_id, &id);
         let pid = std::process::id();

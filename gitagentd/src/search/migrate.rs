@@ -84,6 +84,25 @@ pub fn run(
     Ok(migrated)
 }
 
+/// The part of step 1 that needs no search lock, for project commands
+/// other than search (a task launch): every entry of a legacy
+/// `<project>/.git-agent/` folder but its `search/` moves into the
+/// path-keyed home folder; `search/` waits for the next search, which
+/// merges it and removes the legacy folder.
+pub fn move_legacy_metadata(project_root: &Path, metadata_root: &Path) -> Result<usize, MigrateError> {
+    let legacy = project_root.join(LEGACY_DIR);
+    if !is_legacy_folder(&legacy, metadata_root) {
+        return Ok(0);
+    }
+    let path_dir = path_keyed_dir(metadata_root, project_root);
+    private_fs::ensure_private_dir(&path_dir).map_err(io_error("create", &path_dir))?;
+    let moved = move_entries_except(&legacy, &path_dir, Some("search"), None)?;
+    if !legacy.join("search").exists() {
+        fs::remove_dir(&legacy).map_err(io_error("remove", &legacy))?;
+    }
+    Ok(moved)
+}
+
 /// A real folder (not a link) that is not the home metadata root itself
 /// (a project at `$HOME`) nor inside it.
 fn is_legacy_folder(legacy: &Path, metadata_root: &Path) -> bool {
@@ -177,9 +196,20 @@ fn reset(record: &IndexRecord) -> IndexRecord {
 /// that name, merged when both are folders; an entry `to` already has wins
 /// (it is what the current version wrote). Returns how many entries moved.
 fn move_entries(from: &Path, to: &Path, crash_at: Option<CrashPoint>) -> Result<usize, MigrateError> {
+    move_entries_except(from, to, None, crash_at)
+}
+
+/// [`move_entries`], leaving the top-level entry `kept` where it is.
+fn move_entries_except(
+    from: &Path,
+    to: &Path,
+    kept: Option<&str>,
+    crash_at: Option<CrashPoint>,
+) -> Result<usize, MigrateError> {
     let mut names: Vec<_> = fs::read_dir(from)
         .map_err(io_error("read", from))?
         .filter_map(|entry| entry.ok().map(|entry| entry.file_name()))
+        .filter(|name| kept.is_none_or(|kept| name != kept))
         .collect();
     names.sort();
     let mut moved = 0;
@@ -374,6 +404,18 @@ mod tests {
         assert_eq!(fs::read(path_dir.join("notes.txt")).unwrap(), b"home");
         let index = load(&origin_dir, &store::search_root(&origin_dir).join("fs/bbbb"), &|| false).unwrap();
         assert_eq!(index.vector(0), Some([7.0, 8.0].as_slice()));
+
+        // Another project command moves everything but the search data.
+        let other = home.path().join("other");
+        let other_legacy = other.join(LEGACY_DIR);
+        publish_index(&other_legacy, "fs/cccc", "2026-01-01T00:00:00Z", &[("d.go", "d", [1.0, 1.0])]);
+        fs::write(other_legacy.join("notes.txt"), b"other").unwrap();
+        assert_eq!(move_legacy_metadata(&other, &root).unwrap(), 1);
+        assert!(path_keyed_dir(&root, &other).join("notes.txt").is_file());
+        assert!(other_legacy.join("search").is_dir(), "search data waits for a search");
+        run(&other, &root, &path_keyed_dir(&root, &other), None, &|| false).unwrap();
+        assert!(!other_legacy.exists());
+        assert_eq!(store::complete_index_dirs(&path_keyed_dir(&root, &other)).len(), 1);
 
         // A project whose legacy folder is the home metadata root itself is
         // left alone.
