@@ -82,10 +82,16 @@ impl FileContent {
         let hashes = self.content_hashes.get_or_init(|| {
             self.chunks
                 .iter()
-                .map(|chunk| chunking::content_hash(&self.path, FILESYSTEM_SOURCE, chunk, self.chunk_body(chunk)))
+                .map(|chunk| chunking::content_hash(&self.path, self.source(), chunk, self.chunk_body(chunk)))
                 .collect()
         });
         hashes[index]
+    }
+
+    /// The `source` of this version's records: `revision` for a
+    /// committed blob.
+    pub fn source(&self) -> &'static str {
+        if self.blob.is_some() { super::revision::SOURCE } else { FILESYSTEM_SOURCE }
     }
 
     pub fn chunk_body(&self, chunk: &ChunkDraft) -> &str {

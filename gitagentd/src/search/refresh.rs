@@ -18,7 +18,7 @@
 use super::bodies::{BodyWriter, body_ref};
 use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
-use super::live::{FILESYSTEM_SOURCE, FileContent, LiveIndex};
+use super::live::{FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
 use super::revision::{self, RevisionError, TreeSource};
 use super::spool::{NewVectors, Spooled};
@@ -813,10 +813,8 @@ pub fn finish(
 
 fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDraft, ordinal: usize) -> IndexRecord {
     let (size, mtime) = if chunk.path_only { (0, 0) } else { (content.stat.size as i64, content.stat.mtime_ns) };
-    let (source, blob) = match (&request.tree, &content.blob) {
-        (Some(_), Some(blob)) => (revision::SOURCE, blob.to_string()),
-        _ => (FILESYSTEM_SOURCE, String::new()),
-    };
+    let blob = content.blob.map(|blob| blob.to_string()).unwrap_or_default();
+    let source = content.source();
     IndexRecord {
         chunk_id: format!("c{ordinal:06}"),
         path: content.path.clone(),

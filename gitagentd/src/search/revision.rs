@@ -136,6 +136,9 @@ fn blob_stat(blob: &gix::oid, size: u64) -> FileStat {
     FileStat { size, mtime_ns: 0, ctime_ns: 0, ino: word(0), dev: word(8) }
 }
 
+/// One reader thread's outputs (by file index) and final state.
+type ThreadDone<W> = (Vec<(usize, <W as FileWork>::Output)>, <W as FileWork>::State);
+
 /// Walks the committed tree of `source` limited to `scope`, applying the
 /// rules of [`discovery::walk_with`], then runs `work` on the files it
 /// wants on a few threads. Files come in the filesystem walk's order
@@ -162,7 +165,7 @@ pub fn walk_with<W: FileWork>(source: &TreeSource, scope: &[String], work: &W) -
         (outputs, state)
     };
     let worker = &worker;
-    let done: Vec<(Vec<(usize, W::Output)>, W::State)> = std::thread::scope(|scope_threads| {
+    let done: Vec<ThreadDone<W>> = std::thread::scope(|scope_threads| {
         let handles: Vec<_> = (1..threads).map(|thread| scope_threads.spawn(move || worker(thread))).collect();
         let mut done = vec![worker(0)];
         done.extend(

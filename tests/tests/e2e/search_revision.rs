@@ -54,6 +54,7 @@ fn revision_search_reads_only_the_committed_tree() {
     let repo = env.repo("rev");
     repo.write("kept.go", "package demo\n\n// Kept is committed.\nfunc Kept() int {\n\treturn 1\n}\n");
     repo.write("gone.go", "package demo\n\nfunc Gone() {}\n");
+    repo.write("docs/guide_test.md", "# Guide tests\n");
     repo.write("changed.md", "# Changed\n\ncommitted wording about harbours\n");
     repo.write(".gitignore", "forced.md\n");
     repo.write("docs/.gitagentignore", "draft.md\n");
@@ -86,15 +87,23 @@ fn revision_search_reads_only_the_committed_tree() {
         "{output}"
     );
     assert_eq!(output["retrieval"]["index"], "miss");
-    assert_eq!(embedded_paths(&fake), ["changed.md", "docs/guide.md", "gone.go", "gone.go", "kept.go", "kept.go"]);
+    assert_eq!(
+        embedded_paths(&fake),
+        ["changed.md", "docs/guide.md", "docs/guide_test.md", "gone.go", "gone.go", "kept.go", "kept.go"]
+    );
     let inputs = fake.chunk_inputs().join("\n");
     assert!(inputs.contains("harbours") && !inputs.contains("lighthouses"), "{inputs}");
     let ranges: Vec<&str> =
         output["results"].as_array().unwrap().iter().map(|result| result["range"].as_str().unwrap()).collect();
     assert!(ranges.iter().all(|range| !range.starts_with("untracked.go")), "{ranges:?}");
 
-    assert_eq!(listed_files(&env, repo.path(), "HEAD"), ["changed.md", "docs/guide.md", "gone.go", "kept.go"]);
-    let tree = env.run_in(repo.path(), &["search", "--ls-files", "--rev", &commit[..10], "--scope", "docs"]).success();
+    assert_eq!(
+        listed_files(&env, repo.path(), "HEAD"),
+        ["changed.md", "docs/guide.md", "docs/guide_test.md", "gone.go", "kept.go"]
+    );
+    let tree = env
+        .run_in(repo.path(), &["search", "--ls-files", "--rev", &commit[..10], "--scope", "docs", "--no-tests"])
+        .success();
     assert_eq!(tree, ".\n└── docs/\n    └── guide.md\n");
 
     // --ls lists the revision index with its short commit.
