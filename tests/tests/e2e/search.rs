@@ -214,7 +214,12 @@ fn flag_validation_errors_are_usage_errors() {
         (&["search"], "search requires a query"),
         (&["search", "--ls", "--limit", "3"], "search --ls does not accept --limit"),
         (&["search", "--ls-files", "--format", "text"], "--format must be tree or json with --ls-files"),
-        (&["search", "--ls", "--ls-files"], "only one of --ls or --ls-files"),
+        (&["search", "--ls", "--ls-files"], "only one of --ls, --ls-remotes, or --ls-files"),
+        (
+            &["search", "--ls-remotes", "--format", "tree"],
+            "--format must be text, json, or completion with --ls-remotes",
+        ),
+        (&["search", "--ls-remotes", "--rev", "HEAD"], "search --ls-remotes does not accept --rev"),
         (&["search", "--scope", "/abs", "q"], "must be relative"),
         (&["search", "--embedding-dimensions", "0", "q"], "--embedding-dimensions must be a positive integer"),
     ];
