@@ -162,9 +162,7 @@ pub struct InspectArgs {
     #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
 
-    /// Accepted but not applied: hosted web search is not implemented yet.
-    // The spec's flag is parsed and validated so scripts keep working; the
-    // help promises nothing it does not do (no default cap is claimed).
+    /// Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)
     #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_web_searches: Option<u32>,
 
@@ -636,14 +634,14 @@ mod tests {
     }
 
     #[test]
-    fn help_promises_no_web_search_default() {
+    fn help_states_the_web_search_defaults() {
         use clap::CommandFactory;
         for command in ["review", "simplify"] {
             let mut cli = Cli::command();
             let help = cli.find_subcommand_mut(command).unwrap().render_help().to_string();
             let line = help.lines().find(|line| line.contains("--max-web-searches")).unwrap_or_default();
-            assert!(line.contains("not applied"), "{help}");
-            assert!(!help.contains("default 4") && !help.contains("uncapped"), "{help}");
+            assert!(!line.contains("not applied"), "{help}");
+            assert!(help.contains("default 4 with an API key") && help.contains("uncapped"), "{help}");
         }
     }
 

@@ -123,6 +123,7 @@ async fn assemble(
         text_format: None,
         parallel_tool_calls: true,
         limits: settings.limits,
+        web_search: None,
     })
 }
 

@@ -176,6 +176,7 @@ async fn assemble(
         }),
         parallel_tool_calls: true,
         limits: settings.limits,
+        web_search: None,
     })
 }
 

@@ -27,7 +27,7 @@ use crate::agent::{self, AgentError, AgentTask, Layers, Limits, OutputRules, Run
 use crate::commands::generation::{self, EnvironmentContext};
 use crate::git::Repository;
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
-use crate::provider::{self, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
+use crate::provider::{self, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
 use crate::trace::{Event, Value};
@@ -149,7 +149,8 @@ impl ProviderEngine {
             None => (cancel.child_token(), None),
         };
         let drift = DriftSlot::new(token.clone());
-        let task = assemble(request, &drift, &token).await?;
+        let mut task = assemble(request, &drift, &token).await?;
+        task.web_search = Some(hosted_search(request.max_web_searches, provider.chatgpt_auth()));
 
         let trace = |event: Event| status.observe(&event);
         let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
@@ -179,6 +180,15 @@ impl ProviderEngine {
     }
 }
 
+/// Hosted web search for every normal step: `--max-web-searches` when
+/// given, else a cap of 4 per response with an API key and none with a
+/// ChatGPT sign-in (whose backend refuses the cap).
+fn hosted_search(max_web_searches: Option<u32>, chatgpt_auth: bool) -> HostedSearch {
+    const API_KEY_DEFAULT_CAP: u32 = 4;
+    let default = (!chatgpt_auth).then_some(API_KEY_DEFAULT_CAP);
+    HostedSearch { max_calls: max_web_searches.or(default) }
+}
+
 /// Reasoning summaries, the depth-derived effort, `--fast`, and a prompt
 /// cache key derived from the task id.
 fn run_options(request: &InspectionRequest) -> RunOptions {
@@ -189,6 +199,7 @@ fn run_options(request: &InspectionRequest) -> RunOptions {
         prompt_cache_key: Some(git_agent_shared::identity::sha256_hex(
             format!("git-agent {} {}", request.command.as_str(), request.task_id).as_bytes(),
         )),
+        turn_state: None,
     }
 }
 
@@ -288,6 +299,7 @@ async fn assemble(
         }),
         parallel_tool_calls: true,
         limits,
+        web_search: None,
     })
 }
 

@@ -257,3 +257,11 @@ fn run_options_ask_for_summaries_and_key_the_cache_by_task() {
     request.task_id = "OTHEROTHEROTHEROTHEROTHERO".into();
     assert_ne!(run_options(&request).prompt_cache_key, Some(key));
 }
+
+#[test]
+fn hosted_search_is_capped_at_four_with_an_api_key_and_uncapped_with_chatgpt() {
+    assert_eq!(hosted_search(None, false), HostedSearch { max_calls: Some(4) });
+    assert_eq!(hosted_search(None, true), HostedSearch { max_calls: None });
+    assert_eq!(hosted_search(Some(7), false), HostedSearch { max_calls: Some(7) });
+    assert_eq!(hosted_search(Some(2), true), HostedSearch { max_calls: Some(2) });
+}
