@@ -61,6 +61,7 @@ fn task(tools: ToolRegistry, limits: Limits, user: String) -> AgentTask {
         parallel_tool_calls: true,
         limits,
         web_search: None,
+        history: Vec::new(),
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Outcome {
     pub tool_calls: u32,
     pub repair_calls: u32,
     pub usage: Usage,
+    /// The provider-visible conversation that produced the text, its
+    /// answer included: what a follow-up replays.
+    pub conversation: Vec<Item>,
     /// Why the provider refused hosted web search, when it did; the rest
     /// of the run went without it and the answer was asked to say so.
     pub hosted_search_failure: Option<&'static str>,
@@ -165,7 +168,7 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
         ctx,
         task,
         instructions: request::instructions(task)?,
-        items: task.layers.items(),
+        items: if task.history.is_empty() { task.layers.items() } else { task.history.clone() },
         outcome: Outcome::default(),
         seen: batch::Seen::default(),
         web_search: task.web_search,
@@ -174,12 +177,14 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
     conversation.items = items;
     let Some(rules) = rules else {
         conversation.outcome.text = text;
+        conversation.outcome.conversation = conversation.items;
         return Ok(conversation.outcome);
     };
     let shaped = (rules.shape)(&text);
     let errors = (rules.validate)(&shaped);
     if errors.is_empty() {
         conversation.outcome.text = shaped;
+        conversation.outcome.conversation = conversation.items;
         return Ok(conversation.outcome);
     }
     (ctx.trace)(
@@ -198,7 +203,9 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
     if !errors.is_empty() {
         return Err(AgentError::Invalid { errors });
     }
+    conversation.items.extend(answer_items(&response));
     conversation.outcome.text = shaped;
+    conversation.outcome.conversation = conversation.items;
     Ok(conversation.outcome)
 }
 

@@ -51,6 +51,9 @@ pub struct AgentTask {
     /// Provider-hosted web search on every normal step; `None` for
     /// commands that do not offer it.
     pub web_search: Option<HostedSearch>,
+    /// A conversation to continue (a follow-up's replayed input plus its
+    /// new messages) instead of layers 2-6; empty for a fresh task.
+    pub history: Vec<Item>,
 }
 
 /// Layer 1: the system prompt followed by the loop's rules and tools.

@@ -101,6 +101,18 @@ impl Item {
     }
 }
 
+/// The items of a conversation as JSON values a task record can keep: the
+/// wire shapes, with cache breakpoints kept whatever the endpoint.
+pub fn items_to_json(items: &[Item]) -> Vec<serde_json::Value> {
+    items.iter().map(|item| wire::encode_item(item, true)).collect()
+}
+
+/// Items read back from [`items_to_json`]; `None` when a value is not an
+/// item this adapter wrote.
+pub fn items_from_json(values: &[serde_json::Value]) -> Option<Vec<Item>> {
+    values.iter().map(wire::decode_item).collect()
+}
+
 /// An output item of the provider, opaque outside this module.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayItem(serde_json::Value);

@@ -95,7 +95,7 @@ fn is_breakpoint(item: &Item) -> bool {
     matches!(item, Item::Message { role, text, cache_breakpoint: true } if *role != Role::Assistant && !text.is_empty())
 }
 
-fn encode_item(item: &Item, explicit_cache: bool) -> Value {
+pub(super) fn encode_item(item: &Item, explicit_cache: bool) -> Value {
     match item {
         Item::Message { role: Role::Assistant, text, .. } => json!({
             "type": "message",
@@ -125,6 +125,31 @@ fn encode_item(item: &Item, explicit_cache: bool) -> Value {
             "output": output,
         }),
         Item::Replay(ReplayItem(value)) => value.clone(),
+    }
+}
+
+/// The item [`encode_item`] (with breakpoints) encoded as `value`:
+/// developer and user messages and call outputs get their domain values
+/// back; everything else replays exactly as stored, which encodes to the
+/// same wire JSON.
+pub(super) fn decode_item(value: &Value) -> Option<Item> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let role = match value.get("role").and_then(Value::as_str) {
+        Some("developer") => Some(Role::Developer),
+        Some("user") => Some(Role::User),
+        _ => None,
+    };
+    match (value.get("type").and_then(Value::as_str)?, role) {
+        ("message", Some(role)) => {
+            let part = value.get("content")?.get(0)?;
+            let text = part.get("text")?.as_str()?.to_string();
+            let cache_breakpoint = part.get("prompt_cache_breakpoint").is_some();
+            Some(Item::Message { role, text, cache_breakpoint })
+        }
+        ("function_call_output", _) => {
+            Some(Item::FunctionCallOutput { call_id: text("call_id")?, output: text("output")? })
+        }
+        _ => Some(Item::Replay(ReplayItem(value.clone()))),
     }
 }
 
@@ -433,6 +458,25 @@ mod tests {
         assert_eq!(hosted_search_rejection(400, "", &uncapped, true), None);
         assert_eq!(hosted_search_rejection(400, "", &capped, false), None);
         assert_eq!(hosted_search_rejection(404, "", &capped, true), None);
+    }
+
+    #[test]
+    fn stored_items_read_back_to_the_same_wire_json() {
+        let items = vec![
+            Item::developer("policy"),
+            Item::user("task").with_cache_breakpoint(),
+            replay_item(json!({"type":"reasoning","summary":[],"encrypted_content":"e"})).unwrap(),
+            replay_item(json!({"type":"web_search_call","status":"completed","action":{"type":"search"}})).unwrap(),
+            replay_item(json!({"type":"function_call","call_id":"c","name":"n","arguments":"{}"})).unwrap(),
+            Item::FunctionCallOutput { call_id: "c".into(), output: "{}".into() },
+            Item::assistant("done"),
+        ];
+        let stored = crate::provider::items_to_json(&items);
+        let back = crate::provider::items_from_json(&stored).expect("readable");
+        assert_eq!(crate::provider::items_to_json(&back), stored);
+        assert!(matches!(back[1], Item::Message { cache_breakpoint: true, .. }));
+        assert_eq!(back[4].function_call().map(|call| call.call_id), Some("c".to_string()));
+        assert!(crate::provider::items_from_json(&[json!({"role":"user"})]).is_none());
     }
 
     #[test]

@@ -177,6 +177,7 @@ async fn assemble(
         parallel_tool_calls: true,
         limits: settings.limits,
         web_search: None,
+        history: Vec::new(),
     })
 }
 

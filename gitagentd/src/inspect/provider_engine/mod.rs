@@ -176,6 +176,10 @@ impl ProviderEngine {
             report_text: outcome.text,
             tool_calls: u64::from(outcome.tool_calls),
             repair_calls: u64::from(outcome.repair_calls),
+            usage: outcome.usage,
+            branches_created: 0,
+            conversation: provider::items_to_json(&outcome.conversation),
+            turn_state: provider.turn_state(),
         })
     }
 }
@@ -189,17 +193,16 @@ fn hosted_search(max_web_searches: Option<u32>, chatgpt_auth: bool) -> HostedSea
     HostedSearch { max_calls: max_web_searches.or(default) }
 }
 
-/// Reasoning summaries, the depth-derived effort, `--fast`, and a prompt
-/// cache key derived from the task id.
+/// Reasoning summaries, the depth-derived effort, `--fast`, the lineage's
+/// prompt-cache key and, for a context-preserving follow-up, the parent's
+/// turn state.
 fn run_options(request: &InspectionRequest) -> RunOptions {
     RunOptions {
         reasoning_effort: Some(request.reasoning_effort.to_string()),
         reasoning_summary: Some("auto".to_string()),
         service_tier: request.priority.then(|| "priority".to_string()),
-        prompt_cache_key: Some(git_agent_shared::identity::sha256_hex(
-            format!("git-agent {} {}", request.command.as_str(), request.task_id).as_bytes(),
-        )),
-        turn_state: None,
+        prompt_cache_key: Some(request.prompt_cache_key.clone()),
+        turn_state: request.follow_up.as_ref().and_then(|follow_up| follow_up.turn_state.clone()),
     }
 }
 
@@ -282,6 +285,10 @@ async fn assemble(
         ),
     })?;
     let format = report::text_format(request.command);
+    let history = match &request.follow_up {
+        Some(follow_up) => follow_up_history(request.command, &prepared, follow_up)?,
+        None => Vec::new(),
+    };
     Ok(AgentTask {
         layers: Layers {
             system: system_prompt(request.command).to_string(),
@@ -300,7 +307,40 @@ async fn assemble(
         parallel_tool_calls: true,
         limits,
         web_search: None,
+        history,
     })
+}
+
+/// A follow-up's input: the parent's whole conversation, then the freshly
+/// prepared repository context, then one user message with the parent's
+/// report and the new prompt.
+fn follow_up_history(
+    command: TaskCommand,
+    prepared: &PreparedScope,
+    follow_up: &super::engine::FollowUp,
+) -> Result<Vec<provider::Item>, crate::prompt::PromptError> {
+    let context = match prepared.rendered_prompt_context() {
+        Some(json) => json.replace("</prepared_review_context", "<\\/prepared_review_context"),
+        None => String::new(),
+    };
+    let fresh = crate::prompt::render(
+        "follow-up-context",
+        include_str!("prompts/follow-up-context.md.j2"),
+        serde_json::json!({"command": command.as_str(), "prepared_context": context}),
+    )?;
+    let report = serde_json::to_string(&follow_up.previous_report).unwrap_or_default();
+    let ask = crate::prompt::render(
+        "follow-up",
+        include_str!("prompts/follow-up.md.j2"),
+        serde_json::json!({
+            "previous_report": report.replace("</previous_report", "<\\/previous_report"),
+            "prompt": follow_up.prompt.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"),
+        }),
+    )?;
+    let mut history = follow_up.history.clone();
+    history.push(provider::Item::user(fresh));
+    history.push(provider::Item::user(ask));
+    Ok(history)
 }
 
 /// Layer 7: repository tools over the scope's source, diff tools in diff

@@ -35,6 +35,8 @@ pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint:
         guidance_family: None,
         env: Environment::new(vars),
         git_env: fixture.env(),
+        prompt_cache_key: crate::inspect::engine::lineage_cache_key(command, "TASKTASKTASKTASKTASKTASKTA"),
+        follow_up: None,
     }
 }
 
@@ -254,8 +256,15 @@ fn run_options_ask_for_summaries_and_key_the_cache_by_task() {
     assert_eq!(options.service_tier.as_deref(), Some("priority"));
     let key = options.prompt_cache_key.unwrap_or_default();
     assert_eq!(key.len(), 64);
-    request.task_id = "OTHEROTHEROTHEROTHEROTHERO".into();
-    assert_ne!(run_options(&request).prompt_cache_key, Some(key));
+    assert_eq!(options.turn_state, None);
+    assert_ne!(crate::inspect::engine::lineage_cache_key(TaskCommand::Review, "OTHEROTHEROTHEROTHEROTHERO"), key);
+    request.follow_up = Some(crate::inspect::engine::FollowUp {
+        history: Vec::new(),
+        previous_report: serde_json::json!({}),
+        prompt: "again".into(),
+        turn_state: Some("sticky".into()),
+    });
+    assert_eq!(run_options(&request).turn_state.as_deref(), Some("sticky"), "a follow-up replays the turn state");
 }
 
 #[test]
