@@ -203,3 +203,84 @@ impl TurnRecord<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git_agent_shared::task_record::{Record, TerminalEvent};
+
+    const PARENT: &str = "CDEFGHIJKLMNOPQRSTUVWXYZAB";
+
+    fn store(root: &Path, version: u32, turn: Option<Value>) {
+        let id = TaskId::parse(PARENT).unwrap();
+        let mut value = serde_json::Map::new();
+        value.insert("text".into(), serde_json::json!({"summary": "ok", "recommendation": "APPROVE", "findings": []}));
+        let terminal = TerminalEvent { seq: 1, at: "2026-01-02T03:04:05Z".into(), kind: "final".into(), value };
+        let mut record = Record::running(&id, TaskCommand::Review, 7, jiff::Timestamp::now());
+        record = record.complete(terminal, None, jiff::Timestamp::now());
+        record.version = version;
+        record.turn = turn;
+        task_record::write_record(&task_record::record_path(root, "project", &id), &record).unwrap();
+    }
+
+    fn eligible_turn(depth: u32) -> TurnMetadata {
+        TurnMetadata {
+            mode: "staged".into(),
+            workspace: "/work/repo".into(),
+            review_depth: "thorough".into(),
+            depth,
+            prompt_cache_key: "key".into(),
+            input: vec![
+                serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":"task"}]}),
+            ],
+            leaves: vec![TurnLeaf {
+                model: "m".into(),
+                reasoning_effort: "high".into(),
+                turn_state: "s".into(),
+                ..TurnLeaf::default()
+            }],
+            ..TurnMetadata::default()
+        }
+    }
+
+    #[test]
+    fn older_records_and_incomplete_turns_are_not_follow_up_eligible() {
+        let dir = tempfile::tempdir().unwrap();
+        let find = || find_parent(dir.path(), "project", TaskCommand::Review, PARENT);
+        store(dir.path(), 2, None);
+        assert!(matches!(find(), Err(FollowUpError::NotEligible { .. })), "a version 2 record");
+        let mut turn = eligible_turn(0);
+        turn.workspace.clear();
+        store(dir.path(), 3, Some(serde_json::to_value(&turn).unwrap()));
+        let error = find().unwrap_err();
+        assert!(error.to_string().contains("not follow-up eligible") && error.to_string().contains("hint:"), "{error}");
+        store(dir.path(), 4, Some(serde_json::to_value(eligible_turn(0)).unwrap()));
+        let parent = find().unwrap();
+        assert_eq!(
+            (parent.mode, parent.depth, parent.reasoning_effort()),
+            (Mode::Staged, Depth::Thorough, Some("high"))
+        );
+        let error = find_parent(dir.path(), "project", TaskCommand::Simplify, PARENT).unwrap_err();
+        assert!(matches!(error, FollowUpError::OtherCommand { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_lineage_is_kept_for_three_follow_ups_then_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        for depth in 0..=MAX_FOLLOW_UP_DEPTH {
+            store(dir.path(), 4, Some(serde_json::to_value(eligible_turn(depth)).unwrap()));
+            let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap();
+            let lineage = parent.lineage(TaskCommand::Review, "NEWIDNEWIDNEWIDNEWIDNEWIDN");
+            if depth < MAX_FOLLOW_UP_DEPTH {
+                assert_eq!(lineage.parent_id.as_deref(), Some(PARENT));
+                assert_eq!((lineage.depth, lineage.prompt_cache_key.as_str()), (depth + 1, "key"));
+                assert_eq!(lineage.turn_state.as_deref(), Some("s"));
+            } else {
+                assert_eq!(lineage, Lineage::initial(TaskCommand::Review, "NEWIDNEWIDNEWIDNEWIDNEWIDN"));
+                assert_eq!(lineage.turn_state, None);
+            }
+            let follow_up = parent.follow_up("again".into(), &lineage);
+            assert_eq!(follow_up.history.len(), 1, "the whole input is inherited either way");
+        }
+    }
+}
