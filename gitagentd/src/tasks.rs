@@ -21,6 +21,7 @@ use crate::blocking::{self, BlockingError};
 use crate::inspect::budget::{self, ChangeMetrics};
 use crate::inspect::checks;
 use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest};
+use crate::inspect::follow_up::{self, Lineage, ParentTurn, TurnRecord};
 use crate::inspect::git::GitEnv;
 use crate::inspect::prepare::{self, Mode, OperatorHint, PrepareError};
 use crate::inspect::report;
@@ -232,13 +233,6 @@ impl TaskService {
         if args.wait.is_some() || args.help_agent {
             return Err(TaskError::Usage("--wait and --help-agent launch no task".into()));
         }
-        let mode = if args.codebase {
-            Mode::Codebase
-        } else if args.staged {
-            Mode::Staged
-        } else {
-            Mode::Uncommitted
-        };
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
         let start = cwd.to_path_buf();
         let identity = blocking::run_to_end("the project identity", move || ProjectIdentity::resolve(&start))
@@ -251,7 +245,30 @@ impl TaskService {
         })
         .await?
         .map_err(TaskError::failed)?;
+        // A follow-up's parent is checked before anything is allocated: a
+        // refused follow-up launches nothing.
+        let parent: Option<ParentTurn> = match &args.follow_up {
+            Some(parent_id) => {
+                let (root, project, parent_id) = (metadata_root.clone(), project_id.clone(), parent_id.clone());
+                let found = blocking::run_to_end("the follow-up parent", move || {
+                    follow_up::find_parent(&root, &project, command, &parent_id)
+                })
+                .await?;
+                Some(found.map_err(TaskError::failed)?)
+            }
+            None => None,
+        };
+        let mode = match &parent {
+            Some(parent) => parent.mode,
+            None if args.codebase => Mode::Codebase,
+            None if args.staged => Mode::Staged,
+            None => Mode::Uncommitted,
+        };
         let id = TaskId::generate().map_err(TaskError::failed)?;
+        let lineage = match &parent {
+            Some(parent) => parent.lineage(command, id.as_str()),
+            None => Lineage::initial(command, id.as_str()),
+        };
         let record_path = task_record::record_path(&metadata_root, &project_id, &id);
         let pid = std::process::id();
         let record = Record::running(&id, command, pid, jiff::Timestamp::now());
@@ -262,9 +279,13 @@ impl TaskService {
         let git_env = GitEnv::from_environment(env);
         let prepare_cwd = cwd.to_path_buf();
         let prepare_env = git_env.clone();
+        let follow_up_launch = parent.is_some();
         let (written, prepared) = tokio::join!(
             write(&record_path, &record),
-            blocking::run_to_end("the inspection scope", move || prepare::prepare(&prepare_cwd, mode, &prepare_env))
+            blocking::run_to_end("the inspection scope", move || match follow_up_launch {
+                true => prepare::prepare_follow_up(&prepare_cwd, mode, &prepare_env),
+                false => prepare::prepare(&prepare_cwd, mode, &prepare_env),
+            })
         );
         written?;
 
@@ -286,7 +307,12 @@ impl TaskService {
             }
             Err(error) => return Err(failed(error.to_string(), None).await),
         };
-        let depth = args.depth.unwrap_or(Depth::Balanced);
+        if let Some(parent) = &parent
+            && let Err(error) = parent.check_workspace(&prepared.root)
+        {
+            return Err(failed(error.to_string(), None).await);
+        }
+        let depth = parent.as_ref().map_or(args.depth.unwrap_or(Depth::Balanced), |parent| parent.depth);
         let tools = budget::standard_tools(mode);
         let plan = match budget::plan(
             command,
@@ -304,10 +330,19 @@ impl TaskService {
             command,
             cwd: cwd.to_path_buf(),
             prepared: Arc::clone(&prepared),
-            model: budget::model(command, args.generation.model.as_deref(), env.get(vars::OPENAI_MODEL)),
-            reasoning_effort: budget::reasoning_effort(command, depth, args.generation.reasoning_effort()),
+            model: match &parent {
+                Some(parent) => parent.model().to_string(),
+                None => budget::model(command, args.generation.model.as_deref(), env.get(vars::OPENAI_MODEL)),
+            },
+            reasoning_effort: parent
+                .as_ref()
+                .and_then(ParentTurn::reasoning_effort)
+                .unwrap_or_else(|| budget::reasoning_effort(command, depth, args.generation.reasoning_effort())),
             budget: plan,
-            operator_hint: args.operator_hint().as_deref().and_then(OperatorHint::new),
+            operator_hint: match &parent {
+                Some(_) => None,
+                None => args.operator_hint().as_deref().and_then(OperatorHint::new),
+            },
             timeout: args.generation.timeout,
             max_web_searches: args.max_web_searches,
             priority: args.generation.fast,
@@ -315,6 +350,8 @@ impl TaskService {
             guidance_family: args.generation.guidance_family.clone(),
             env: env.clone(),
             git_env,
+            prompt_cache_key: lineage.prompt_cache_key.clone(),
+            follow_up: parent.as_ref().map(|parent| parent.follow_up(args.prompt.join(" "), &lineage)),
         };
 
         let now_ms = jiff::Timestamp::now().as_millisecond();
@@ -344,6 +381,8 @@ impl TaskService {
             request,
             args,
             published: Default::default(),
+            lineage,
+            depth,
         };
         let task_id = id.to_string();
         tokio::spawn(async move {
@@ -514,6 +553,9 @@ struct Worker {
     /// The phases published so far: the terminal event's sequence number
     /// follows the events really published.
     published: Arc<std::sync::atomic::AtomicI64>,
+    /// The follow-up lineage and inspection depth the record's turn keeps.
+    lineage: Lineage,
+    depth: Depth,
 }
 
 impl Worker {
@@ -580,6 +622,7 @@ impl Worker {
                 value.insert("tool_calls".into(), Value::from(outcome.tool_calls));
                 value.insert("repair_calls".into(), Value::from(outcome.repair_calls));
                 let event = TerminalEvent { seq, at: task_record::format_time(now), kind: "final".into(), value };
+                self.record.turn = self.turn(outcome);
                 (event, None, "succeeded")
             }
             Err((message, mut diagnostic)) => {
@@ -607,6 +650,25 @@ impl Worker {
         });
         let status = self.status.borrow().clone();
         upsert(&self.table, &status, &self.record_path, std::process::id()).await;
+    }
+
+    /// The replayable turn of a provider-backed success (a dry run has no
+    /// conversation, so it cannot be followed up).
+    fn turn(&self, outcome: crate::inspect::engine::EngineOutcome) -> Option<Value> {
+        if outcome.conversation.is_empty() {
+            return None;
+        }
+        let turn = TurnRecord {
+            lineage: &self.lineage,
+            mode: self.request.prepared.mode,
+            workspace: &self.request.prepared.root,
+            depth: self.depth,
+            model: &self.request.model,
+            reasoning_effort: self.request.reasoning_effort,
+            turn_state: outcome.turn_state,
+            conversation: outcome.conversation,
+        };
+        serde_json::to_value(turn.metadata()).ok()
     }
 
     /// The terminal report: the provider fields, plus host checks for a

@@ -4,7 +4,9 @@
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use gitagentd::agent::{self, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
-use gitagentd::provider::{Credentials, Provider, ProviderConfig, RunOptions, Secret, StreamLimits};
+use gitagentd::provider::{
+    Credentials, HostedSearch, Provider, ProviderConfig, ProviderError, RunOptions, Secret, StreamLimits,
+};
 use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -58,6 +60,8 @@ fn task(tools: ToolRegistry, limits: Limits, user: String) -> AgentTask {
         text_format: None,
         parallel_tool_calls: true,
         limits,
+        web_search: None,
+        history: Vec::new(),
     }
 }
 
@@ -214,4 +218,106 @@ async fn the_deadline_ends_a_hanging_request() {
         run(&fake, &task(ToolRegistry::new(), Limits::default(), "go".into()), Some(deadline)).await.unwrap_err();
     assert!(matches!(error, AgentError::DeadlineExceeded), "{error}");
     assert!(error.to_string().contains("--timeout"));
+}
+
+/// A tool that answers at once.
+struct Instant0(&'static str);
+
+impl Tool for Instant0 {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+    fn description(&self) -> &'static str {
+        "test tool"
+    }
+    fn parameters(&self) -> Value {
+        schema::strict::<schema::NoArguments>()
+    }
+    fn call(&self, _arguments: &str, _cancel: CancellationToken) -> ToolFuture {
+        let name = self.0;
+        Box::pin(async move { Ok(ToolOutput::new(json!({ "from": name }), false)) })
+    }
+}
+
+fn searching_task(max_calls: Option<u32>) -> AgentTask {
+    let mut registry = ToolRegistry::new();
+    registry.extend([Arc::new(Instant0("probe")) as Arc<dyn Tool>]);
+    let mut task = task(registry, Limits::default(), "go".into());
+    task.web_search = Some(HostedSearch { max_calls });
+    task
+}
+
+#[tokio::test]
+async fn a_rejected_hosted_search_is_disabled_disclosed_and_the_step_repeated_once() {
+    let fake = FakeOpenAi::start();
+    let rejection =
+        r#"{"error":{"message":"Unsupported include: web_search_call.action.sources","param":"include[0]"}}"#;
+    fake.push(Reply::Status(400, rejection.into()));
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "probe", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("done", json!({}))));
+    let outcome = run(&fake, &searching_task(Some(4)), None).await.unwrap();
+    assert_eq!(outcome.text, "done");
+    assert_eq!(outcome.hosted_search_failure, Some("web_search metadata include rejected"));
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "one repeat, then the run goes on");
+    let offers = |index: usize| requests[index].body.to_string().contains(r#"{"type":"web_search"}"#);
+    assert!(offers(0) && requests[0].body["max_tool_calls"] == 4);
+    assert!(!offers(1) && !offers(2), "disabled for the rest of the run");
+    assert!(requests[1].body.get("max_tool_calls").is_none());
+    let repeated = requests[1].input_texts();
+    assert!(repeated.iter().any(|text| text.contains("step: 1 of")), "the same step is repeated: {repeated:?}");
+    assert!(!repeated.iter().any(|text| text.contains("step: 2 of")), "{repeated:?}");
+    let disclosure = repeated.last().unwrap();
+    assert!(disclosure.contains("Hosted web search is unavailable") && disclosure.contains("summary"), "{disclosure}");
+    assert!(requests[2].input_texts().iter().any(|text| text.contains("Hosted web search is unavailable")));
+}
+
+#[tokio::test]
+async fn other_provider_errors_with_hosted_search_stay_terminal() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Status(429, r#"{"error":{"message":"web_search rate limited, unavailable"}}"#.into()));
+    let error = run(&fake, &searching_task(None), None).await.unwrap_err();
+    assert!(matches!(error, AgentError::Provider(ProviderError::Http { status: 429, .. })), "{error}");
+    assert_eq!(fake.requests().len(), 1, "no repeat");
+}
+
+#[tokio::test]
+async fn continuations_replay_reasoning_search_message_and_calls_in_provider_order() {
+    let fake = FakeOpenAi::start();
+    let search = json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+                        "action": {"type": "search", "query": "x", "sources": [{"type": "url", "url": "https://e.example"}]}});
+    let output = vec![
+        events::reasoning("enc-1"),
+        search,
+        events::message("looking"),
+        events::function_call("c1", "probe", "{}"),
+    ];
+    fake.push(Reply::Events(vec![events::completed("r1", output, json!({}))]));
+    fake.push(Reply::Events(events::text_reply("done", json!({}))));
+    let outcome = run(&fake, &searching_task(Some(2)), None).await.unwrap();
+    assert_eq!(outcome.tool_calls, 1, "hosted calls use no local budget");
+    let input = fake.requests()[1].body["input"].as_array().unwrap().clone();
+    let start = input.iter().position(|item| item["type"] == "reasoning").expect("reasoning is replayed");
+    let kinds: Vec<&str> = input[start..].iter().map(|item| item["type"].as_str().unwrap_or_default()).collect();
+    // Then the next step's budget note.
+    assert_eq!(kinds, ["reasoning", "web_search_call", "message", "function_call", "function_call_output", "message"]);
+    assert_eq!(input[start]["encrypted_content"], "enc-1");
+    let replayed = &input[start + 1];
+    assert_eq!(replayed["action"]["sources"][0]["url"], "https://e.example");
+    assert!(replayed.get("id").is_none(), "ids are not replayed with store:false");
+}
+
+#[tokio::test]
+async fn forced_finalization_offers_neither_hosted_nor_local_tools() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "probe", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("final", json!({}))));
+    let mut task = searching_task(Some(4));
+    task.limits = Limits { max_steps: 1, ..Limits::default() };
+    run(&fake, &task, None).await.unwrap();
+    let requests = fake.requests();
+    assert!(requests[0].body.to_string().contains("web_search"));
+    let last = &requests[1].body;
+    assert!(last.get("tools").is_none() && last.get("max_tool_calls").is_none(), "{last}");
+    assert!(!last["include"].to_string().contains("web_search"), "{last}");
 }

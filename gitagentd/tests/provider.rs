@@ -4,8 +4,8 @@
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, ResetReply, ResettingServer, events};
 use gitagentd::provider::{
-    Credentials, Item, ModelRequest, Provider, ProviderConfig, ProviderError, RetryReason, RunOptions, Secret,
-    StreamCap, StreamLimits, StreamNotice, TextFormat, ToolSpec,
+    Credentials, HostedSearch, Item, ModelRequest, Provider, ProviderConfig, ProviderError, RetryReason, RunOptions,
+    Secret, StreamCap, StreamLimits, StreamNotice, TextFormat, ToolSpec,
 };
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,7 @@ fn request() -> ModelRequest {
         }],
         parallel_tool_calls: true,
         text_format: None,
+        web_search: None,
     }
 }
 
@@ -368,4 +369,189 @@ async fn other_and_unknown_reset_codes_are_terminal() {
         assert!(matches!(error, ProviderError::Transport { .. }), "code {code:#x}: {error}");
         assert_eq!(server.request_count(), 1, "code {code:#x} must not be retried");
     }
+}
+
+fn offline(base_url: &str, model: &str, credentials: Credentials, key: Option<&str>) -> Provider {
+    let mut config = config(base_url.to_string());
+    config.model = model.into();
+    config.credentials = credentials;
+    let options = RunOptions { prompt_cache_key: key.map(str::to_string), ..Default::default() };
+    Provider::with_client(reqwest::Client::new(), config, options)
+}
+
+fn chatgpt_credentials() -> Credentials {
+    Credentials::ChatGpt { access_token: Secret::new("tok"), account_id: "acct".into() }
+}
+
+/// A stable prefix ending in a marked budget note, then a changing suffix.
+fn cached_request() -> ModelRequest {
+    let mut request = request();
+    request.input = vec![
+        Item::developer("policy"),
+        Item::user("task"),
+        Item::developer("step 1 of 9").with_cache_breakpoint(),
+        Item::assistant("thinking"),
+    ];
+    request
+}
+
+#[test]
+fn gpt56_on_the_openai_api_gets_explicit_breakpoints_and_explicit_only_mode() {
+    let openai = "https://api.openai.com/v1";
+    let apikey = || Credentials::ApiKey(Secret::new("k"));
+    let body = offline(openai, "gpt-5.6-sol", apikey(), Some("tree-key")).request_body(&cached_request());
+    assert_eq!(body["prompt_cache_key"], "tree-key");
+    assert_eq!(body["prompt_cache_options"], json!({"mode": "explicit"}));
+    let marked: Vec<usize> =
+        (0..4).filter(|index| body["input"][index]["content"][0].get("prompt_cache_breakpoint").is_some()).collect();
+    assert_eq!(marked, [2], "only the marked input-text block: {body}");
+    assert_eq!(body["input"][2]["content"][0]["prompt_cache_breakpoint"], json!({"mode": "explicit"}));
+
+    // Other models on the API: the stable key, provider-default caching.
+    let body = offline(openai, "gpt-5.5", apikey(), Some("tree-key")).request_body(&cached_request());
+    assert_eq!(body["prompt_cache_key"], "tree-key");
+    assert!(!body.to_string().contains("prompt_cache_options") && !body.to_string().contains("breakpoint"), "{body}");
+
+    // The ChatGPT endpoint: the key without breakpoint options.
+    let chatgpt = "https://chatgpt.com/backend-api/codex";
+    let body = offline(chatgpt, "gpt-5.6-sol", chatgpt_credentials(), Some("tree-key")).request_body(&cached_request());
+    assert_eq!(body["prompt_cache_key"], "tree-key");
+    assert!(!body.to_string().contains("prompt_cache_options") && !body.to_string().contains("breakpoint"), "{body}");
+
+    // A custom endpoint: no prompt-cache field at all.
+    let body =
+        offline("http://127.0.0.1:9/v1", "gpt-5.6-sol", apikey(), Some("tree-key")).request_body(&cached_request());
+    assert!(!body.to_string().contains("prompt_cache"), "{body}");
+
+    // Without a marked message there is nothing to make explicit.
+    let mut unmarked = cached_request();
+    unmarked.input[2] = Item::developer("step 1 of 9");
+    let body = offline(openai, "gpt-5.6-sol", apikey(), Some("tree-key")).request_body(&unmarked);
+    assert!(body.get("prompt_cache_options").is_none(), "{body}");
+}
+
+/// A provider that talks to the fake server as if it were the ChatGPT
+/// backend: `chatgpt.com` resolves to the fake's loopback address.
+fn chatgpt_provider(fake: &FakeOpenAi, options: RunOptions) -> Provider {
+    let address = fake.address();
+    let client = reqwest::Client::builder().resolve("chatgpt.com", address).build().unwrap();
+    let mut config = config(format!("http://chatgpt.com:{}/v1", address.port()));
+    config.credentials = chatgpt_credentials();
+    Provider::with_client(client, config, options)
+}
+
+#[tokio::test]
+async fn the_chatgpt_endpoint_routes_by_the_key_and_replays_the_turn_state() {
+    let fake = FakeOpenAi::start();
+    let reply = || events::text_reply("x", events::usage(1, 0, 1));
+    fake.push(Reply::EventsWithHeader("x-codex-turn-state".into(), "sticky-1".into(), reply()));
+    fake.push(Reply::Events(reply()));
+    fake.push(Reply::Events(reply()));
+    fake.push(Reply::Events(reply()));
+    let options = RunOptions { prompt_cache_key: Some("tree-key".into()), ..Default::default() };
+    let first_turn = chatgpt_provider(&fake, options.clone());
+    let cancel = CancellationToken::new();
+    first_turn.respond(&request(), &cancel, &quiet).await.unwrap();
+    first_turn.respond(&request(), &cancel, &quiet).await.unwrap();
+    assert_eq!(first_turn.turn_state().as_deref(), Some("sticky-1"));
+
+    // A context-preserving follow-up: same key, seeded turn state, a
+    // fresh turn identity. A depth reset: a new key and no turn state.
+    let follow_up = RunOptions { turn_state: first_turn.turn_state(), ..options };
+    chatgpt_provider(&fake, follow_up).respond(&request(), &cancel, &quiet).await.unwrap();
+    let reset = RunOptions { prompt_cache_key: Some("new-key".into()), ..Default::default() };
+    chatgpt_provider(&fake, reset).respond(&request(), &cancel, &quiet).await.unwrap();
+
+    let requests = fake.requests();
+    let turn_id = |index: usize| {
+        let metadata: serde_json::Value =
+            serde_json::from_str(requests[index].header("x-codex-turn-metadata").unwrap()).unwrap();
+        assert_eq!(metadata["session_id"], requests[index].body["prompt_cache_key"]);
+        metadata["turn_id"].as_str().unwrap().to_string()
+    };
+    assert_eq!(requests[0].header("session-id"), Some("tree-key"));
+    assert_eq!(requests[0].header("thread-id"), Some("tree-key"));
+    assert_eq!(requests[0].header("x-codex-turn-state"), None, "nothing captured yet");
+    assert_eq!(requests[1].header("x-codex-turn-state"), Some("sticky-1"));
+    assert_eq!(turn_id(0), turn_id(1), "one turn identity per inspection");
+    assert_eq!(requests[2].header("x-codex-turn-state"), Some("sticky-1"));
+    assert_eq!(requests[2].header("session-id"), Some("tree-key"));
+    assert_ne!(turn_id(2), turn_id(0), "a follow-up starts a fresh turn identity");
+    assert_eq!(requests[3].header("x-codex-turn-state"), None);
+    assert_eq!(requests[3].header("session-id"), Some("new-key"));
+    for request in &requests {
+        assert!(request.body.get("prompt_cache_options").is_none(), "{}", request.body);
+    }
+}
+
+#[tokio::test]
+async fn custom_endpoints_get_no_routing_headers_or_turn_state() {
+    let fake = FakeOpenAi::start();
+    let reply = || events::text_reply("x", events::usage(1, 0, 1));
+    fake.push(Reply::EventsWithHeader("x-codex-turn-state".into(), "sticky-1".into(), reply()));
+    fake.push(Reply::Events(reply()));
+    let mut config = config(fake.url());
+    config.credentials = chatgpt_credentials();
+    let options = RunOptions { prompt_cache_key: Some("tree-key".into()), ..Default::default() };
+    let provider = Provider::new(config, options).unwrap();
+    provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap();
+    provider.respond(&request(), &CancellationToken::new(), &quiet).await.unwrap();
+    assert_eq!(provider.turn_state(), None);
+    for request in fake.requests() {
+        for header in ["session-id", "thread-id", "x-codex-turn-metadata", "x-codex-turn-state"] {
+            assert_eq!(request.header(header), None, "{header}");
+        }
+        assert!(request.body.get("prompt_cache_key").is_none());
+    }
+}
+
+#[test]
+fn hosted_search_requests_carry_the_tool_its_includes_and_its_cap() {
+    let provider = offline("http://127.0.0.1:9/v1", "m", Credentials::ApiKey(Secret::new("k")), None);
+    let mut request = request();
+    request.web_search = Some(HostedSearch { max_calls: Some(4) });
+    let body = provider.request_body(&request);
+    assert_eq!(body["tools"].as_array().unwrap().last(), Some(&json!({"type": "web_search"})));
+    assert_eq!(body["tools"][0]["name"], "repo_summary", "function tools come first");
+    assert_eq!(body["include"], json!(["web_search_call.action.sources", "reasoning.encrypted_content"]));
+    assert_eq!(body["max_tool_calls"], 4);
+    assert_eq!(body["store"], false);
+
+    request.web_search = Some(HostedSearch { max_calls: None });
+    assert!(provider.request_body(&request).get("max_tool_calls").is_none());
+    request.web_search = None;
+    let body = provider.request_body(&request);
+    assert!(!body.to_string().contains("web_search") && body.get("max_tool_calls").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn hosted_search_rejections_are_typed_and_other_errors_stay_terminal() {
+    let fake = FakeOpenAi::start();
+    let unsupported =
+        r#"{"error":{"message":"web_search is not supported","param":"tools[1].type","code":"unsupported_value"}}"#;
+    fake.push(Reply::Status(400, unsupported.into()));
+    fake.push(Reply::Status(401, unsupported.into()));
+    fake.push(Reply::Status(400, String::new()));
+    fake.push(Reply::Status(400, String::new()));
+    fake.push(Reply::Status(400, String::new()));
+    let cancel = CancellationToken::new();
+    let mut searching = request();
+    searching.web_search = Some(HostedSearch { max_calls: Some(4) });
+    let api = Provider::new(config(fake.url()), RunOptions::default()).unwrap();
+    let error = api.respond(&searching, &cancel, &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::HostedSearchRejected { reason: "web_search rejected", .. }), "{error}");
+    let error = api.respond(&searching, &cancel, &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Http { status: 401, .. }), "authentication stays terminal: {error}");
+    // The empty 400 counts for ChatGPT auth with a positive cap only.
+    let error = api.respond(&searching, &cancel, &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Http { status: 400, .. }), "API key: {error}");
+    let plan = chatgpt_provider(&fake, RunOptions::default());
+    let error = plan.respond(&searching, &cancel, &quiet).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::HostedSearchRejected { reason: "hosted tool call limit rejected", .. }),
+        "{error}"
+    );
+    searching.web_search = Some(HostedSearch { max_calls: None });
+    let error = plan.respond(&searching, &cancel, &quiet).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Http { status: 400, .. }), "uncapped: {error}");
 }

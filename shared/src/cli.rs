@@ -105,10 +105,8 @@ pub struct ReleaseNoteArgs {
     pub generation: MessageArgs,
 }
 
-const INSPECT_USAGE_REVIEW: &str =
-    "git-agent review [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent review --wait <id>";
-const INSPECT_USAGE_SIMPLIFY: &str =
-    "git-agent simplify [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent simplify --wait <id>";
+const INSPECT_USAGE_REVIEW: &str = "git-agent review [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent review --wait <id>\n       git-agent review [--debug] [--fast] --follow-up <turn-id> <prompt...>";
+const INSPECT_USAGE_SIMPLIFY: &str = "git-agent simplify [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent simplify --wait <id>\n       git-agent simplify [--debug] [--fast] --follow-up <turn-id> <prompt...>";
 
 /// The options that `--wait` excludes: every option of an inspection launch.
 const LAUNCH_OPTIONS: &[&str] = &[
@@ -133,6 +131,28 @@ const LAUNCH_OPTIONS: &[&str] = &[
     "prompt",
 ];
 
+/// The options `--follow-up` excludes: every launch option except
+/// `--fast`, `--debug` and the (then required) prompt.
+const FOLLOW_UP_EXCLUDED: &[&str] = &[
+    "codebase",
+    "uncommitted",
+    "staged",
+    "wait",
+    "depth",
+    "max_steps",
+    "max_web_searches",
+    "dry_run",
+    "model",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "base_url",
+    "timeout",
+    "guidance_family",
+    "append_prompt",
+];
+
 /// `git-agent review` and `git-agent simplify`: the launch flags, the
 /// isolated `--wait <id>` form and `--help-agent`.
 #[derive(Debug, Clone, Args)]
@@ -154,6 +174,10 @@ pub struct InspectArgs {
     #[arg(long, value_name = "id", conflicts_with_all = LAUNCH_OPTIONS)]
     pub wait: Option<String>,
 
+    /// Continue a successful detached task of this command and workspace with a new prompt.
+    #[arg(long, value_name = "turn-id", conflicts_with_all = FOLLOW_UP_EXCLUDED, requires = "prompt")]
+    pub follow_up: Option<String>,
+
     /// Automatic inspection depth and default reasoning effort (default balanced).
     #[arg(long, value_name = "fast|balanced|thorough", value_parser = DepthParser, conflicts_with = "max_steps")]
     pub depth: Option<Depth>,
@@ -162,9 +186,7 @@ pub struct InspectArgs {
     #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
 
-    /// Accepted but not applied: hosted web search is not implemented yet.
-    // The spec's flag is parsed and validated so scripts keep working; the
-    // help promises nothing it does not do (no default cap is claimed).
+    /// Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)
     #[arg(long, value_name = "n", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_web_searches: Option<u32>,
 
@@ -611,6 +633,36 @@ mod tests {
     }
 
     #[test]
+    fn follow_up_takes_only_fast_debug_and_a_prompt() {
+        let id = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        for extra in [
+            &["--wait", id][..],
+            &["--codebase"],
+            &["--staged"],
+            &["--uncommitted"],
+            &["--timeout", "1s"],
+            &["--model", "m"],
+            &["--max-steps", "1"],
+            &["--depth", "fast"],
+            &["--high"],
+            &["--base-url", "https://example.test"],
+            &["--guidance-family", "none"],
+            &["--append-prompt", "hint"],
+            &["--dry-run"],
+            &["--max-web-searches", "2"],
+        ] {
+            let mut args = vec!["review", "--follow-up", id, "again"];
+            args.extend_from_slice(extra);
+            assert!(inspect(&args).is_err(), "{args:?}");
+        }
+        assert!(inspect(&["review", "--follow-up", id]).is_err(), "the prompt is required");
+        let args = inspect(&["simplify", "--fast", "--debug", "--follow-up", id, "--", "-x", "y"]).unwrap();
+        assert_eq!(args.follow_up.as_deref(), Some(id));
+        assert_eq!(args.prompt.join(" "), "-x y");
+        assert!(args.generation.fast && args.generation.debug);
+    }
+
+    #[test]
     fn reasoning_flags_exclude_each_other() {
         assert!(inspect(&["review", "--low", "--high"]).is_err());
         let args = inspect(&["review", "--high"]).unwrap();
@@ -649,14 +701,14 @@ mod tests {
     }
 
     #[test]
-    fn help_promises_no_web_search_default() {
+    fn help_states_the_web_search_defaults() {
         use clap::CommandFactory;
         for command in ["review", "simplify"] {
             let mut cli = Cli::command();
             let help = cli.find_subcommand_mut(command).unwrap().render_help().to_string();
             let line = help.lines().find(|line| line.contains("--max-web-searches")).unwrap_or_default();
-            assert!(line.contains("not applied"), "{help}");
-            assert!(!help.contains("default 4") && !help.contains("uncapped"), "{help}");
+            assert!(!line.contains("not applied"), "{help}");
+            assert!(help.contains("default 4 with an API key") && help.contains("uncapped"), "{help}");
         }
     }
 

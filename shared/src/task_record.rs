@@ -130,6 +130,65 @@ pub struct Record {
     pub failure: Option<FailureDiagnostic>,
 }
 
+/// Context-preserving follow-ups a lineage allows before the next one
+/// resets it (new cache key, no parent, no inherited turn state).
+pub const MAX_FOLLOW_UP_DEPTH: u32 = 3;
+
+/// The `turn` of a successful provider-backed inspection: what a
+/// `--follow-up` needs to continue it (the original implementation's
+/// shape). The replay tree keeps the common input prefix once and each
+/// terminal leaf's own suffix; an unbranched turn has one leaf.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnMetadata {
+    /// The parent of a context-preserving follow-up; empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub parent_id: String,
+    pub mode: String,
+    /// The repository work tree the turn inspected.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workspace: String,
+    /// fast, balanced or thorough.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub review_depth: String,
+    /// Follow-ups since the lineage began (0 to [`MAX_FOLLOW_UP_DEPTH`]).
+    #[serde(default)]
+    pub depth: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt_cache_key: String,
+    /// The provider input every leaf shares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaves: Vec<TurnLeaf>,
+}
+
+/// One terminal conversation of a turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnLeaf {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scope: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning_effort: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub turn_state: String,
+    /// This leaf's input after the common prefix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input: Vec<Value>,
+}
+
+impl TurnMetadata {
+    /// Whether the turn carries everything a follow-up needs: records
+    /// written before follow-ups existed (or by dry runs) do not.
+    pub fn follow_up_eligible(&self) -> bool {
+        !self.workspace.is_empty()
+            && !self.review_depth.is_empty()
+            && !self.prompt_cache_key.is_empty()
+            && !self.leaves.is_empty()
+            && self.depth <= MAX_FOLLOW_UP_DEPTH
+    }
+}
+
 /// The exact terminal trace event: `final` (its `value.text` is the
 /// report) or `error` (its `value.message` says why).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -39,6 +39,9 @@ pub enum Reply {
     /// Held until the test calls [`FakeOpenAi::release`], then a complete
     /// event stream; lets a test act between a request and its answer.
     Held(Vec<Value>),
+    /// A complete event stream whose response carries this extra header
+    /// (name, value), such as the ChatGPT backend's `x-codex-turn-state`.
+    EventsWithHeader(String, String, Vec<Value>),
 }
 
 /// One request as the server received it.
@@ -192,6 +195,12 @@ impl FakeOpenAi {
         format!("http://{}/v1", self.thread.address)
     }
 
+    /// The loopback address the server listens on, for a client that
+    /// resolves another host name (such as `chatgpt.com`) to it.
+    pub fn address(&self) -> std::net::SocketAddr {
+        self.thread.address
+    }
+
     /// Queues the reply to the next unanswered request. Requests beyond
     /// the script get HTTP 500.
     pub fn push(&self, reply: Reply) {
@@ -239,6 +248,12 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             .unwrap_or_default(),
         Reply::Raw(text) => event_stream(Body::from(text)),
         Reply::Events(events) => event_stream(Body::from(sse(&events, true))),
+        Reply::EventsWithHeader(name, value, events) => Response::builder()
+            .status(200)
+            .header("content-type", "text/event-stream")
+            .header(name, value)
+            .body(Body::from(sse(&events, true)))
+            .unwrap_or_default(),
         Reply::Held(events) => {
             inner.release.notified().await;
             event_stream(Body::from(sse(&events, true)))

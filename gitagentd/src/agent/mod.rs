@@ -17,7 +17,9 @@ mod request;
 
 pub use request::{AgentTask, Layers};
 
-use crate::provider::{FunctionCall, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, Usage};
+use crate::provider::{
+    FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, Usage,
+};
 use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
 use crate::trace::Event;
 use std::time::{Duration, Instant};
@@ -60,6 +62,12 @@ pub struct Outcome {
     pub tool_calls: u32,
     pub repair_calls: u32,
     pub usage: Usage,
+    /// The provider-visible conversation that produced the text, its
+    /// answer included: what a follow-up replays.
+    pub conversation: Vec<Item>,
+    /// Why the provider refused hosted web search, when it did; the rest
+    /// of the run went without it and the answer was asked to say so.
+    pub hosted_search_failure: Option<&'static str>,
     /// Time spent waiting for the provider.
     pub provider_time: Duration,
     /// Time spent running tools.
@@ -150,6 +158,8 @@ struct Conversation<'a> {
     items: Vec<Item>,
     outcome: Outcome,
     seen: batch::Seen,
+    /// Hosted search for normal steps, until the provider rejects it.
+    web_search: Option<HostedSearch>,
 }
 
 /// Runs `task` to a final, validated text.
@@ -158,20 +168,23 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
         ctx,
         task,
         instructions: request::instructions(task)?,
-        items: task.layers.items(),
+        items: if task.history.is_empty() { task.layers.items() } else { task.history.clone() },
         outcome: Outcome::default(),
         seen: batch::Seen::default(),
+        web_search: task.web_search,
     };
     let (text, items) = conversation.run_tools_loop().await?;
     conversation.items = items;
     let Some(rules) = rules else {
         conversation.outcome.text = text;
+        conversation.outcome.conversation = conversation.items;
         return Ok(conversation.outcome);
     };
     let shaped = (rules.shape)(&text);
     let errors = (rules.validate)(&shaped);
     if errors.is_empty() {
         conversation.outcome.text = shaped;
+        conversation.outcome.conversation = conversation.items;
         return Ok(conversation.outcome);
     }
     (ctx.trace)(
@@ -181,7 +194,7 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
         crate::prompt::render("repair", include_str!("prompts/repair.md.j2"), serde_json::json!({ "errors": errors }))?;
     conversation.items.push(Item::user(repair));
     conversation.outcome.repair_calls += 1;
-    let response = conversation.request(Vec::new()).await?;
+    let response = conversation.request(Vec::new(), false).await?;
     if !response.tool_calls.is_empty() {
         return Err(AgentError::ToolsWhileFinalizing);
     }
@@ -190,7 +203,9 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
     if !errors.is_empty() {
         return Err(AgentError::Invalid { errors });
     }
+    conversation.items.extend(answer_items(&response));
     conversation.outcome.text = shaped;
+    conversation.outcome.conversation = conversation.items;
     Ok(conversation.outcome)
 }
 
@@ -201,14 +216,15 @@ impl Conversation<'_> {
         let limits = self.task.limits;
         let tools = &self.task.tools;
         for step in 1..=limits.max_steps {
-            self.items.push(Item::developer(request::budget_status(step, limits, self.outcome.tool_calls)?));
+            let status = request::budget_status(step, limits, self.outcome.tool_calls)?;
+            self.items.push(Item::developer(status).with_cache_breakpoint());
             if step == 1 {
                 let estimated = self.estimate(tools.specs());
                 if estimated >= limits.context_tokens {
                     return Err(AgentError::ContextTooLarge { estimated, limit: limits.context_tokens });
                 }
             }
-            let response = self.request(tools.specs()).await?;
+            let response = self.normal_step(tools.specs()).await?;
             if response.tool_calls.is_empty() {
                 if response.text.trim().is_empty() {
                     return Err(AgentError::NoOutput { step: self.outcome.steps });
@@ -246,8 +262,9 @@ impl Conversation<'_> {
         self.finalize(Ceiling::Steps { used: limits.max_steps, limit: limits.max_steps }).await
     }
 
-    /// The request for the current conversation with `tools`.
-    fn model_request(&self, tools: Vec<crate::provider::ToolSpec>) -> ModelRequest {
+    /// The request for the current conversation with `tools`, and hosted
+    /// search when `normal` (not a finalization or repair request).
+    fn model_request(&self, tools: Vec<crate::provider::ToolSpec>, normal: bool) -> ModelRequest {
         let parallel = self.task.parallel_tool_calls && !tools.is_empty();
         ModelRequest {
             instructions: self.instructions.clone(),
@@ -255,19 +272,48 @@ impl Conversation<'_> {
             tools,
             parallel_tool_calls: parallel,
             text_format: self.task.text_format.clone(),
+            web_search: if normal { self.web_search } else { None },
         }
     }
 
-    /// The local token estimate of the next request: a quarter of its
-    /// encoded size.
+    /// The local token estimate of the next normal request: a quarter of
+    /// its encoded size.
     fn estimate(&self, tools: Vec<crate::provider::ToolSpec>) -> u64 {
-        let body = self.ctx.provider.request_body(&self.model_request(tools));
+        let body = self.ctx.provider.request_body(&self.model_request(tools, true));
         (body.to_string().len() as u64).div_ceil(4)
     }
 
+    /// A normal step's request. When the provider rejects hosted search,
+    /// the rest of the run goes without it, the model is told to disclose
+    /// that in its summary, and the step is repeated once; without hosted
+    /// search the repeat cannot be rejected for it again.
+    async fn normal_step(&mut self, tools: Vec<crate::provider::ToolSpec>) -> Result<ModelResponse, AgentError> {
+        match self.request(tools.clone(), true).await {
+            Err(AgentError::Provider(ProviderError::HostedSearchRejected { reason, .. }))
+                if self.web_search.is_some() =>
+            {
+                (self.ctx.trace)(
+                    Event::new("hosted-capability")
+                        .with("kind", "web_search")
+                        .with("status", "disabled")
+                        .with("reason", reason),
+                );
+                self.web_search = None;
+                self.outcome.hosted_search_failure = Some(reason);
+                self.items.push(Item::developer(include_str!("prompts/hosted-search-unavailable.md").trim()));
+                self.request(tools, true).await
+            }
+            other => other,
+        }
+    }
+
     /// One model request; every request is a step with its usage line.
-    async fn request(&mut self, tools: Vec<crate::provider::ToolSpec>) -> Result<ModelResponse, AgentError> {
-        let request = self.model_request(tools);
+    async fn request(
+        &mut self,
+        tools: Vec<crate::provider::ToolSpec>,
+        normal: bool,
+    ) -> Result<ModelResponse, AgentError> {
+        let request = self.model_request(tools, normal);
         let step = self.outcome.steps + 1;
         let trace = self.ctx.trace;
         trace(
@@ -275,7 +321,8 @@ impl Conversation<'_> {
                 .with("step", step)
                 .with("model", self.ctx.provider.model())
                 .with("input_items", request.input.len())
-                .with("tools", request.tools.len()),
+                .with("tools", request.tools.len())
+                .with("web_search", request.web_search.is_some()),
         );
         let notice = |notice: StreamNotice| match notice {
             StreamNotice::Retrying { reason, first_failure } => trace(
@@ -411,8 +458,8 @@ impl Conversation<'_> {
                 "max_tools": limits.max_tool_calls,
             }),
         )?;
-        self.items.push(Item::developer(notice));
-        let response = self.request(Vec::new()).await?;
+        self.items.push(Item::developer(notice).with_cache_breakpoint());
+        let response = self.request(Vec::new(), false).await?;
         if !response.tool_calls.is_empty() {
             return Err(AgentError::ToolsWhileFinalizing);
         }

@@ -10,7 +10,7 @@
 //! 7. the strict function tools.
 
 use super::Limits;
-use crate::provider::{Item, TextFormat};
+use crate::provider::{HostedSearch, Item, TextFormat};
 use crate::tools::ToolRegistry;
 use serde_json::json;
 
@@ -48,12 +48,18 @@ pub struct AgentTask {
     /// Whether the model may batch independent calls.
     pub parallel_tool_calls: bool,
     pub limits: Limits,
+    /// Provider-hosted web search on every normal step; `None` for
+    /// commands that do not offer it.
+    pub web_search: Option<HostedSearch>,
+    /// A conversation to continue (a follow-up's replayed input plus its
+    /// new messages) instead of layers 2-6; empty for a fresh task.
+    pub history: Vec<Item>,
 }
 
 /// Layer 1: the system prompt followed by the loop's rules and tools.
 pub fn instructions(task: &AgentTask) -> Result<String, crate::prompt::PromptError> {
     let system = task.layers.system.trim();
-    let rules = if task.tools.is_empty() {
+    let rules = if task.tools.is_empty() && task.web_search.is_none() {
         include_str!("prompts/no-tools.md").trim().to_string()
     } else {
         let tools: Vec<_> = task
@@ -66,7 +72,7 @@ pub fn instructions(task: &AgentTask) -> Result<String, crate::prompt::PromptErr
         crate::prompt::render(
             "loop",
             include_str!("prompts/loop.md.j2"),
-            json!({"tools": tools, "read_file": read_file}),
+            json!({"tools": tools, "read_file": read_file, "web_search": task.web_search.is_some()}),
         )?
     };
     Ok(if system.is_empty() { rules } else { format!("{system}\n\n{rules}") })

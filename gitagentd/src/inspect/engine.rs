@@ -41,15 +41,49 @@ pub struct InspectionRequest {
     /// The caller's environment (credentials and provider settings).
     pub env: Environment,
     pub git_env: GitEnv,
+    /// The prompt-cache key of the task's lineage: derived from the task
+    /// id of its first turn, inherited by context-preserving follow-ups.
+    pub prompt_cache_key: String,
+    /// The parent turn a `--follow-up` continues.
+    pub follow_up: Option<FollowUp>,
+}
+
+/// What a follow-up continues from its parent turn.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// The parent's complete replayable provider input, its answer included.
+    pub history: Vec<crate::provider::Item>,
+    /// The parent's complete final report.
+    pub previous_report: serde_json::Value,
+    /// The new prompt (argv joined with single spaces).
+    pub prompt: String,
+    /// The parent's `x-codex-turn-state`, for a context-preserving turn.
+    pub turn_state: Option<String>,
+}
+
+/// The cache key of a lineage that begins with `task_id`.
+pub fn lineage_cache_key(command: TaskCommand, task_id: &str) -> String {
+    git_agent_shared::identity::sha256_hex(format!("git-agent {} {task_id}", command.as_str()).as_bytes())
 }
 
 /// A validated provider report and the loop's counters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EngineOutcome {
     /// The provider report as validated JSON text (without `checks`).
     pub report_text: String,
     pub tool_calls: u64,
     pub repair_calls: u64,
+    /// Provider-reported usage summed over every request of the task
+    /// (every conversation, schema repair and forced finalization).
+    pub usage: crate::provider::Usage,
+    /// Child conversations created by branch fan-out (none yet: fan-out
+    /// is not implemented).
+    pub branches_created: u64,
+    /// The provider-visible conversation a follow-up replays (record
+    /// JSON, [`crate::provider::items_to_json`]); empty for a dry run.
+    pub conversation: Vec<serde_json::Value>,
+    /// The last `x-codex-turn-state` of the lineage, if any.
+    pub turn_state: Option<String>,
 }
 
 /// Why an engine produced no report.
@@ -119,7 +153,7 @@ impl InspectionEngine for DryRunEngine {
                     }
                 }
             }
-            Ok(EngineOutcome { report_text: dry_run_report(request.command), tool_calls: 0, repair_calls: 0 })
+            Ok(EngineOutcome { report_text: dry_run_report(request.command), ..EngineOutcome::default() })
         })
     }
 }

@@ -8,6 +8,7 @@ pub mod budget;
 pub mod checks;
 pub mod contextpack;
 pub mod engine;
+pub mod follow_up;
 pub mod git;
 pub mod patch;
 pub mod prepare;

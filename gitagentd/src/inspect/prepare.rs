@@ -105,6 +105,16 @@ pub enum PrepareError {
 
 /// Prepares the scope of an inspection started in `cwd`.
 pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
+    prepare_scope(cwd, mode, git_env, false)
+}
+
+/// [`prepare`] for a `--follow-up`, where an empty diff is a valid scope:
+/// the parent's findings may all be fixed.
+pub fn prepare_follow_up(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
+    prepare_scope(cwd, mode, git_env, true)
+}
+
+fn prepare_scope(cwd: &Path, mode: Mode, git_env: &GitEnv, allow_empty: bool) -> Result<PreparedScope, PrepareError> {
     let root = git::discover_root(cwd)?;
     let Some(target) = mode.target() else {
         let components = scope::component_prefixes(&root, git_env)?;
@@ -126,7 +136,7 @@ pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope
     let repo = git::open(&root, git_env)?;
     let workspace = scope::collect_in(repo.clone(), target, git_env)?;
     let changes = workspace.changes();
-    if changes.is_empty() {
+    if changes.is_empty() && !allow_empty {
         return Err(PrepareError::EmptyScope { mode: mode.as_str(), root });
     }
     let rendered =

@@ -50,6 +50,12 @@ pub enum Item {
     Message {
         role: Role,
         text: String,
+        /// Marks the message as the end of a reusable prefix: sent as an
+        /// explicit prompt-cache breakpoint where the endpoint and model
+        /// support one (see [`RunOptions::prompt_cache_key`]), ignored
+        /// elsewhere. Kept in the history, so forked and continued
+        /// conversations resend the same markers.
+        cache_breakpoint: bool,
     },
     FunctionCall(FunctionCall),
     FunctionCallOutput {
@@ -63,15 +69,26 @@ pub enum Item {
 
 impl Item {
     pub fn developer(text: impl Into<String>) -> Self {
-        Self::Message { role: Role::Developer, text: text.into() }
+        Self::Message { role: Role::Developer, text: text.into(), cache_breakpoint: false }
     }
 
     pub fn user(text: impl Into<String>) -> Self {
-        Self::Message { role: Role::User, text: text.into() }
+        Self::Message { role: Role::User, text: text.into(), cache_breakpoint: false }
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self::Message { role: Role::Assistant, text: text.into() }
+        Self::Message { role: Role::Assistant, text: text.into(), cache_breakpoint: false }
+    }
+
+    /// This item marked as a prompt-cache breakpoint; only developer and
+    /// user messages can carry one, other items are returned unchanged.
+    pub fn with_cache_breakpoint(self) -> Self {
+        match self {
+            Self::Message { role, text, .. } if role != Role::Assistant => {
+                Self::Message { role, text, cache_breakpoint: true }
+            }
+            other => other,
+        }
     }
 
     /// The call this item makes, when it is a function call (replayed or not).
@@ -82,6 +99,18 @@ impl Item {
             _ => None,
         }
     }
+}
+
+/// The items of a conversation as JSON values a task record can keep: the
+/// wire shapes, with cache breakpoints kept whatever the endpoint.
+pub fn items_to_json(items: &[Item]) -> Vec<serde_json::Value> {
+    items.iter().map(|item| wire::encode_item(item, true)).collect()
+}
+
+/// Items read back from [`items_to_json`]; `None` when a value is not an
+/// item this adapter wrote.
+pub fn items_from_json(values: &[serde_json::Value]) -> Option<Vec<Item>> {
+    values.iter().map(wire::decode_item).collect()
 }
 
 /// An output item of the provider, opaque outside this module.
@@ -104,6 +133,15 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
+/// Provider-hosted web search offered beside the function tools. Hosted
+/// calls run on the provider's side and never count against the loop's
+/// local tool budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostedSearch {
+    /// `max_tool_calls` of one response; `None` sends no cap.
+    pub max_calls: Option<u32>,
+}
+
 /// A strict JSON schema the final text must follow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextFormat {
@@ -122,6 +160,9 @@ pub struct ModelRequest {
     /// when the request offers tools.
     pub parallel_tool_calls: bool,
     pub text_format: Option<TextFormat>,
+    /// Hosted web search for this request; `None` offers none (forced
+    /// finalization, repair, or after the provider rejected it).
+    pub web_search: Option<HostedSearch>,
 }
 
 /// Options that hold for every request of one command run.
@@ -133,9 +174,18 @@ pub struct RunOptions {
     pub reasoning_summary: Option<String>,
     /// `service_tier`: priority for `--fast`.
     pub service_tier: Option<String>,
-    /// A stable key that lets the provider reuse cached prompt prefixes;
-    /// sent to the official OpenAI and ChatGPT endpoints only.
+    /// A stable key that lets the provider reuse cached prompt prefixes
+    /// (one per task tree). Sent to the official OpenAI and ChatGPT
+    /// endpoints only, never to a custom one. With it, GPT-5.6-family
+    /// models on the OpenAI API also get explicit-only cache mode and a
+    /// breakpoint on every marked message ([`Item::with_cache_breakpoint`]);
+    /// the ChatGPT endpoint gets it as its session and thread routing
+    /// identity instead, without breakpoints.
     pub prompt_cache_key: Option<String>,
+    /// The `x-codex-turn-state` a previous run of the same cache lineage
+    /// captured ([`Provider::turn_state`]), replayed from the first
+    /// request on; used on the ChatGPT endpoint only.
+    pub turn_state: Option<String>,
 }
 
 /// Token counts of one response; zero where the provider gave none.
@@ -210,6 +260,10 @@ pub enum ProviderError {
         git_agent_shared::cli::format_duration(*idle)
     )]
     Idle { idle: std::time::Duration, waiting: &'static str },
+    /// The provider refused hosted web search (the tool, its includes or
+    /// its call cap); the caller may repeat the request without it.
+    #[error("the provider does not support hosted web search for model {model}: {reason}")]
+    HostedSearchRejected { model: String, reason: &'static str },
     #[error("the request was cancelled")]
     Cancelled,
     #[error(transparent)]
@@ -295,7 +349,21 @@ impl Provider {
     /// A provider on a given client.
     pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
         let endpoint = endpoint_kind(&config);
-        Self { http, config, options, endpoint, turn_id: random_id(), turn_state: Mutex::new(None) }
+        let turn_state = Mutex::new(options.turn_state.clone());
+        Self { http, config, options, endpoint, turn_id: random_id(), turn_state }
+    }
+
+    /// Whether requests authenticate with a ChatGPT sign-in (rather than
+    /// an API key); hosted search is uncapped by default there.
+    pub fn chatgpt_auth(&self) -> bool {
+        matches!(self.config.credentials, Credentials::ChatGpt { .. })
+    }
+
+    /// The latest `x-codex-turn-state` the ChatGPT endpoint handed out (or
+    /// the seeded one), for a record that a context-preserving follow-up
+    /// continues from.
+    pub fn turn_state(&self) -> Option<String> {
+        self.turn_state.lock().ok().and_then(|state| state.clone())
     }
 
     pub fn model(&self) -> &str {
@@ -368,6 +436,9 @@ impl Provider {
         let status = response.status();
         if !status.is_success() {
             let text = read_bounded_text(response, limits.read_idle).await;
+            if let Some(reason) = wire::hosted_search_rejection(status.as_u16(), &text, body, self.chatgpt_auth()) {
+                return Err(ProviderError::HostedSearchRejected { model: self.config.model.clone(), reason });
+            }
             return Err(wire::http_error(status.as_u16(), &self.config.model, &text));
         }
         let mut accumulator = stream::Accumulator::new(&self.config.model);

@@ -14,7 +14,12 @@ pub(super) fn encode_request(
     request: &ModelRequest,
 ) -> Value {
     let official = endpoint != EndpointKind::Custom;
-    let tools: Vec<Value> = request
+    let cache_key = options.prompt_cache_key.as_deref().filter(|_| official);
+    let explicit_cache = cache_key.is_some()
+        && endpoint == EndpointKind::OpenAi
+        && explicit_cache_model(model)
+        && request.input.iter().any(is_breakpoint);
+    let mut tools: Vec<Value> = request
         .tools
         .iter()
         .map(|tool| {
@@ -27,10 +32,14 @@ pub(super) fn encode_request(
             })
         })
         .collect();
+    if request.web_search.is_some() {
+        tools.push(json!({"type": "web_search"}));
+    }
     let mut body = serde_json::Map::new();
     body.insert("model".into(), json!(model));
     body.insert("instructions".into(), json!(request.instructions));
-    body.insert("input".into(), Value::Array(request.input.iter().map(encode_item).collect()));
+    let input = request.input.iter().map(|item| encode_item(item, explicit_cache)).collect();
+    body.insert("input".into(), Value::Array(input));
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
         body.insert("parallel_tool_calls".into(), json!(request.parallel_tool_calls));
@@ -57,29 +66,53 @@ pub(super) fn encode_request(
         }
         body.insert("text".into(), json!({ "format": schema }));
     }
-    if official {
-        // With store:false, reasoning can only be carried from one step to
-        // the next as encrypted content.
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-        if let Some(key) = &options.prompt_cache_key {
-            body.insert("prompt_cache_key".into(), json!(key));
+    // With store:false, reasoning can only be carried from one step to the
+    // next as encrypted content; hosted search also asks for its sources.
+    if let Some(search) = &request.web_search {
+        body.insert("include".into(), json!(["web_search_call.action.sources", "reasoning.encrypted_content"]));
+        if let Some(cap) = search.max_calls {
+            body.insert("max_tool_calls".into(), json!(cap));
         }
+    } else if official {
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
+    if let Some(key) = cache_key {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
+    if explicit_cache {
+        body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
     }
     Value::Object(body)
 }
 
-fn encode_item(item: &Item) -> Value {
+/// Whether `model` belongs to the GPT-5.6 family, whose OpenAI API
+/// requests take explicit prompt-cache breakpoints.
+fn explicit_cache_model(model: &str) -> bool {
+    model == "gpt-5.6" || model.starts_with("gpt-5.6-")
+}
+
+fn is_breakpoint(item: &Item) -> bool {
+    matches!(item, Item::Message { role, text, cache_breakpoint: true } if *role != Role::Assistant && !text.is_empty())
+}
+
+pub(super) fn encode_item(item: &Item, explicit_cache: bool) -> Value {
     match item {
-        Item::Message { role: Role::Assistant, text } => json!({
+        Item::Message { role: Role::Assistant, text, .. } => json!({
             "type": "message",
             "role": "assistant",
             "content": [{"type": "output_text", "text": text}],
         }),
-        Item::Message { role, text } => json!({
-            "type": "message",
-            "role": if *role == Role::Developer { "developer" } else { "user" },
-            "content": [{"type": "input_text", "text": text}],
-        }),
+        Item::Message { role, text, .. } => {
+            let mut part = json!({"type": "input_text", "text": text});
+            if explicit_cache && is_breakpoint(item) {
+                part["prompt_cache_breakpoint"] = json!({"mode": "explicit"});
+            }
+            json!({
+                "type": "message",
+                "role": if *role == Role::Developer { "developer" } else { "user" },
+                "content": [part],
+            })
+        }
         Item::FunctionCall(call) => json!({
             "type": "function_call",
             "call_id": call.call_id,
@@ -95,6 +128,31 @@ fn encode_item(item: &Item) -> Value {
     }
 }
 
+/// The item [`encode_item`] (with breakpoints) encoded as `value`:
+/// developer and user messages and call outputs get their domain values
+/// back; everything else replays exactly as stored, which encodes to the
+/// same wire JSON.
+pub(super) fn decode_item(value: &Value) -> Option<Item> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let role = match value.get("role").and_then(Value::as_str) {
+        Some("developer") => Some(Role::Developer),
+        Some("user") => Some(Role::User),
+        _ => None,
+    };
+    match (value.get("type").and_then(Value::as_str)?, role) {
+        ("message", Some(role)) => {
+            let part = value.get("content")?.get(0)?;
+            let text = part.get("text")?.as_str()?.to_string();
+            let cache_breakpoint = part.get("prompt_cache_breakpoint").is_some();
+            Some(Item::Message { role, text, cache_breakpoint })
+        }
+        ("function_call_output", _) => {
+            Some(Item::FunctionCallOutput { call_id: text("call_id")?, output: text("output")? })
+        }
+        _ => Some(Item::Replay(ReplayItem(value.clone()))),
+    }
+}
+
 /// Turns a provider output item into a continuation item, or `None` when
 /// it cannot be replayed: item ids are dropped (nothing is stored on the
 /// provider's side), and reasoning without encrypted content is useless
@@ -107,7 +165,7 @@ pub(super) fn replay_item(mut item: Value) -> Option<Item> {
             let encrypted = object.get("encrypted_content").and_then(Value::as_str).is_some_and(|s| !s.is_empty());
             encrypted.then_some(Item::Replay(ReplayItem(item)))
         }
-        "message" | "function_call" => Some(Item::Replay(ReplayItem(item))),
+        "message" | "function_call" | "web_search_call" => Some(Item::Replay(ReplayItem(item))),
         _ => None,
     }
 }
@@ -290,6 +348,72 @@ pub(super) fn http_error(status: u16, model: &str, body: &str) -> ProviderError 
     ProviderError::Http { status, model: model.to_string(), message: message.trim().to_string(), hint }
 }
 
+/// Why a failed request was a rejection of hosted web search, when the
+/// request offered it and the answer says so: the tool, one of its
+/// includes or its call cap named as unsupported. Authentication,
+/// authorization, rate limits and server errors never are. The ChatGPT
+/// backend answers an unsupported `max_tool_calls` with an empty HTTP 400,
+/// which counts only when a ChatGPT-authenticated request carried a
+/// positive cap.
+pub(super) fn hosted_search_rejection(
+    status: u16,
+    body: &str,
+    request: &Value,
+    chatgpt_auth: bool,
+) -> Option<&'static str> {
+    if !(400..500).contains(&status) || matches!(status, 401 | 403 | 429) {
+        return None;
+    }
+    let offered =
+        request["tools"].as_array().is_some_and(|tools| tools.iter().any(|tool| tool["type"] == "web_search"));
+    if !offered {
+        return None;
+    }
+    let capped = request["max_tool_calls"].as_u64().is_some_and(|cap| cap > 0);
+    if body.trim().is_empty() {
+        return (status == 400 && chatgpt_auth && capped).then_some("hosted tool call limit rejected");
+    }
+    let error = serde_json::from_str::<Value>(body).ok()?.get("error").cloned()?;
+    let field = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
+    let (param, code, message) = (field("param"), field("code"), field("message"));
+    let tool_param = param == "tools" || param.ends_with(".type");
+    let include_param = param == "include" || param.starts_with("include[") || param.starts_with("include.");
+    const INCLUDES: [&str; 2] = ["web_search_call.action.sources", "reasoning.encrypted_content"];
+    if param.contains("web_search")
+        || code.contains("web_search")
+        || (tool_param && (rejects(&message, "web_search") || rejects(&message, "web search")))
+    {
+        Some("web_search rejected")
+    } else if INCLUDES.iter().any(|include| param.contains(include) || code.contains(include))
+        || (include_param
+            && (INCLUDES.iter().any(|include| rejects(&message, include)) || rejects(&message, "web search sources")))
+    {
+        Some("web_search metadata include rejected")
+    } else if param == "max_tool_calls"
+        || code.contains("max_tool_calls")
+        || (param.is_empty() && rejects(&message, "max_tool_calls"))
+    {
+        Some("hosted tool call limit rejected")
+    } else {
+        None
+    }
+}
+
+/// Whether `message` names `subject` as something refused.
+fn rejects(message: &str, subject: &str) -> bool {
+    const MARKERS: [&str; 8] = [
+        "unsupported",
+        "not supported",
+        "unknown",
+        "unrecognized",
+        "invalid",
+        "rejected",
+        "not allowed",
+        "unavailable",
+    ];
+    message.contains(subject) && MARKERS.iter().any(|marker| message.contains(marker))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +429,57 @@ mod tests {
     }
 
     #[test]
+    fn hosted_search_rejections_are_recognized_narrowly() {
+        let capped = json!({"tools": [{"type": "web_search"}], "max_tool_calls": 4});
+        let uncapped = json!({"tools": [{"type": "web_search"}]});
+        let without = json!({"tools": [{"type": "function", "name": "grep"}], "max_tool_calls": 4});
+        let body = |param: &str, code: &str, message: &str| {
+            json!({"error": {"param": param, "code": code, "message": message}}).to_string()
+        };
+        let tool = body("tools[0].type", "unsupported_value", "web_search is not supported");
+        assert_eq!(hosted_search_rejection(400, &tool, &capped, false), Some("web_search rejected"));
+        assert_eq!(hosted_search_rejection(400, &tool, &without, false), None, "not offered, not recognized");
+        for status in [401, 403, 429, 500] {
+            assert_eq!(hosted_search_rejection(status, &tool, &capped, false), None, "{status} stays terminal");
+        }
+        let include = body("include[0]", "", "Unsupported include: web_search_call.action.sources");
+        assert_eq!(
+            hosted_search_rejection(400, &include, &capped, false),
+            Some("web_search metadata include rejected")
+        );
+        let cap = body("max_tool_calls", "", "unknown parameter");
+        assert_eq!(hosted_search_rejection(400, &cap, &capped, false), Some("hosted tool call limit rejected"));
+        let unrelated = body("input", "invalid_value", "input is too long");
+        assert_eq!(hosted_search_rejection(400, &unrelated, &capped, false), None);
+        assert_eq!(hosted_search_rejection(400, "not json", &capped, false), None);
+
+        // The ChatGPT empty 400: only for plan auth with a positive cap.
+        assert_eq!(hosted_search_rejection(400, " \n", &capped, true), Some("hosted tool call limit rejected"));
+        assert_eq!(hosted_search_rejection(400, "", &uncapped, true), None);
+        assert_eq!(hosted_search_rejection(400, "", &capped, false), None);
+        assert_eq!(hosted_search_rejection(404, "", &capped, true), None);
+    }
+
+    #[test]
+    fn stored_items_read_back_to_the_same_wire_json() {
+        let items = vec![
+            Item::developer("policy"),
+            Item::user("task").with_cache_breakpoint(),
+            replay_item(json!({"type":"reasoning","summary":[],"encrypted_content":"e"})).unwrap(),
+            replay_item(json!({"type":"web_search_call","status":"completed","action":{"type":"search"}})).unwrap(),
+            replay_item(json!({"type":"function_call","call_id":"c","name":"n","arguments":"{}"})).unwrap(),
+            Item::FunctionCallOutput { call_id: "c".into(), output: "{}".into() },
+            Item::assistant("done"),
+        ];
+        let stored = crate::provider::items_to_json(&items);
+        let back = crate::provider::items_from_json(&stored).expect("readable");
+        assert_eq!(crate::provider::items_to_json(&back), stored);
+        assert!(matches!(back[1], Item::Message { cache_breakpoint: true, .. }));
+        assert_eq!(back[4].function_call().map(|call| call.call_id), Some("c".to_string()));
+        assert!(crate::provider::items_from_json(&[json!({"role":"user"})]).is_none());
+    }
+
+    #[test]
     fn unknown_events_are_ignored_not_errors() {
         let event: StreamEvent = serde_json::from_str(r#"{"type":"response.future_thing","x":1}"#).unwrap();
         assert!(matches!(event, StreamEvent::Other));
@@ -317,6 +492,7 @@ mod tests {
         assert!(value.get("id").is_none());
         assert!(replay_item(json!({"type":"reasoning","id":"rs","summary":[]})).is_none());
         assert!(replay_item(json!({"type":"reasoning","summary":[],"encrypted_content":"e"})).is_some());
-        assert!(replay_item(json!({"type":"web_search_call"})).is_none());
+        assert!(replay_item(json!({"type":"web_search_call","id":"ws","status":"completed"})).is_some());
+        assert!(replay_item(json!({"type":"image_generation_call"})).is_none());
     }
 }

@@ -94,9 +94,15 @@ fn review_runs_the_model_and_wait_prints_the_stored_report() {
         for expected in ["review_changes", "review_diff", "review_diff_for_paths", "read_file", "grep", "jq"] {
             assert!(names.contains(&expected.to_string()), "{expected} missing from {names:?}");
         }
-        for tool in body["tools"].as_array().unwrap() {
+        let tools = body["tools"].as_array().unwrap();
+        for tool in tools.iter().filter(|tool| tool["type"] == "function") {
             assert_eq!(tool["strict"], json!(true));
         }
+        // Hosted search on every normal step: API-key auth caps it at 4.
+        assert_eq!(tools.last(), Some(&json!({"type": "web_search"})));
+        assert_eq!(body["max_tool_calls"], json!(4));
+        assert_eq!(body["include"], json!(["web_search_call.action.sources", "reasoning.encrypted_content"]));
+        assert!(body.get("prompt_cache_key").is_none(), "a custom endpoint gets no cache fields");
     }
     let first = requests[0].input_texts();
     assert!(body_text(&requests[0]).contains("reviewing a change"));
@@ -129,7 +135,7 @@ fn simplify_runs_the_model_on_the_index() {
         json!({}),
     )));
     fake.push(Reply::Events(events::text_reply(report, json!({}))));
-    let id = launch(&env, &repo, &["simplify", "--staged", "focus", "on", "<answer>"]);
+    let id = launch(&env, &repo, &["simplify", "--staged", "--max-web-searches", "2", "focus", "on", "<answer>"]);
     let stdout = env.run_in(repo.path(), &["simplify", "--wait", &id]).success();
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), serde_json::from_str::<Value>(report).unwrap());
 
@@ -139,6 +145,8 @@ fn simplify_runs_the_model_on_the_index() {
     assert_eq!(body["model"], json!("gpt-5.6-terra"));
     assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "auto"}));
     assert_eq!(body["text"]["format"]["name"], json!("simplify"));
+    assert_eq!(body["max_tool_calls"], json!(2), "--max-web-searches overrides the API-key cap");
+    assert!(body["tools"].as_array().unwrap().contains(&json!({"type": "web_search"})));
     assert!(requests[0].tool_names().contains(&"review_diff_for_paths".to_string()));
     let user = requests[0].input_texts().into_iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
     assert!(user.contains("+    42") && !user.contains("+world"), "staged scope only: {user}");

@@ -272,6 +272,8 @@ async fn assemble(
         text_format: None,
         parallel_tool_calls: true,
         limits: settings.limits,
+        web_search: None,
+        history: Vec::new(),
     })
 }
 

@@ -60,6 +60,7 @@ impl Generation {
                 reasoning_summary: None,
                 service_tier: args.fast.then(|| "priority".to_string()),
                 prompt_cache_key: None,
+                turn_state: None,
             },
             timeout,
             append_prompt: args.append_prompt.clone().filter(|hint| !hint.trim().is_empty()),

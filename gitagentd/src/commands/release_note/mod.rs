@@ -176,6 +176,8 @@ async fn assemble(
         }),
         parallel_tool_calls: true,
         limits: settings.limits,
+        web_search: None,
+        history: Vec::new(),
     })
 }
 

@@ -27,7 +27,7 @@ use crate::agent::{self, AgentError, AgentTask, Layers, Limits, OutputRules, Run
 use crate::commands::generation::{self, EnvironmentContext};
 use crate::git::Repository;
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
-use crate::provider::{self, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
+use crate::provider::{self, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
 use crate::trace::{Event, Value};
@@ -149,7 +149,8 @@ impl ProviderEngine {
             None => (cancel.child_token(), None),
         };
         let drift = DriftSlot::new(token.clone());
-        let task = assemble(request, &drift, &token).await?;
+        let mut task = assemble(request, &drift, &token).await?;
+        task.web_search = Some(hosted_search(request.max_web_searches, provider.chatgpt_auth()));
 
         let trace = |event: Event| status.observe(&event);
         let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
@@ -175,20 +176,33 @@ impl ProviderEngine {
             report_text: outcome.text,
             tool_calls: u64::from(outcome.tool_calls),
             repair_calls: u64::from(outcome.repair_calls),
+            usage: outcome.usage,
+            branches_created: 0,
+            conversation: provider::items_to_json(&outcome.conversation),
+            turn_state: provider.turn_state(),
         })
     }
 }
 
-/// Reasoning summaries, the depth-derived effort, `--fast`, and a prompt
-/// cache key derived from the task id.
+/// Hosted web search for every normal step: `--max-web-searches` when
+/// given, else a cap of 4 per response with an API key and none with a
+/// ChatGPT sign-in (whose backend refuses the cap).
+fn hosted_search(max_web_searches: Option<u32>, chatgpt_auth: bool) -> HostedSearch {
+    const API_KEY_DEFAULT_CAP: u32 = 4;
+    let default = (!chatgpt_auth).then_some(API_KEY_DEFAULT_CAP);
+    HostedSearch { max_calls: max_web_searches.or(default) }
+}
+
+/// Reasoning summaries, the depth-derived effort, `--fast`, the lineage's
+/// prompt-cache key and, for a context-preserving follow-up, the parent's
+/// turn state.
 fn run_options(request: &InspectionRequest) -> RunOptions {
     RunOptions {
         reasoning_effort: Some(request.reasoning_effort.to_string()),
         reasoning_summary: Some("auto".to_string()),
         service_tier: request.priority.then(|| "priority".to_string()),
-        prompt_cache_key: Some(git_agent_shared::identity::sha256_hex(
-            format!("git-agent {} {}", request.command.as_str(), request.task_id).as_bytes(),
-        )),
+        prompt_cache_key: Some(request.prompt_cache_key.clone()),
+        turn_state: request.follow_up.as_ref().and_then(|follow_up| follow_up.turn_state.clone()),
     }
 }
 
@@ -271,6 +285,10 @@ async fn assemble(
         ),
     })?;
     let format = report::text_format(request.command);
+    let history = match &request.follow_up {
+        Some(follow_up) => follow_up_history(request.command, &prepared, follow_up)?,
+        None => Vec::new(),
+    };
     Ok(AgentTask {
         layers: Layers {
             system: system_prompt(request.command).to_string(),
@@ -288,7 +306,41 @@ async fn assemble(
         }),
         parallel_tool_calls: true,
         limits,
+        web_search: None,
+        history,
     })
+}
+
+/// A follow-up's input: the parent's whole conversation, then the freshly
+/// prepared repository context, then one user message with the parent's
+/// report and the new prompt.
+fn follow_up_history(
+    command: TaskCommand,
+    prepared: &PreparedScope,
+    follow_up: &super::engine::FollowUp,
+) -> Result<Vec<provider::Item>, crate::prompt::PromptError> {
+    let context = match prepared.rendered_prompt_context() {
+        Some(json) => json.replace("</prepared_review_context", "<\\/prepared_review_context"),
+        None => String::new(),
+    };
+    let fresh = crate::prompt::render(
+        "follow-up-context",
+        include_str!("prompts/follow-up-context.md.j2"),
+        serde_json::json!({"command": command.as_str(), "prepared_context": context}),
+    )?;
+    let report = serde_json::to_string(&follow_up.previous_report).unwrap_or_default();
+    let ask = crate::prompt::render(
+        "follow-up",
+        include_str!("prompts/follow-up.md.j2"),
+        serde_json::json!({
+            "previous_report": report.replace("</previous_report", "<\\/previous_report"),
+            "prompt": follow_up.prompt.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"),
+        }),
+    )?;
+    let mut history = follow_up.history.clone();
+    history.push(provider::Item::user(fresh));
+    history.push(provider::Item::user(ask));
+    Ok(history)
 }
 
 /// Layer 7: repository tools over the scope's source, diff tools in diff

@@ -35,6 +35,8 @@ pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint:
         guidance_family: None,
         env: Environment::new(vars),
         git_env: fixture.env(),
+        prompt_cache_key: crate::inspect::engine::lineage_cache_key(command, "TASKTASKTASKTASKTASKTASKTA"),
+        follow_up: None,
     }
 }
 
@@ -254,6 +256,21 @@ fn run_options_ask_for_summaries_and_key_the_cache_by_task() {
     assert_eq!(options.service_tier.as_deref(), Some("priority"));
     let key = options.prompt_cache_key.unwrap_or_default();
     assert_eq!(key.len(), 64);
-    request.task_id = "OTHEROTHEROTHEROTHEROTHERO".into();
-    assert_ne!(run_options(&request).prompt_cache_key, Some(key));
+    assert_eq!(options.turn_state, None);
+    assert_ne!(crate::inspect::engine::lineage_cache_key(TaskCommand::Review, "OTHEROTHEROTHEROTHEROTHERO"), key);
+    request.follow_up = Some(crate::inspect::engine::FollowUp {
+        history: Vec::new(),
+        previous_report: serde_json::json!({}),
+        prompt: "again".into(),
+        turn_state: Some("sticky".into()),
+    });
+    assert_eq!(run_options(&request).turn_state.as_deref(), Some("sticky"), "a follow-up replays the turn state");
+}
+
+#[test]
+fn hosted_search_is_capped_at_four_with_an_api_key_and_uncapped_with_chatgpt() {
+    assert_eq!(hosted_search(None, false), HostedSearch { max_calls: Some(4) });
+    assert_eq!(hosted_search(None, true), HostedSearch { max_calls: None });
+    assert_eq!(hosted_search(Some(7), false), HostedSearch { max_calls: Some(7) });
+    assert_eq!(hosted_search(Some(2), true), HostedSearch { max_calls: Some(2) });
 }
