@@ -20,8 +20,9 @@ use crate::activity::Activity;
 use crate::blocking::{self, BlockingError};
 use crate::inspect::budget::{self, ChangeMetrics};
 use crate::inspect::checks;
-use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest};
+use crate::inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};
 use crate::inspect::git::GitEnv;
+use crate::inspect::hooks;
 use crate::inspect::prepare::{self, Mode, OperatorHint, PrepareError};
 use crate::inspect::report;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
@@ -63,6 +64,9 @@ pub struct TaskStatus {
     pub phase: String,
     pub started_ms: i64,
     pub updated_ms: i64,
+    /// Why a post-inspection hook failed, once one has (live tasks only:
+    /// the table does not store it).
+    pub message: String,
 }
 
 impl TaskStatus {
@@ -111,6 +115,8 @@ enum ReportError {
     Checks(#[from] checks::CheckError),
     #[error(transparent)]
     Drift(#[from] PrepareError),
+    #[error(transparent)]
+    Plan(#[from] checks::PlanError),
     #[error(transparent)]
     Blocking(#[from] BlockingError),
     /// The review report failed its final validation.
@@ -232,12 +238,16 @@ impl TaskService {
         if args.wait.is_some() || args.help_agent {
             return Err(TaskError::Usage("--wait and --help-agent launch no task".into()));
         }
-        let mode = if args.codebase {
-            Mode::Codebase
+        let (mode, revision) = if args.codebase {
+            (Mode::Codebase, None)
         } else if args.staged {
-            Mode::Staged
+            (Mode::Staged, None)
+        } else if let Some(base) = &args.base {
+            (Mode::Base, Some(base.clone()))
+        } else if let Some(commit) = &args.commit {
+            (Mode::Commit, Some(commit.clone()))
         } else {
-            Mode::Uncommitted
+            (Mode::Uncommitted, None)
         };
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
         let start = cwd.to_path_buf();
@@ -258,7 +268,9 @@ impl TaskService {
         let prepare_env = git_env.clone();
         let (written, prepared) = tokio::join!(
             write(&record_path, &record),
-            blocking::run_to_end("the inspection scope", move || prepare::prepare(&prepare_cwd, mode, &prepare_env))
+            blocking::run_to_end("the inspection scope", move || {
+                prepare::prepare_with(&prepare_cwd, mode, revision.as_deref(), &prepare_env)
+            })
         );
         written?;
 
@@ -272,6 +284,15 @@ impl TaskService {
             }
         };
 
+        // The lifecycle settings are read once per task; a broken file
+        // fails it before any provider work.
+        let settings_root = metadata_root.clone();
+        let settings = blocking::run_to_end("the settings file", move || hooks::load_settings(&settings_root)).await;
+        let post_inspection = match settings {
+            Ok(Ok(settings)) => settings.post_inspection(),
+            Ok(Err(error)) => return Err(failed(error.to_string(), None).await),
+            Err(error) => return Err(failed(error.to_string(), None).await),
+        };
         let prepared = match prepared {
             Ok(Ok(prepared)) => Arc::new(prepared),
             Ok(Err(error)) => {
@@ -320,6 +341,7 @@ impl TaskService {
             phase: "running".into(),
             started_ms: now_ms,
             updated_ms: now_ms,
+            message: String::new(),
         };
         let table = self.table(&metadata_root).await?;
         upsert(&table, &status, &record_path, pid).await;
@@ -338,6 +360,7 @@ impl TaskService {
             request,
             args,
             published: Default::default(),
+            post_inspection,
         };
         let task_id = id.to_string();
         tokio::spawn(async move {
@@ -492,6 +515,7 @@ fn stored_status(metadata_root: &Path, id: &TaskId, command: &str) -> Result<Tas
         phase: "running".into(),
         started_ms: task_record::unix_millis(&record.started_at),
         updated_ms: task_record::unix_millis(&record.updated_at),
+        message: String::new(),
     };
     Ok(status_from_record(status, &path))
 }
@@ -508,6 +532,8 @@ struct Worker {
     /// The phases published so far: the terminal event's sequence number
     /// follows the events really published.
     published: Arc<std::sync::atomic::AtomicI64>,
+    /// The nonblank post-inspection hooks of `~/.git-agent/settings.json`.
+    post_inspection: Vec<String>,
 }
 
 impl Worker {
@@ -565,6 +591,12 @@ impl Worker {
             },
             Err(failure) => Err((failure.message, failure.diagnostic)),
         };
+        if let Ok((report, outcome)) = &terminal
+            && !self.dry_run
+            && !self.post_inspection.is_empty()
+        {
+            self.run_hooks(report, outcome, &cancel).await;
+        }
         let now = jiff::Timestamp::now();
         let seq = self.published.load(std::sync::atomic::Ordering::Relaxed) + 1;
         let (event, diagnostic, state) = match terminal {
@@ -603,6 +635,63 @@ impl Worker {
         upsert(&self.table, &status, &self.record_path, std::process::id()).await;
     }
 
+    /// Runs the post-inspection hooks on the validated report. A failure
+    /// is published as status (phase `post_inspection_hook_failed` and
+    /// its bounded message); the report is stored unchanged either way.
+    async fn run_hooks(&self, report: &Value, outcome: &EngineOutcome, cancel: &CancellationToken) {
+        let completed = jiff::Timestamp::now();
+        let started = task_record::parse_time(&self.record.started_at).unwrap_or(completed);
+        let request = &self.request;
+        let mode = request.prepared.mode.as_str();
+        let root = request.prepared.root.clone();
+        let git_env = request.git_env.clone();
+        let summary_root = root.clone();
+        let repository =
+            blocking::run_to_end("the repository summary", move || hooks::repository_summary(&summary_root, &git_env))
+                .await
+                .unwrap_or_default();
+        let payload = hooks::Payload {
+            schema_version: hooks::SCHEMA_VERSION,
+            session: hooks::Session {
+                id: request.task_id.clone(),
+                title: hooks::title(request.command.as_str(), &root, mode),
+                command: request.command.as_str().into(),
+                mode: mode.into(),
+                model: request.model.clone(),
+                reasoning_effort: request.reasoning_effort.into(),
+                started_at: task_record::format_time(started),
+                completed_at: task_record::format_time(completed),
+                elapsed_ms: completed.as_millisecond() - started.as_millisecond(),
+                tool_calls: outcome.tool_calls,
+                repair_calls: outcome.repair_calls,
+                repository,
+            },
+            metrics: outcome.metrics.clone(),
+            report: report.clone(),
+        };
+        self.publish("running_post_inspection_hooks", None);
+        match hooks::run_post_inspection(&self.post_inspection, &payload, &request.env, cancel).await {
+            Ok(()) => {}
+            Err(error) if error.is_cancelled() => {}
+            Err(error) => {
+                let (message, _) = task_record::limit_text(&error.to_string(), 4096, 40);
+                tracing::warn!(id = %request.task_id, %message, "a post-inspection hook failed");
+                self.publish("post_inspection_hook_failed", Some(message));
+            }
+        }
+    }
+
+    /// Publishes a non-terminal phase (and its message) to watchers.
+    fn publish(&self, phase: &str, message: Option<String>) {
+        self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.status.send_modify(|status| {
+            status.phase = phase.to_string();
+            if let Some(message) = message {
+                status.message = message;
+            }
+        });
+    }
+
     /// The terminal report: the provider fields, plus host checks for a
     /// review.
     async fn final_report(&self, report_text: &str, cancel: &CancellationToken) -> Result<Value, ReportError> {
@@ -611,9 +700,14 @@ impl Worker {
             return serde_json::from_str(report_text).map_err(ReportError::DecodeSimplify);
         }
         let mut results = Vec::new();
-        if let Some(plan) = checks::plan_golangci(&self.request.prepared, self.request.env.get(vars::PATH)) {
-            self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.status.send_modify(|status| status.phase = "running_static_checks".into());
+        let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+        let path_var = self.request.env.get(vars::PATH).map(str::to_string);
+        let plan = blocking::run("the static check plan", cancel, move |_| {
+            checks::plan_golangci(&prepared, path_var.as_deref(), &git_env)
+        })
+        .await??;
+        if let Some(plan) = plan {
+            self.publish(&format!("running_static_checks {}", checks::GOLANGCI_LINT), None);
             if self.dry_run {
                 results.push(checks::synthetic_result(&plan));
             } else {
@@ -726,6 +820,7 @@ fn list_rows(table: &Mutex<rusqlite::Connection>, project_id: &str) -> rusqlite:
                 phase: row.get(4)?,
                 started_ms: row.get(5)?,
                 updated_ms: row.get(6)?,
+                message: String::new(),
             },
             PathBuf::from(row.get::<_, String>(7)?),
         ))
@@ -746,6 +841,7 @@ mod tests {
             phase: state.into(),
             started_ms: 0,
             updated_ms: 0,
+            message: String::new(),
         }
     }
 

@@ -6,7 +6,16 @@
 //! paths select the nearest module (without leaving their repository
 //! component) and their exact package directory; each selected package is
 //! one `./pkg` pattern; diagnostics outside the changed paths are dropped.
+//! A staged review lints the verified, materialized index snapshot (a
+//! private temporary folder), never the worktree; a commit-range review
+//! (`--base`, `--commit`) lints the reviewed commit materialized the same
+//! way. Codebase module
+//! discovery applies each component's ignore rules (its `.gitignore`
+//! files, `info/exclude` and the caller's global excludes file) before it
+//! enters a folder, and an unreadable folder that is not ignored is a
+//! planning error.
 
+use super::git::GitEnv;
 use super::prepare::{Mode, PreparedScope};
 use crate::subprocess::{Helper, SubprocessError, Toolchain};
 use git_agent_shared::environment::vars;
@@ -165,23 +174,64 @@ pub struct Invocation {
 }
 
 /// The planned golangci-lint check; `None` when it does not apply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GolangciPlan {
     pub executable: PathBuf,
+    /// The checker workspace: the repository, or the index snapshot.
     pub root: PathBuf,
     pub invocations: Vec<Invocation>,
     /// Root-relative changed paths that may carry diagnostics (empty in
     /// codebase mode, where every path may).
     pub scope: BTreeSet<String>,
+    /// The materialized index snapshot of a staged review, removed when
+    /// the plan is dropped.
+    pub snapshot: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
-/// Plans the golangci-lint check for a prepared scope.
-pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option<GolangciPlan> {
-    let executable = git_agent_shared::executable::find_on_path(path_var, GOLANGCI_LINT)?;
-    let root = std::fs::canonicalize(&prepared.root).ok()?;
+/// A check could not be planned: the review fails (as the spec's
+/// planning errors do) instead of reporting a partial check.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(
+        "plan check \"{GOLANGCI_LINT}\": cannot read {message}\nhint: fix the folder's permissions, or ignore it in .gitignore"
+    )]
+    Access { message: String },
+    #[error("plan check \"{GOLANGCI_LINT}\": materialize the index snapshot: {0}")]
+    Snapshot(String),
+    #[error(transparent)]
+    Drift(#[from] super::prepare::PrepareError),
+}
+
+/// Plans the golangci-lint check for a prepared scope. Blocking: it walks
+/// folders and may write the index snapshot.
+pub fn plan_golangci(
+    prepared: &PreparedScope,
+    path_var: Option<&str>,
+    git_env: &GitEnv,
+) -> Result<Option<GolangciPlan>, PlanError> {
+    let Some(executable) = git_agent_shared::executable::find_on_path(path_var, GOLANGCI_LINT) else {
+        return Ok(None);
+    };
+    let Ok(repository) = std::fs::canonicalize(&prepared.root) else { return Ok(None) };
+    let mut root = repository.clone();
+    let mut snapshot = None;
+    if matches!(prepared.mode, Mode::Staged | Mode::Base | Mode::Commit) {
+        if !prepared.paths.iter().any(|path| path.ends_with(".go")) {
+            return Ok(None);
+        }
+        let Some(workspace) = super::prepare::verified_workspace(prepared, git_env)? else { return Ok(None) };
+        let dir = tempfile::Builder::new()
+            .prefix("git-agent-index-")
+            .tempdir()
+            .map_err(|error| PlanError::Snapshot(error.to_string()))?;
+        super::scope::materialize_index(&workspace, git_env, dir.path())
+            .map_err(|error| PlanError::Snapshot(error.to_string()))?;
+        root = std::fs::canonicalize(dir.path()).map_err(|error| PlanError::Snapshot(error.to_string()))?;
+        snapshot = Some(std::sync::Arc::new(dir));
+    }
     let mut invocations = BTreeSet::new();
     if prepared.mode == Mode::Codebase {
-        for module in codebase_modules(&root) {
+        for module in codebase_modules(&root, &prepared.components, git_env)? {
             invocations.insert(Invocation { module_root: module, target: "./...".into() });
         }
     } else {
@@ -192,11 +242,11 @@ pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option
         }
     }
     if invocations.is_empty() {
-        return None;
+        return Ok(None);
     }
     let scope =
         if prepared.mode == Mode::Codebase { BTreeSet::new() } else { prepared.paths.iter().cloned().collect() };
-    Some(GolangciPlan { executable, root, invocations: invocations.into_iter().collect(), scope })
+    Ok(Some(GolangciPlan { executable, root, invocations: invocations.into_iter().collect(), scope, snapshot }))
 }
 
 fn changed_package(root: &Path, components: &[String], path: &str) -> Option<Invocation> {
@@ -234,9 +284,27 @@ fn changed_package(root: &Path, components: &[String], path: &str) -> Option<Inv
     Some(Invocation { module_root, target })
 }
 
-/// Every `go.mod` below `root`, outside `.git`, `vendor` and untracked
-/// private state.
-fn codebase_modules(root: &Path) -> Vec<PathBuf> {
+/// Every `go.mod` below `root`, outside `.git`, `vendor` and private
+/// runtime state, with each component's ignore rules (including the
+/// caller's global excludes file) applied before a folder is entered.
+fn codebase_modules(root: &Path, components: &[String], git_env: &GitEnv) -> Result<Vec<PathBuf>, PlanError> {
+    // The global excludes file, matched relative to each component's root;
+    // the deepest component owning a path decides.
+    let mut excludes: Vec<(PathBuf, ignore::gitignore::Gitignore)> = Vec::new();
+    for prefix in components.iter().map(String::as_str).chain(std::iter::once("")) {
+        let component = if prefix.is_empty() { root.to_path_buf() } else { root.join(prefix) };
+        if excludes.iter().any(|(known, _)| known == &component) {
+            continue;
+        }
+        if let Some(file) = git_env.global_excludes_file(&component) {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(&component);
+            builder.add(file);
+            if let Ok(matcher) = builder.build() {
+                excludes.push((component, matcher));
+            }
+        }
+    }
+    excludes.sort_by_key(|(component, _)| std::cmp::Reverse(component.components().count()));
     let mut modules = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -244,12 +312,21 @@ fn codebase_modules(root: &Path) -> Vec<PathBuf> {
         .git_exclude(true)
         .git_global(false)
         .follow_links(false)
-        .filter_entry(|entry| {
+        .filter_entry(move |entry| {
             let name = entry.file_name().to_string_lossy();
-            !(entry.depth() > 0 && matches!(name.as_ref(), ".git" | "vendor" | ".git-agent" | ".omx"))
+            if entry.depth() > 0 && matches!(name.as_ref(), ".git" | "vendor" | ".git-agent" | ".omx") {
+                return false;
+            }
+            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+            let path = entry.path();
+            let owner = excludes.iter().find(|(component, _)| path.starts_with(component));
+            !owner.is_some_and(|(component, matcher)| {
+                path != component.as_path() && matcher.matched_path_or_any_parents(path, is_dir).is_ignore()
+            })
         })
         .build();
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = entry.map_err(|error| PlanError::Access { message: error.to_string() })?;
         if entry.file_name() == "go.mod"
             && entry.file_type().is_some_and(|kind| kind.is_file())
             && let Some(parent) = entry.path().parent()
@@ -259,7 +336,7 @@ fn codebase_modules(root: &Path) -> Vec<PathBuf> {
     }
     modules.sort();
     modules.dedup();
-    modules
+    Ok(modules)
 }
 
 #[derive(Deserialize)]
@@ -453,9 +530,13 @@ mod tests {
         fixture.write("README.md", "y\n");
         std::fs::remove_file(fixture.repo().join("main.go")).unwrap();
         let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
-        assert!(plan_golangci(&prepared, Some("/nonexistent")).is_none(), "absent without the executable");
+        let git_env = GitEnv::default();
+        assert!(
+            plan_golangci(&prepared, Some("/nonexistent"), &git_env).unwrap().is_none(),
+            "absent without the executable"
+        );
         let path = fake_linter(fixture.dir.path());
-        let plan = plan_golangci(&prepared, Some(&path)).unwrap();
+        let plan = plan_golangci(&prepared, Some(&path), &git_env).unwrap().unwrap();
         let root = std::fs::canonicalize(fixture.repo()).unwrap();
         assert_eq!(
             plan.invocations,
@@ -474,7 +555,7 @@ mod tests {
         fixture.commit_all("initial");
         fixture.write("README.md", "y\n");
         let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
-        assert!(plan_golangci(&prepared, Some(&path)).is_none());
+        assert!(plan_golangci(&prepared, Some(&path), &git_env).unwrap().is_none());
     }
 
     #[tokio::test]
@@ -503,7 +584,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let env = caller_env(&bin);
-        let plan = plan_golangci(&prepared, env.get("PATH")).unwrap();
+        let plan = plan_golangci(&prepared, env.get("PATH"), &GitEnv::default()).unwrap().unwrap();
         let result = run_golangci(&plan, &env, &tokio_util::sync::CancellationToken::new()).await.unwrap();
         assert_eq!(result.status, "pass", "{result:?}");
         let seen = recorded_env(&record, GOLANGCI_LINT);
@@ -517,6 +598,58 @@ mod tests {
         let argv = recorded_argv(&record, GOLANGCI_LINT).unwrap();
         assert_eq!(argv[0], "run");
         assert_eq!(argv[argv.len() - 2..], ["--", "./pkg"]);
+    }
+
+    #[test]
+    fn staged_review_lints_the_materialized_index_snapshot() {
+        let fixture = Fixture::new();
+        fixture.write("go.mod", "module example.test/m\n");
+        fixture.write("pkg/a.go", "package pkg\n");
+        fixture.write("pkg/b.go", "package pkg\n");
+        fixture.commit_all("initial");
+        fixture.write("pkg/a.go", "package pkg\n\nfunc Staged() {}\n");
+        fixture.git(&["add", "pkg/a.go"]);
+        // The worktree differs from the index: it must not be linted.
+        fixture.write("pkg/a.go", "package pkg\n\nfunc Unstaged() {}\n");
+        std::fs::remove_file(fixture.repo().join("pkg/b.go")).unwrap();
+        let prepared = fixture.prepare(Mode::Staged).unwrap();
+        let path = fake_linter(fixture.dir.path());
+        let plan = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap().unwrap();
+        let repository = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_ne!(plan.root, repository, "the checker workspace is a snapshot");
+        assert_eq!(plan.invocations, [Invocation { module_root: plan.root.clone(), target: "./pkg".into() }]);
+        let read = |path: &str| std::fs::read_to_string(plan.root.join(path)).unwrap();
+        assert_eq!(read("pkg/a.go"), "package pkg\n\nfunc Staged() {}\n");
+        assert_eq!(read("pkg/b.go"), "package pkg\n", "an unstaged deletion stays in the snapshot");
+        assert_eq!(read("go.mod"), "module example.test/m\n");
+        let snapshot = plan.root.clone();
+        drop(plan);
+        assert!(!snapshot.exists(), "the snapshot is removed with its plan");
+        // Drift since launch fails the plan.
+        fixture.git(&["add", "pkg/a.go"]);
+        assert!(matches!(plan_golangci(&prepared, Some(&path), &fixture.env()), Err(PlanError::Drift(_))));
+    }
+
+    #[test]
+    fn codebase_module_discovery_honours_the_global_excludes_file() {
+        let fixture = Fixture::new();
+        fixture.write("kept/go.mod", "module example.test/kept\n");
+        fixture.write("kept/k.go", "package kept\n");
+        fixture.write(".gitignore", "local-ignored/\n");
+        fixture.commit_all("initial");
+        fixture.write("globally-ignored/go.mod", "module example.test/global\n");
+        fixture.write("local-ignored/go.mod", "module example.test/local\n");
+        let excludes = fixture.home().join(".config/git/ignore");
+        std::fs::create_dir_all(excludes.parent().unwrap()).unwrap();
+        std::fs::write(&excludes, "globally-ignored/\n").unwrap();
+        let prepared = fixture.prepare(Mode::Codebase).unwrap();
+        let path = fake_linter(fixture.dir.path());
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        let plan = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap().unwrap();
+        assert_eq!(plan.invocations, [Invocation { module_root: root.join("kept"), target: "./...".into() }]);
+        // Without the caller's excludes file the module is discovered.
+        let plan = plan_golangci(&prepared, Some(&path), &GitEnv::default()).unwrap().unwrap();
+        assert_eq!(plan.invocations.len(), 2, "{:?}", plan.invocations);
     }
 
     #[test]

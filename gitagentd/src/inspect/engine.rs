@@ -50,6 +50,8 @@ pub struct EngineOutcome {
     pub report_text: String,
     pub tool_calls: u64,
     pub repair_calls: u64,
+    /// Usage, skills and tool counts for the post-inspection hooks.
+    pub metrics: super::metrics::InspectionMetrics,
 }
 
 /// Why an engine produced no report.
@@ -119,7 +121,12 @@ impl InspectionEngine for DryRunEngine {
                     }
                 }
             }
-            Ok(EngineOutcome { report_text: dry_run_report(request.command), tool_calls: 0, repair_calls: 0 })
+            Ok(EngineOutcome {
+                report_text: dry_run_report(request.command),
+                tool_calls: 0,
+                repair_calls: 0,
+                metrics: Default::default(),
+            })
         })
     }
 }

@@ -9,6 +9,8 @@ pub mod checks;
 pub mod contextpack;
 pub mod engine;
 pub mod git;
+pub mod hooks;
+pub mod metrics;
 pub mod patch;
 pub mod prepare;
 pub mod provider_engine;

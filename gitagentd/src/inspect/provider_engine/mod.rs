@@ -151,7 +151,11 @@ impl ProviderEngine {
         let drift = DriftSlot::new(token.clone());
         let task = assemble(request, &drift, &token).await?;
 
-        let trace = |event: Event| status.observe(&event);
+        let metrics = super::metrics::MetricsCollector::default();
+        let trace = |event: Event| {
+            metrics.observe(&event);
+            status.observe(&event);
+        };
         let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
         let rules = output_rules(request, &drift);
         let result = agent::run(&context, &task, Some(&rules)).await;
@@ -175,6 +179,7 @@ impl ProviderEngine {
             report_text: outcome.text,
             tool_calls: u64::from(outcome.tool_calls),
             repair_calls: u64::from(outcome.repair_calls),
+            metrics: metrics.snapshot(&outcome.usage),
         })
     }
 }
@@ -237,7 +242,7 @@ async fn assemble(
             let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
             let guidance = match prepared.mode {
                 Mode::Staged => guidance::resolve(repo.root(), &paths, family, &IndexReader::new(&repo)),
-                Mode::Uncommitted | Mode::Codebase => {
+                Mode::Uncommitted | Mode::Codebase | Mode::Base | Mode::Commit => {
                     guidance::resolve(repo.root(), &paths, family, &WorktreeReader::new(repo.root()))
                 }
             };
@@ -302,9 +307,11 @@ fn registry(
     drift: &DriftSlot,
 ) -> ToolRegistry {
     let mode = request.prepared.mode;
-    let files = Arc::new(match mode {
-        Mode::Staged => RepoFiles::staged(repo),
-        Mode::Uncommitted | Mode::Codebase => RepoFiles::new(repo, crate::git::FileSource::Worktree),
+    let files = Arc::new(match (mode, target_commit(&request.prepared)) {
+        (Mode::Staged, _) => RepoFiles::staged(repo),
+        // A commit range reads the reviewed commit as "head".
+        (Mode::Base | Mode::Commit, Some(commit)) => RepoFiles::commit(repo.with_pinned_head(commit)),
+        _ => RepoFiles::new(repo, crate::git::FileSource::Worktree),
     });
     let mut shared = crate::tools::repository::tools(&files);
     shared.extend(tools::doc_tools(docs));
@@ -319,6 +326,12 @@ fn registry(
     registry.extend(tools::diff_tools(&request.prepared, &request.git_env, drift));
     registry.guard_batches(tools::batch_guard(&request.prepared, &request.git_env, drift));
     registry
+}
+
+/// The reviewed commit of a commit-range inspection.
+fn target_commit(prepared: &PreparedScope) -> Option<gix::ObjectId> {
+    let range = prepared.range.as_ref()?;
+    gix::ObjectId::from_hex(range.target_commit.as_bytes()).ok()
 }
 
 fn system_prompt(command: TaskCommand) -> &'static str {
