@@ -42,6 +42,8 @@ use tokio_util::sync::CancellationToken;
 
 const POLL: Duration = Duration::from_millis(100);
 const TABLE_FILE: &str = "tasks.sqlite3";
+/// `review --clippy`'s Cargo target folder, below the project's metadata.
+const CLIPPY_TARGET_DIR: &str = "clippy-target";
 
 /// How long a finished task stays in the live table: long enough for a
 /// `--wait` or watch that raced with the end to find it there, after which
@@ -238,6 +240,9 @@ impl TaskService {
         if args.wait.is_some() || args.help_agent {
             return Err(TaskError::Usage("--wait and --help-agent launch no task".into()));
         }
+        if args.clippy && command != TaskCommand::Review {
+            return Err(TaskError::Usage("--clippy applies to review only: simplify runs no static checks".into()));
+        }
         let (mode, revision) = if args.codebase {
             (Mode::Codebase, None)
         } else if args.staged {
@@ -361,6 +366,7 @@ impl TaskService {
             args,
             published: Default::default(),
             post_inspection,
+            clippy_target: metadata_root.join(&project_id).join(CLIPPY_TARGET_DIR),
         };
         let task_id = id.to_string();
         tokio::spawn(async move {
@@ -534,6 +540,9 @@ struct Worker {
     published: Arc<std::sync::atomic::AtomicI64>,
     /// The nonblank post-inspection hooks of `~/.git-agent/settings.json`.
     post_inspection: Vec<String>,
+    /// Cargo's target folder for `--clippy`, so the user's `target/` is
+    /// never touched.
+    clippy_target: PathBuf,
 }
 
 impl Worker {
@@ -717,6 +726,26 @@ impl Worker {
             let prepared = Arc::clone(&self.request.prepared);
             let git_env = self.request.git_env.clone();
             blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+        }
+        if self.args.clippy {
+            let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+            let path_var = self.request.env.get(vars::PATH).map(str::to_string);
+            let target = self.clippy_target.clone();
+            let plan = blocking::run("the static check plan", cancel, move |_| {
+                checks::plan_clippy(&prepared, path_var.as_deref(), &git_env, &target)
+            })
+            .await??;
+            if let Some(plan) = plan {
+                self.publish(&format!("running_static_checks {}", checks::CLIPPY), None);
+                if self.dry_run {
+                    results.push(checks::synthetic_clippy_result(&plan));
+                } else {
+                    results.push(checks::run_clippy(&plan, &self.request.env, cancel).await?);
+                }
+                let prepared = Arc::clone(&self.request.prepared);
+                let git_env = self.request.git_env.clone();
+                blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+            }
         }
         let report = report::final_review_report(report_text, results)?;
         serde_json::to_value(report).map_err(ReportError::Encode)

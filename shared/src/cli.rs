@@ -121,6 +121,7 @@ const LAUNCH_OPTIONS: &[&str] = &[
     "max_steps",
     "max_web_searches",
     "dry_run",
+    "clippy",
     "model",
     "fast",
     "low",
@@ -181,6 +182,10 @@ pub struct InspectArgs {
     /// Replace the provider with a deterministic fixture (preparation and launch stay real).
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Review only: also run `cargo clippy` on the packages of changed .rs files (compiles the code: build scripts and proc macros run).
+    #[arg(long)]
+    pub clippy: bool,
 
     /// Show help limited to agent-facing flags.
     #[arg(long)]
@@ -660,10 +665,10 @@ mod tests {
     }
 
     #[test]
-    fn base_and_commit_are_modes() {
-        let parsed = parse_command(&["review".to_string(), "--base".into(), "main".into()]).unwrap();
+    fn base_commit_and_clippy_parse() {
+        let parsed = parse_command(&["review".to_string(), "--base".into(), "main".into(), "--clippy".into()]).unwrap();
         let Command::Review(args) = parsed else { panic!("not a review") };
-        assert_eq!(args.base.as_deref(), Some("main"));
+        assert_eq!((args.base.as_deref(), args.clippy), (Some("main"), true));
         let parsed =
             parse_command(&["simplify".to_string(), "--commit".into(), "HEAD~1".into(), "focus".into()]).unwrap();
         let Command::Simplify(args) = parsed else { panic!("not a simplify") };
@@ -675,6 +680,7 @@ mod tests {
             &["simplify", "--commit", "HEAD", "--uncommitted"],
             &["review", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "--base", "main"],
             &["review", "--base", ""],
+            &["review", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "--clippy"],
         ] {
             let args: Vec<String> = conflicting.iter().map(|arg| arg.to_string()).collect();
             assert!(parse_command(&args).is_err(), "{conflicting:?}");

@@ -415,7 +415,11 @@ fn review_base_and_commit_inspect_committed_history() {
         .unwrap();
     assert!(user.contains("\"mode\": \"commit\"") && user.contains("+m2") && !user.contains("fn g"), "{user}");
 
-    for args in [&["review", "--base", "main", "--staged"][..], &["simplify", "--commit", "HEAD", "--base", "main"]] {
+    for args in [
+        &["review", "--base", "main", "--staged"][..],
+        &["simplify", "--commit", "HEAD", "--base", "main"],
+        &["simplify", "--clippy", "--base", "main"],
+    ] {
         let run = env.run_in(repo.path(), args);
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
     }
