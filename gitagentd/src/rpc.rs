@@ -212,6 +212,7 @@ fn status_to_wire(status: TaskStatus) -> pb::TaskStatus {
         started_unix_millis: status.started_ms,
         updated_unix_millis: status.updated_ms,
         phase: status.phase,
+        message: status.message,
     }
 }
 

@@ -9,10 +9,14 @@
 //! (`OPENAI_*` keys, `CODEX_*`, `*_TOKEN`, `*_KEY`, `*_SECRET`) is never
 //! passed even when a list would allow it. Go helpers run with the
 //! toolchain pinned: no toolchain download, no module download, no
-//! `go.mod` rewrite. Every run has no shell and no stdin, a timeout,
-//! cancellation that kills the helper's whole process group, and stdout
-//! and stderr read to their end but kept only up to a cap, with a flag
-//! saying what was cut.
+//! `go.mod` rewrite. Every run has a timeout, cancellation that kills the
+//! helper's whole process group, and stdout and stderr read to their end
+//! but kept only up to a cap, with a flag saying what was cut. No helper
+//! gets a shell except the user's own post-inspection hooks (`sh -c`,
+//! configured in `~/.git-agent/settings.json`); a run gets stdin only
+//! when its caller gives bytes for it, and a run with a pipe grace stops
+//! waiting for its pipes that long after the program exits, so a
+//! background descendant holding them cannot block the caller.
 
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
@@ -47,7 +51,7 @@ pub enum Toolchain {
     None,
     /// `go`, `golangci-lint`: the Go variables, pinned as [`GO_PINNED`].
     Go,
-    /// `rustup`: the Rust variables.
+    /// `rustup`, `cargo clippy`: the Rust variables.
     Rust,
 }
 
@@ -155,6 +159,9 @@ pub struct Output {
     pub stderr: Vec<u8>,
     /// Whether either stream was longer than the cap.
     pub truncated: bool,
+    /// The program exited but a descendant still held its pipes when the
+    /// pipe grace ran out; they were closed.
+    pub pipes_held_open: bool,
 }
 
 impl Output {
@@ -180,6 +187,9 @@ pub struct Helper {
     timeout: Duration,
     output_limit: usize,
     capture: bool,
+    keep_stdout: bool,
+    stdin: Option<Vec<u8>>,
+    pipe_grace: Option<Duration>,
 }
 
 impl Helper {
@@ -194,6 +204,9 @@ impl Helper {
             timeout: Duration::from_secs(60),
             output_limit: 64 * 1024,
             capture: true,
+            keep_stdout: true,
+            stdin: None,
+            pipe_grace: None,
         }
     }
 
@@ -237,6 +250,26 @@ impl Helper {
         self
     }
 
+    /// Discards stdout only (a hook's stdout is not read).
+    pub fn discard_stdout(mut self) -> Self {
+        self.keep_stdout = false;
+        self
+    }
+
+    /// Writes `bytes` to the helper's stdin, then closes it.
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
+        self.stdin = Some(bytes);
+        self
+    }
+
+    /// Stops waiting for stdin, stdout and stderr `grace` after the
+    /// program exits: a background descendant that inherited them cannot
+    /// hold the run open (the output then says `pipes_held_open`).
+    pub fn pipe_grace(mut self, grace: Duration) -> Self {
+        self.pipe_grace = Some(grace);
+        self
+    }
+
     fn name(&self) -> String {
         self.program.file_name().unwrap_or(self.program.as_os_str()).to_string_lossy().into_owned()
     }
@@ -245,15 +278,15 @@ impl Helper {
     /// comes first; the latter two kill its process group.
     pub async fn run(self, cancel: &CancellationToken) -> Result<Output, SubprocessError> {
         let program = self.name();
-        let pipe = || if self.capture { Stdio::piped() } else { Stdio::null() };
+        let pipe = |keep: bool| if keep { Stdio::piped() } else { Stdio::null() };
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
             .env_clear()
             .envs(self.env.iter().map(|(name, value)| (name, value)))
-            .stdin(Stdio::null())
-            .stdout(pipe())
-            .stderr(pipe())
+            .stdin(pipe(self.stdin.is_some()))
+            .stdout(pipe(self.capture && self.keep_stdout))
+            .stderr(pipe(self.capture))
             .process_group(0)
             .kill_on_drop(true);
         if let Some(dir) = &self.cwd {
@@ -262,12 +295,40 @@ impl Helper {
         let mut child =
             command.spawn().map_err(|source| SubprocessError::Spawn { program: program.clone(), source })?;
         let group = child.id();
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        let limit = self.output_limit;
-        let work = async {
-            let (stdout, stderr, status) =
-                tokio::join!(read_bounded(stdout, limit), read_bounded(stderr, limit), child.wait());
-            (stdout, stderr, status)
+        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (limit, grace, input) = (self.output_limit, self.pipe_grace, self.stdin);
+        let work = async move {
+            let mut out = Captured::default();
+            let mut err = Captured::default();
+            let mut held_open = false;
+            let status = {
+                let feed = async move {
+                    if let (Some(mut pipe), Some(bytes)) = (stdin, input) {
+                        // A program that does not read its stdin closes it
+                        // by exiting: the broken pipe is not an error.
+                        let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await;
+                    }
+                };
+                let pipes = async { tokio::join!(feed, out.read(stdout, limit), err.read(stderr, limit)) };
+                tokio::pin!(pipes);
+                let wait = child.wait();
+                tokio::pin!(wait);
+                let mut pipes_done = false;
+                let status = loop {
+                    tokio::select! {
+                        status = &mut wait => break status,
+                        _ = &mut pipes, if !pipes_done => pipes_done = true,
+                    }
+                };
+                if !pipes_done {
+                    match grace {
+                        Some(grace) => held_open = tokio::time::timeout(grace, &mut pipes).await.is_err(),
+                        None => drop(pipes.await),
+                    }
+                }
+                status
+            };
+            (out, err, status, held_open)
         };
         let outcome = tokio::select! {
             () = cancel.cancelled() => Err(SubprocessError::Cancelled { program: program.clone() }),
@@ -275,7 +336,7 @@ impl Helper {
                 result.map_err(|_| SubprocessError::TimedOut { program: program.clone(), timeout: self.timeout })
             }
         };
-        let ((stdout, out_cut), (stderr, err_cut), status) = match outcome {
+        let (stdout, stderr, status, pipes_held_open) = match outcome {
             Ok(done) => done,
             Err(error) => {
                 kill_group(group);
@@ -283,7 +344,36 @@ impl Helper {
             }
         };
         let status = status.map_err(|source| SubprocessError::Wait { program, source })?;
-        Ok(Output { status, stdout, stderr, truncated: out_cut || err_cut })
+        Ok(Output {
+            status,
+            truncated: stdout.truncated || stderr.truncated,
+            stdout: stdout.kept,
+            stderr: stderr.kept,
+            pipes_held_open,
+        })
+    }
+}
+
+/// What was read from one pipe so far: kept even when reading stops
+/// early (the pipe grace ran out).
+#[derive(Debug, Default)]
+struct Captured {
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Captured {
+    async fn read(&mut self, pipe: Option<impl AsyncRead + Unpin>, limit: usize) {
+        let Some(mut pipe) = pipe else { return };
+        let mut buffer = [0u8; 8192];
+        while let Ok(read) = pipe.read(&mut buffer).await {
+            if read == 0 {
+                break;
+            }
+            let room = limit.saturating_sub(self.kept.len());
+            self.truncated |= read > room;
+            self.kept.extend_from_slice(&buffer[..read.min(room)]);
+        }
     }
 }
 
@@ -299,19 +389,9 @@ fn kill_group(group: Option<u32>) {
 /// whether more came. Reading on past the cap keeps the writer from
 /// blocking on a full pipe.
 pub async fn read_bounded(pipe: Option<impl AsyncRead + Unpin>, limit: usize) -> (Vec<u8>, bool) {
-    let Some(mut pipe) = pipe else { return (Vec::new(), false) };
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut buffer = [0u8; 8192];
-    while let Ok(read) = pipe.read(&mut buffer).await {
-        if read == 0 {
-            break;
-        }
-        let room = limit.saturating_sub(kept.len());
-        truncated |= read > room;
-        kept.extend_from_slice(&buffer[..read.min(room)]);
-    }
-    (kept, truncated)
+    let mut captured = Captured::default();
+    captured.read(pipe, limit).await;
+    (captured.kept, captured.truncated)
 }
 
 #[cfg(test)]

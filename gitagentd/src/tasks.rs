@@ -20,9 +20,10 @@ use crate::activity::Activity;
 use crate::blocking::{self, BlockingError};
 use crate::inspect::budget::{self, ChangeMetrics};
 use crate::inspect::checks;
-use crate::inspect::engine::{DryRunEngine, InspectionEngine, InspectionRequest};
+use crate::inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};
 use crate::inspect::follow_up::{self, Lineage, ParentTurn, TurnRecord};
 use crate::inspect::git::GitEnv;
+use crate::inspect::hooks;
 use crate::inspect::prepare::{self, Mode, OperatorHint, PrepareError};
 use crate::inspect::report;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
@@ -42,6 +43,8 @@ use tokio_util::sync::CancellationToken;
 
 const POLL: Duration = Duration::from_millis(100);
 const TABLE_FILE: &str = "tasks.sqlite3";
+/// `review --clippy`'s Cargo target folder, below the project's metadata.
+const CLIPPY_TARGET_DIR: &str = "clippy-target";
 
 /// How long a finished task stays in the live table: long enough for a
 /// `--wait` or watch that raced with the end to find it there, after which
@@ -64,6 +67,9 @@ pub struct TaskStatus {
     pub phase: String,
     pub started_ms: i64,
     pub updated_ms: i64,
+    /// Why a post-inspection hook failed, once one has (live tasks only:
+    /// the table does not store it).
+    pub message: String,
 }
 
 impl TaskStatus {
@@ -112,6 +118,8 @@ enum ReportError {
     Checks(#[from] checks::CheckError),
     #[error(transparent)]
     Drift(#[from] PrepareError),
+    #[error(transparent)]
+    Plan(#[from] checks::PlanError),
     #[error(transparent)]
     Blocking(#[from] BlockingError),
     /// The review report failed its final validation.
@@ -233,6 +241,9 @@ impl TaskService {
         if args.wait.is_some() || args.help_agent {
             return Err(TaskError::Usage("--wait and --help-agent launch no task".into()));
         }
+        if args.clippy && command != TaskCommand::Review {
+            return Err(TaskError::Usage("--clippy applies to review only: simplify runs no static checks".into()));
+        }
         let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
         let start = cwd.to_path_buf();
         let identity = blocking::run_to_end("the project identity", move || ProjectIdentity::resolve(&start))
@@ -258,11 +269,13 @@ impl TaskService {
             }
             None => None,
         };
-        let mode = match &parent {
-            Some(parent) => parent.mode,
-            None if args.codebase => Mode::Codebase,
-            None if args.staged => Mode::Staged,
-            None => Mode::Uncommitted,
+        let (mode, revision) = match &parent {
+            Some(parent) => (parent.mode, None),
+            None if args.codebase => (Mode::Codebase, None),
+            None if args.staged => (Mode::Staged, None),
+            None if args.base.is_some() => (Mode::Base, args.base.clone()),
+            None if args.commit.is_some() => (Mode::Commit, args.commit.clone()),
+            None => (Mode::Uncommitted, None),
         };
         let id = TaskId::generate().map_err(TaskError::failed)?;
         let lineage = match &parent {
@@ -284,7 +297,7 @@ impl TaskService {
             write(&record_path, &record),
             blocking::run_to_end("the inspection scope", move || match follow_up_launch {
                 true => prepare::prepare_follow_up(&prepare_cwd, mode, &prepare_env),
-                false => prepare::prepare(&prepare_cwd, mode, &prepare_env),
+                false => prepare::prepare_with(&prepare_cwd, mode, revision.as_deref(), &prepare_env),
             })
         );
         written?;
@@ -299,6 +312,15 @@ impl TaskService {
             }
         };
 
+        // The lifecycle settings are read once per task; a broken file
+        // fails it before any provider work.
+        let settings_root = metadata_root.clone();
+        let settings = blocking::run_to_end("the settings file", move || hooks::load_settings(&settings_root)).await;
+        let post_inspection = match settings {
+            Ok(Ok(settings)) => settings.post_inspection(),
+            Ok(Err(error)) => return Err(failed(error.to_string(), None).await),
+            Err(error) => return Err(failed(error.to_string(), None).await),
+        };
         let prepared = match prepared {
             Ok(Ok(prepared)) => Arc::new(prepared),
             Ok(Err(error)) => {
@@ -363,6 +385,7 @@ impl TaskService {
             phase: "running".into(),
             started_ms: now_ms,
             updated_ms: now_ms,
+            message: String::new(),
         };
         let table = self.table(&metadata_root).await?;
         upsert(&table, &status, &record_path, pid).await;
@@ -383,6 +406,8 @@ impl TaskService {
             published: Default::default(),
             lineage,
             depth,
+            post_inspection,
+            clippy_target: metadata_root.join(&project_id).join(CLIPPY_TARGET_DIR),
         };
         let task_id = id.to_string();
         tokio::spawn(async move {
@@ -537,6 +562,7 @@ fn stored_status(metadata_root: &Path, id: &TaskId, command: &str) -> Result<Tas
         phase: "running".into(),
         started_ms: task_record::unix_millis(&record.started_at),
         updated_ms: task_record::unix_millis(&record.updated_at),
+        message: String::new(),
     };
     Ok(status_from_record(status, &path))
 }
@@ -556,6 +582,11 @@ struct Worker {
     /// The follow-up lineage and inspection depth the record's turn keeps.
     lineage: Lineage,
     depth: Depth,
+    /// The nonblank post-inspection hooks of `~/.git-agent/settings.json`.
+    post_inspection: Vec<String>,
+    /// Cargo's target folder for `--clippy`, so the user's `target/` is
+    /// never touched.
+    clippy_target: PathBuf,
 }
 
 impl Worker {
@@ -613,6 +644,12 @@ impl Worker {
             },
             Err(failure) => Err((failure.message, failure.diagnostic)),
         };
+        if let Ok((report, outcome)) = &terminal
+            && !self.dry_run
+            && !self.post_inspection.is_empty()
+        {
+            self.run_hooks(report, outcome, &cancel).await;
+        }
         let now = jiff::Timestamp::now();
         let seq = self.published.load(std::sync::atomic::Ordering::Relaxed) + 1;
         let (event, diagnostic, state) = match terminal {
@@ -654,7 +691,7 @@ impl Worker {
 
     /// The replayable turn of a provider-backed success (a dry run has no
     /// conversation, so it cannot be followed up).
-    fn turn(&self, outcome: crate::inspect::engine::EngineOutcome) -> Option<Value> {
+    fn turn(&self, outcome: EngineOutcome) -> Option<Value> {
         if outcome.conversation.is_empty() {
             return None;
         }
@@ -671,6 +708,63 @@ impl Worker {
         serde_json::to_value(turn.metadata()).ok()
     }
 
+    /// Runs the post-inspection hooks on the validated report. A failure
+    /// is published as status (phase `post_inspection_hook_failed` and
+    /// its bounded message); the report is stored unchanged either way.
+    async fn run_hooks(&self, report: &Value, outcome: &EngineOutcome, cancel: &CancellationToken) {
+        let completed = jiff::Timestamp::now();
+        let started = task_record::parse_time(&self.record.started_at).unwrap_or(completed);
+        let request = &self.request;
+        let mode = request.prepared.mode.as_str();
+        let root = request.prepared.root.clone();
+        let git_env = request.git_env.clone();
+        let summary_root = root.clone();
+        let repository =
+            blocking::run_to_end("the repository summary", move || hooks::repository_summary(&summary_root, &git_env))
+                .await
+                .unwrap_or_default();
+        let payload = hooks::Payload {
+            schema_version: hooks::SCHEMA_VERSION,
+            session: hooks::Session {
+                id: request.task_id.clone(),
+                title: hooks::title(request.command.as_str(), &root, mode),
+                command: request.command.as_str().into(),
+                mode: mode.into(),
+                model: request.model.clone(),
+                reasoning_effort: request.reasoning_effort.into(),
+                started_at: task_record::format_time(started),
+                completed_at: task_record::format_time(completed),
+                elapsed_ms: completed.as_millisecond() - started.as_millisecond(),
+                tool_calls: outcome.tool_calls,
+                repair_calls: outcome.repair_calls,
+                repository,
+            },
+            metrics: outcome.metrics.clone(),
+            report: report.clone(),
+        };
+        self.publish("running_post_inspection_hooks", None);
+        match hooks::run_post_inspection(&self.post_inspection, &payload, &request.env, cancel).await {
+            Ok(()) => {}
+            Err(error) if error.is_cancelled() => {}
+            Err(error) => {
+                let (message, _) = task_record::limit_text(&error.to_string(), 4096, 40);
+                tracing::warn!(id = %request.task_id, %message, "a post-inspection hook failed");
+                self.publish("post_inspection_hook_failed", Some(message));
+            }
+        }
+    }
+
+    /// Publishes a non-terminal phase (and its message) to watchers.
+    fn publish(&self, phase: &str, message: Option<String>) {
+        self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.status.send_modify(|status| {
+            status.phase = phase.to_string();
+            if let Some(message) = message {
+                status.message = message;
+            }
+        });
+    }
+
     /// The terminal report: the provider fields, plus host checks for a
     /// review.
     async fn final_report(&self, report_text: &str, cancel: &CancellationToken) -> Result<Value, ReportError> {
@@ -679,9 +773,14 @@ impl Worker {
             return serde_json::from_str(report_text).map_err(ReportError::DecodeSimplify);
         }
         let mut results = Vec::new();
-        if let Some(plan) = checks::plan_golangci(&self.request.prepared, self.request.env.get(vars::PATH)) {
-            self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.status.send_modify(|status| status.phase = "running_static_checks".into());
+        let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+        let path_var = self.request.env.get(vars::PATH).map(str::to_string);
+        let plan = blocking::run("the static check plan", cancel, move |_| {
+            checks::plan_golangci(&prepared, path_var.as_deref(), &git_env)
+        })
+        .await??;
+        if let Some(plan) = plan {
+            self.publish(&format!("running_static_checks {}", checks::GOLANGCI_LINT), None);
             if self.dry_run {
                 results.push(checks::synthetic_result(&plan));
             } else {
@@ -691,6 +790,26 @@ impl Worker {
             let prepared = Arc::clone(&self.request.prepared);
             let git_env = self.request.git_env.clone();
             blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+        }
+        if self.args.clippy {
+            let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+            let path_var = self.request.env.get(vars::PATH).map(str::to_string);
+            let target = self.clippy_target.clone();
+            let plan = blocking::run("the static check plan", cancel, move |_| {
+                checks::plan_clippy(&prepared, path_var.as_deref(), &git_env, &target)
+            })
+            .await??;
+            if let Some(plan) = plan {
+                self.publish(&format!("running_static_checks {}", checks::CLIPPY), None);
+                if self.dry_run {
+                    results.push(checks::synthetic_clippy_result(&plan));
+                } else {
+                    results.push(checks::run_clippy(&plan, &self.request.env, cancel).await?);
+                }
+                let prepared = Arc::clone(&self.request.prepared);
+                let git_env = self.request.git_env.clone();
+                blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+            }
         }
         let report = report::final_review_report(report_text, results)?;
         serde_json::to_value(report).map_err(ReportError::Encode)
@@ -794,6 +913,7 @@ fn list_rows(table: &Mutex<rusqlite::Connection>, project_id: &str) -> rusqlite:
                 phase: row.get(4)?,
                 started_ms: row.get(5)?,
                 updated_ms: row.get(6)?,
+                message: String::new(),
             },
             PathBuf::from(row.get::<_, String>(7)?),
         ))
@@ -814,6 +934,7 @@ mod tests {
             phase: state.into(),
             started_ms: 0,
             updated_ms: 0,
+            message: String::new(),
         }
     }
 

@@ -113,10 +113,13 @@ const LAUNCH_OPTIONS: &[&str] = &[
     "codebase",
     "uncommitted",
     "staged",
+    "base",
+    "commit",
     "depth",
     "max_steps",
     "max_web_searches",
     "dry_run",
+    "clippy",
     "model",
     "fast",
     "low",
@@ -156,7 +159,7 @@ const FOLLOW_UP_EXCLUDED: &[&str] = &[
 /// `git-agent review` and `git-agent simplify`: the launch flags, the
 /// isolated `--wait <id>` form and `--help-agent`.
 #[derive(Debug, Clone, Args)]
-#[command(group(ArgGroup::new("mode").args(["codebase", "uncommitted", "staged"]).multiple(false)))]
+#[command(group(ArgGroup::new("mode").args(["codebase", "uncommitted", "staged", "base", "commit"]).multiple(false)))]
 pub struct InspectArgs {
     /// Inspect the full codebase.
     #[arg(long)]
@@ -169,6 +172,14 @@ pub struct InspectArgs {
     /// Inspect staged changes only.
     #[arg(long)]
     pub staged: bool,
+
+    /// Inspect HEAD against its merge base with <ref> (what a pull request would contain).
+    #[arg(long, value_name = "ref", value_parser = NonEmptyStringValueParser::new())]
+    pub base: Option<String>,
+
+    /// Inspect one commit against its first parent.
+    #[arg(long, value_name = "rev", value_parser = NonEmptyStringValueParser::new())]
+    pub commit: Option<String>,
 
     /// Wait for a detached task and print its report.
     #[arg(long, value_name = "id", conflicts_with_all = LAUNCH_OPTIONS)]
@@ -193,6 +204,10 @@ pub struct InspectArgs {
     /// Replace the provider with a deterministic fixture (preparation and launch stay real).
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Review only: also run `cargo clippy` on the packages of changed .rs files (compiles the code: build scripts and proc macros run).
+    #[arg(long)]
+    pub clippy: bool,
 
     /// Show help limited to agent-facing flags.
     #[arg(long)]
@@ -391,9 +406,11 @@ pub fn agent_help(command: &str) -> String {
     format!(
         "Usage: git-agent {command} [--codebase|--uncommitted|--staged] [--depth fast|balanced|thorough] [prompt...]\n\n\
          Modes:\n  \
-         --uncommitted  inspect all dirty changes (default)\n  \
-         --staged       inspect staged changes only\n  \
-         --codebase     inspect the full codebase\n\n\
+         --uncommitted   inspect all dirty changes (default)\n  \
+         --staged        inspect staged changes only\n  \
+         --codebase      inspect the full codebase\n  \
+         --base <ref>    inspect HEAD against its merge base with <ref> (a branch's pull request)\n  \
+         --commit <rev>  inspect one commit against its first parent\n\n\
          Flags:\n  \
          --depth <fast|balanced|thorough>\n      \
          select automatic inspection depth and default reasoning effort: {depth_defaults} (default balanced)\n      \
@@ -713,13 +730,38 @@ mod tests {
     }
 
     #[test]
+    fn base_commit_and_clippy_parse() {
+        let parsed = parse_command(&["review".to_string(), "--base".into(), "main".into(), "--clippy".into()]).unwrap();
+        let Command::Review(args) = parsed else { panic!("not a review") };
+        assert_eq!((args.base.as_deref(), args.clippy), (Some("main"), true));
+        let parsed =
+            parse_command(&["simplify".to_string(), "--commit".into(), "HEAD~1".into(), "focus".into()]).unwrap();
+        let Command::Simplify(args) = parsed else { panic!("not a simplify") };
+        assert_eq!((args.commit.as_deref(), args.prompt.as_slice()), (Some("HEAD~1"), &["focus".to_string()][..]));
+        for conflicting in [
+            &["review", "--base", "main", "--staged"][..],
+            &["review", "--base", "main", "--commit", "HEAD"],
+            &["review", "--commit", "HEAD", "--codebase"],
+            &["simplify", "--commit", "HEAD", "--uncommitted"],
+            &["review", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "--base", "main"],
+            &["review", "--base", ""],
+            &["review", "--wait", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "--clippy"],
+        ] {
+            let args: Vec<String> = conflicting.iter().map(|arg| arg.to_string()).collect();
+            assert!(parse_command(&args).is_err(), "{conflicting:?}");
+        }
+    }
+
+    #[test]
     fn agent_help_names_only_agent_facing_flags() {
         for command in ["review", "simplify"] {
             let help = agent_help(command);
             for wanted in [
-                "--uncommitted  inspect all dirty changes (default)",
-                "--staged       inspect staged changes only",
-                "--codebase     inspect the full codebase",
+                "--uncommitted   inspect all dirty changes (default)",
+                "--staged        inspect staged changes only",
+                "--codebase      inspect the full codebase",
+                "--base <ref>    inspect HEAD against its merge base with <ref>",
+                "--commit <rev>  inspect one commit against its first parent",
                 "--depth <fast|balanced|thorough>",
                 "use thorough only for security-related issues or very complex logic; otherwise use fast or balanced",
                 "--low | --medium | --high | --xhigh",

@@ -123,6 +123,9 @@ pub struct HeadInfo {
 pub struct Repository {
     repo: gix::ThreadSafeRepository,
     root: PathBuf,
+    /// The commit that stands for HEAD in `head_*` reads (a reviewed
+    /// commit of `review --commit`); the real HEAD when absent.
+    pinned_head: Option<gix::ObjectId>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -145,12 +148,26 @@ impl Repository {
         let root =
             repo.work_dir().map(Path::to_path_buf).ok_or_else(|| GitError::Bare { path: start.to_path_buf() })?;
         let root = root.canonicalize().unwrap_or(root);
-        Ok(Self { repo, root })
+        Ok(Self { repo, root, pinned_head: None })
     }
 
     /// The top of the work tree.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// This repository with `commit` read as HEAD by the `head_*` reads.
+    pub fn with_pinned_head(mut self, commit: gix::ObjectId) -> Self {
+        self.pinned_head = Some(commit);
+        self
+    }
+
+    /// HEAD's commit (or the pinned one), when there is one.
+    fn head_commit<'r>(&self, repo: &'r gix::Repository) -> Option<gix::Commit<'r>> {
+        match self.pinned_head {
+            Some(id) => repo.find_commit(id).ok(),
+            None => repo.head_commit().ok(),
+        }
     }
 
     fn local(&self) -> gix::Repository {
@@ -209,6 +226,9 @@ impl Repository {
     /// unborn.
     pub fn head_entries(&self) -> Result<Vec<(String, Entry)>, GitError> {
         let repo = self.local();
+        if let Some(commit) = self.pinned_head {
+            return self.commit_entries(&repo, commit);
+        }
         match repo.head_commit() {
             Ok(commit) => self.commit_entries(&repo, commit.id),
             Err(_) if repo.head().map(|head| head.is_unborn()).unwrap_or(false) => Ok(Vec::new()),
@@ -220,7 +240,7 @@ impl Repository {
     /// HEAD is unborn or a root commit.
     pub fn head_parent_entries(&self) -> Result<Vec<(String, Entry)>, GitError> {
         let repo = self.local();
-        let Ok(commit) = repo.head_commit() else { return Ok(Vec::new()) };
+        let Some(commit) = self.head_commit(&repo) else { return Ok(Vec::new()) };
         match commit.parent_ids().next() {
             Some(parent) => self.commit_entries(&repo, parent.detach()),
             None => Ok(Vec::new()),
@@ -302,7 +322,7 @@ impl Repository {
     /// The entry of `path` in HEAD's tree, if there.
     pub fn head_entry(&self, path: &str) -> Result<Option<Entry>, GitError> {
         let repo = self.local();
-        let Ok(commit) = repo.head_commit() else { return Ok(None) };
+        let Some(commit) = self.head_commit(&repo) else { return Ok(None) };
         let tree = commit.tree().map_err(|error| self.read_error("the HEAD tree", error))?;
         let entry =
             tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} in HEAD"), error))?;

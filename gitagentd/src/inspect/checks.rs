@@ -1,17 +1,29 @@
-//! Host checks that run once after a validated review: today the
+//! Host checks that run once after a validated review: the
 //! `golangci-lint` check, present only when the caller's PATH has
 //! `golangci-lint` and the authoritative scope selects at least one Go
+//! package, and the opt-in `clippy` check (`review --clippy`: `cargo
+//! clippy` compiles the repository, build scripts and procedural macros
+//! included), present only when a changed `.rs` file belongs to a Cargo
 //! package. An inapplicable check is absent from `checks`, never
 //! "skipped". Package selection follows the spec: existing regular `.go`
 //! paths select the nearest module (without leaving their repository
 //! component) and their exact package directory; each selected package is
 //! one `./pkg` pattern; diagnostics outside the changed paths are dropped.
+//! A staged review lints the verified, materialized index snapshot (a
+//! private temporary folder), never the worktree; a commit-range review
+//! (`--base`, `--commit`) lints the reviewed commit materialized the same
+//! way. Codebase module
+//! discovery applies each component's ignore rules (its `.gitignore`
+//! files, `info/exclude` and the caller's global excludes file) before it
+//! enters a folder, and an unreadable folder that is not ignored is a
+//! planning error.
 
+use super::git::GitEnv;
 use super::prepare::{Mode, PreparedScope};
 use crate::subprocess::{Helper, SubprocessError, Toolchain};
 use git_agent_shared::environment::vars;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,6 +136,22 @@ impl CheckResult {
         }
     }
 
+    /// A check that could not run, with the reason.
+    pub fn skipped(name: &str, reason: &str) -> Self {
+        let mut reason = single_line(reason, MAX_ERROR);
+        if reason.is_empty() {
+            reason = "static check skipped".into();
+        }
+        Self {
+            name: name.into(),
+            status: "skipped".into(),
+            diagnostics: Vec::new(),
+            omitted: 0,
+            reason,
+            error: String::new(),
+        }
+    }
+
     /// The invariants of a stored result.
     pub fn validate(&self) -> Result<(), InvalidCheck> {
         let name_ok = !self.name.is_empty()
@@ -165,23 +193,58 @@ pub struct Invocation {
 }
 
 /// The planned golangci-lint check; `None` when it does not apply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GolangciPlan {
     pub executable: PathBuf,
+    /// The checker workspace: the repository, or the index snapshot.
     pub root: PathBuf,
     pub invocations: Vec<Invocation>,
     /// Root-relative changed paths that may carry diagnostics (empty in
     /// codebase mode, where every path may).
     pub scope: BTreeSet<String>,
+    /// The materialized index snapshot of a staged review, removed when
+    /// the plan is dropped.
+    pub snapshot: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
-/// Plans the golangci-lint check for a prepared scope.
-pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option<GolangciPlan> {
-    let executable = git_agent_shared::executable::find_on_path(path_var, GOLANGCI_LINT)?;
-    let root = std::fs::canonicalize(&prepared.root).ok()?;
+/// A check could not be planned: the review fails (as the spec's
+/// planning errors do) instead of reporting a partial check.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(
+        "plan check \"{GOLANGCI_LINT}\": cannot read {message}\nhint: fix the folder's permissions, or ignore it in .gitignore"
+    )]
+    Access { message: String },
+    #[error("plan static checks: materialize the checked snapshot: {0}")]
+    Snapshot(String),
+    #[error(transparent)]
+    Drift(#[from] super::prepare::PrepareError),
+}
+
+/// Plans the golangci-lint check for a prepared scope. Blocking: it walks
+/// folders and may write the index snapshot.
+pub fn plan_golangci(
+    prepared: &PreparedScope,
+    path_var: Option<&str>,
+    git_env: &GitEnv,
+) -> Result<Option<GolangciPlan>, PlanError> {
+    let Some(executable) = git_agent_shared::executable::find_on_path(path_var, GOLANGCI_LINT) else {
+        return Ok(None);
+    };
+    let Ok(repository) = std::fs::canonicalize(&prepared.root) else { return Ok(None) };
+    let mut root = repository.clone();
+    let mut snapshot = None;
+    if matches!(prepared.mode, Mode::Staged | Mode::Base | Mode::Commit) {
+        if !prepared.paths.iter().any(|path| path.ends_with(".go")) {
+            return Ok(None);
+        }
+        let (dir, snapshot_root) = materialize(prepared, git_env)?;
+        root = snapshot_root;
+        snapshot = Some(std::sync::Arc::new(dir));
+    }
     let mut invocations = BTreeSet::new();
     if prepared.mode == Mode::Codebase {
-        for module in codebase_modules(&root) {
+        for module in codebase_modules(&root, &prepared.components, git_env)? {
             invocations.insert(Invocation { module_root: module, target: "./...".into() });
         }
     } else {
@@ -192,11 +255,26 @@ pub fn plan_golangci(prepared: &PreparedScope, path_var: Option<&str>) -> Option
         }
     }
     if invocations.is_empty() {
-        return None;
+        return Ok(None);
     }
     let scope =
         if prepared.mode == Mode::Codebase { BTreeSet::new() } else { prepared.paths.iter().cloned().collect() };
-    Some(GolangciPlan { executable, root, invocations: invocations.into_iter().collect(), scope })
+    Ok(Some(GolangciPlan { executable, root, invocations: invocations.into_iter().collect(), scope, snapshot }))
+}
+
+/// The verified index (or reviewed commit) written to a private
+/// temporary folder, and that folder's canonical path.
+fn materialize(prepared: &PreparedScope, git_env: &GitEnv) -> Result<(tempfile::TempDir, PathBuf), PlanError> {
+    let workspace = super::prepare::verified_workspace(prepared, git_env)?
+        .ok_or_else(|| PlanError::Snapshot("the scope has no repository snapshot".into()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("git-agent-index-")
+        .tempdir()
+        .map_err(|error| PlanError::Snapshot(error.to_string()))?;
+    super::scope::materialize_index(&workspace, git_env, dir.path())
+        .map_err(|error| PlanError::Snapshot(error.to_string()))?;
+    let root = std::fs::canonicalize(dir.path()).map_err(|error| PlanError::Snapshot(error.to_string()))?;
+    Ok((dir, root))
 }
 
 fn changed_package(root: &Path, components: &[String], path: &str) -> Option<Invocation> {
@@ -234,9 +312,27 @@ fn changed_package(root: &Path, components: &[String], path: &str) -> Option<Inv
     Some(Invocation { module_root, target })
 }
 
-/// Every `go.mod` below `root`, outside `.git`, `vendor` and untracked
-/// private state.
-fn codebase_modules(root: &Path) -> Vec<PathBuf> {
+/// Every `go.mod` below `root`, outside `.git`, `vendor` and private
+/// runtime state, with each component's ignore rules (including the
+/// caller's global excludes file) applied before a folder is entered.
+fn codebase_modules(root: &Path, components: &[String], git_env: &GitEnv) -> Result<Vec<PathBuf>, PlanError> {
+    // The global excludes file, matched relative to each component's root;
+    // the deepest component owning a path decides.
+    let mut excludes: Vec<(PathBuf, ignore::gitignore::Gitignore)> = Vec::new();
+    for prefix in components.iter().map(String::as_str).chain(std::iter::once("")) {
+        let component = if prefix.is_empty() { root.to_path_buf() } else { root.join(prefix) };
+        if excludes.iter().any(|(known, _)| known == &component) {
+            continue;
+        }
+        if let Some(file) = git_env.global_excludes_file(&component) {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(&component);
+            builder.add(file);
+            if let Ok(matcher) = builder.build() {
+                excludes.push((component, matcher));
+            }
+        }
+    }
+    excludes.sort_by_key(|(component, _)| std::cmp::Reverse(component.components().count()));
     let mut modules = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -244,12 +340,21 @@ fn codebase_modules(root: &Path) -> Vec<PathBuf> {
         .git_exclude(true)
         .git_global(false)
         .follow_links(false)
-        .filter_entry(|entry| {
+        .filter_entry(move |entry| {
             let name = entry.file_name().to_string_lossy();
-            !(entry.depth() > 0 && matches!(name.as_ref(), ".git" | "vendor" | ".git-agent" | ".omx"))
+            if entry.depth() > 0 && matches!(name.as_ref(), ".git" | "vendor" | ".git-agent" | ".omx") {
+                return false;
+            }
+            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+            let path = entry.path();
+            let owner = excludes.iter().find(|(component, _)| path.starts_with(component));
+            !owner.is_some_and(|(component, matcher)| {
+                path != component.as_path() && matcher.matched_path_or_any_parents(path, is_dir).is_ignore()
+            })
         })
         .build();
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = entry.map_err(|error| PlanError::Access { message: error.to_string() })?;
         if entry.file_name() == "go.mod"
             && entry.file_type().is_some_and(|kind| kind.is_file())
             && let Some(parent) = entry.path().parent()
@@ -259,7 +364,7 @@ fn codebase_modules(root: &Path) -> Vec<PathBuf> {
     }
     modules.sort();
     modules.dedup();
-    modules
+    Ok(modules)
 }
 
 #[derive(Deserialize)]
@@ -405,6 +510,294 @@ fn normalize(plan: &GolangciPlan, invocation: &Invocation, issue: LintIssue) -> 
     })
 }
 
+/// The opt-in Rust check (`review --clippy`).
+pub const CLIPPY: &str = "clippy";
+/// `cargo clippy` stdout kept for parsing.
+const MAX_CLIPPY_OUTPUT: usize = 16 << 20;
+
+/// One `cargo clippy` run: a Cargo workspace (or lone package) and the
+/// packages of the changed `.rs` files in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClippyInvocation {
+    /// The folder whose `Cargo.toml` cargo starts from.
+    pub manifest_dir: PathBuf,
+    pub packages: BTreeSet<String>,
+}
+
+/// The planned clippy check; `None` when no Rust target applies.
+#[derive(Debug, Clone)]
+pub struct ClippyPlan {
+    pub cargo: PathBuf,
+    /// The checker workspace: the repository, or the materialized snapshot.
+    pub root: PathBuf,
+    pub invocations: Vec<ClippyInvocation>,
+    /// Root-relative changed paths that may carry diagnostics.
+    pub scope: BTreeSet<String>,
+    /// Cargo's target folder, private, under the metadata root.
+    pub target_dir: PathBuf,
+    pub snapshot: Option<std::sync::Arc<tempfile::TempDir>>,
+}
+
+/// Plans the clippy check: each existing regular changed `.rs` file
+/// selects its nearest package (`Cargo.toml` with a `[package]` table,
+/// without leaving its repository component) and, when an enclosing
+/// `Cargo.toml` has a `[workspace]` table, runs from that workspace. Staged
+/// and commit-range reviews read the materialized snapshot. Codebase
+/// mode has no changed files and no clippy check.
+pub fn plan_clippy(
+    prepared: &PreparedScope,
+    path_var: Option<&str>,
+    git_env: &GitEnv,
+    target_dir: &Path,
+) -> Result<Option<ClippyPlan>, PlanError> {
+    if prepared.mode == Mode::Codebase || !prepared.paths.iter().any(|path| path.ends_with(".rs")) {
+        return Ok(None);
+    }
+    let Some(cargo) = git_agent_shared::executable::find_on_path(path_var, "cargo") else { return Ok(None) };
+    let Ok(mut root) = std::fs::canonicalize(&prepared.root) else { return Ok(None) };
+    let mut snapshot = None;
+    if matches!(prepared.mode, Mode::Staged | Mode::Base | Mode::Commit) {
+        let (dir, snapshot_root) = materialize(prepared, git_env)?;
+        root = snapshot_root;
+        snapshot = Some(std::sync::Arc::new(dir));
+    }
+    let mut invocations: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+    for path in prepared.paths.iter().filter(|path| path.ends_with(".rs")) {
+        if let Some((manifest_dir, package)) = changed_crate(&root, &prepared.components, path) {
+            invocations.entry(manifest_dir).or_default().insert(package);
+        }
+    }
+    if invocations.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ClippyPlan {
+        cargo,
+        root,
+        invocations: invocations
+            .into_iter()
+            .map(|(manifest_dir, packages)| ClippyInvocation { manifest_dir, packages })
+            .collect(),
+        scope: prepared.paths.iter().cloned().collect(),
+        target_dir: target_dir.to_path_buf(),
+        snapshot,
+    }))
+}
+
+/// The package owning a changed `.rs` file and the folder cargo runs in.
+fn changed_crate(root: &Path, components: &[String], path: &str) -> Option<(PathBuf, String)> {
+    if !super::report::valid_evidence_path(path) {
+        return None;
+    }
+    let absolute = root.join(path);
+    let metadata = std::fs::symlink_metadata(&absolute).ok()?;
+    if !metadata.is_file() || std::fs::canonicalize(&absolute).ok()? != absolute {
+        return None;
+    }
+    let component = component_root(root, components, path);
+    let mut dir = absolute.parent()?.to_path_buf();
+    let mut package = None;
+    let mut workspace = None;
+    loop {
+        let manifest = dir.join("Cargo.toml");
+        if std::fs::symlink_metadata(&manifest).is_ok_and(|meta| meta.is_file()) {
+            let text = std::fs::read_to_string(&manifest).ok()?;
+            if package.is_none() {
+                package = package_name(&text).map(|name| (dir.clone(), name));
+            }
+            if package.is_some() && has_table(&text, "workspace") {
+                workspace = Some(dir.clone());
+                break;
+            }
+        }
+        if dir == component || !dir.starts_with(&component) {
+            break;
+        }
+        dir = dir.parent()?.to_path_buf();
+    }
+    let (package_dir, name) = package?;
+    Some((workspace.unwrap_or(package_dir), name))
+}
+
+fn component_root(root: &Path, components: &[String], path: &str) -> PathBuf {
+    components
+        .iter()
+        .filter(|prefix| prefix.is_empty() || path.starts_with(&format!("{prefix}/")))
+        .max_by_key(|prefix| prefix.len())
+        .map_or_else(|| root.to_path_buf(), |prefix| root.join(prefix))
+}
+
+/// Whether a manifest has the top-level table `[name]`.
+fn has_table(manifest: &str, name: &str) -> bool {
+    manifest.lines().any(|line| line.trim() == format!("[{name}]"))
+}
+
+/// `name` of the `[package]` table, when the manifest has one.
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        if !in_package {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if key.trim() == "name" {
+            let name = value.trim().trim_matches('"').trim_matches('\'');
+            let valid = !name.is_empty()
+                && !name.starts_with('-')
+                && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+            return valid.then(|| name.to_string());
+        }
+    }
+    None
+}
+
+#[derive(Deserialize)]
+struct CargoMessage {
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    message: Option<CompilerMessage>,
+}
+
+#[derive(Deserialize)]
+struct CompilerMessage {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    level: String,
+    #[serde(default)]
+    code: Option<CompilerCode>,
+    #[serde(default)]
+    spans: Vec<CompilerSpan>,
+}
+
+#[derive(Deserialize)]
+struct CompilerCode {
+    #[serde(default)]
+    code: String,
+}
+
+#[derive(Deserialize)]
+struct CompilerSpan {
+    #[serde(default)]
+    file_name: String,
+    #[serde(default)]
+    line_start: i64,
+    #[serde(default)]
+    column_start: i64,
+    #[serde(default)]
+    is_primary: bool,
+}
+
+/// Runs `cargo clippy --message-format=json --offline` per invocation
+/// through [`crate::subprocess`] (the Rust toolchain's allow-listed
+/// environment, no credential), with the plan's private target folder.
+/// Missing offline dependencies make the check `skipped` with the reason;
+/// other failures are an error result; only cancellation is an `Err`.
+pub async fn run_clippy(
+    plan: &ClippyPlan,
+    env: &git_agent_shared::Environment,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<CheckResult, CheckError> {
+    if let Err(error) = git_agent_shared::private_fs::ensure_private_dir(&plan.target_dir) {
+        return Ok(CheckResult::error(CLIPPY, &format!("create the clippy target folder: {error}")));
+    }
+    let mut diagnostics = Vec::new();
+    for invocation in &plan.invocations {
+        let mut helper = Helper::new(&plan.cargo, env, Toolchain::Rust)
+            // `--locked`: cargo never writes a Cargo.lock into the repository.
+            .args(["clippy", "--message-format=json", "--offline", "--locked", "--all-targets", "--quiet"])
+            .arg("--target-dir")
+            .arg(&plan.target_dir);
+        for package in &invocation.packages {
+            helper = helper.arg("--package").arg(package);
+        }
+        let run = helper
+            .current_dir(&invocation.manifest_dir)
+            .timeout(CHECK_TIMEOUT)
+            .output_limit(MAX_CLIPPY_OUTPUT)
+            .run(cancel)
+            .await;
+        let output = match run {
+            Ok(output) => output,
+            Err(SubprocessError::Cancelled { .. }) => return Err(CheckError::Cancelled),
+            Err(SubprocessError::TimedOut { .. }) => return Ok(CheckResult::error(CLIPPY, "cargo clippy timed out")),
+            Err(error) => return Ok(CheckResult::error(CLIPPY, &error.to_string())),
+        };
+        if output.truncated {
+            return Ok(CheckResult::error(CLIPPY, "cargo clippy output exceeds 16 MiB"));
+        }
+        let mut errors = 0;
+        for line in output.stdout.split(|&byte| byte == b'\n').filter(|line| !line.is_empty()) {
+            let Ok(message) = serde_json::from_slice::<CargoMessage>(line) else { continue };
+            let Some(compiler) = message.message.filter(|_| message.reason == "compiler-message") else { continue };
+            if compiler.level == "error" {
+                errors += 1;
+            }
+            diagnostics.extend(normalize_clippy(plan, invocation, compiler));
+        }
+        if !output.status.success() && errors == 0 {
+            let stderr = output.stderr_text();
+            if stderr.contains("--locked") {
+                return Ok(CheckResult::skipped(
+                    CLIPPY,
+                    "Cargo.lock is missing or out of date; clippy runs with --locked and never writes one",
+                ));
+            }
+            if offline_unavailable(&stderr) {
+                let first = stderr.lines().find(|line| line.contains("error")).unwrap_or_default();
+                return Ok(CheckResult::skipped(
+                    CLIPPY,
+                    &format!("dependencies are not available offline: {}", first.trim_start_matches("error: ")),
+                ));
+            }
+            return Ok(CheckResult::error(
+                CLIPPY,
+                &format!("cargo clippy exited with {}: {}", output.status, stderr.lines().last().unwrap_or_default()),
+            ));
+        }
+    }
+    Ok(CheckResult::from_diagnostics(CLIPPY, diagnostics))
+}
+
+/// Whether cargo failed because a dependency would have to be downloaded.
+fn offline_unavailable(stderr: &str) -> bool {
+    ["--offline", "offline mode", "failed to download", "no matching package named", "failed to load source"]
+        .iter()
+        .any(|needle| stderr.contains(needle))
+}
+
+fn normalize_clippy(plan: &ClippyPlan, invocation: &ClippyInvocation, message: CompilerMessage) -> Option<Diagnostic> {
+    if !matches!(message.level.as_str(), "warning" | "error") || message.message.trim().is_empty() {
+        return None;
+    }
+    let span = message.spans.iter().find(|span| span.is_primary)?;
+    let mut path = PathBuf::from(span.file_name.trim());
+    if path.as_os_str().is_empty() || span.line_start < 1 {
+        return None;
+    }
+    if !path.is_absolute() {
+        path = invocation.manifest_dir.join(path);
+    }
+    if !path.starts_with(&plan.root) || std::fs::canonicalize(&path).ok()? != path {
+        return None;
+    }
+    let relative = path.strip_prefix(&plan.root).ok()?.to_string_lossy().into_owned();
+    if !relative.ends_with(".rs") || !plan.scope.contains(&relative) {
+        return None;
+    }
+    Some(Diagnostic {
+        path: relative,
+        line: span.line_start,
+        column: span.column_start.max(0),
+        code: message.code.map(|code| code.code).unwrap_or_default(),
+        message: message.message,
+    })
+}
+
 /// The dry-run stand-in for a planned check: one deterministic diagnostic
 /// on the first changed Go path.
 pub fn synthetic_result(plan: &GolangciPlan) -> CheckResult {
@@ -417,6 +810,21 @@ pub fn synthetic_result(plan: &GolangciPlan) -> CheckResult {
             column: 0,
             code: "dry-run".into(),
             message: format!("{GOLANGCI_LINT} deterministic dry-run diagnostic"),
+        }],
+    )
+}
+
+/// The dry-run stand-in for a planned clippy check.
+pub fn synthetic_clippy_result(plan: &ClippyPlan) -> CheckResult {
+    let path = plan.scope.iter().find(|path| path.ends_with(".rs")).cloned().unwrap_or_else(|| "dry-run.rs".into());
+    CheckResult::from_diagnostics(
+        CLIPPY,
+        vec![Diagnostic {
+            path,
+            line: 1,
+            column: 0,
+            code: "dry-run".into(),
+            message: format!("{CLIPPY} deterministic dry-run diagnostic"),
         }],
     )
 }
@@ -453,9 +861,13 @@ mod tests {
         fixture.write("README.md", "y\n");
         std::fs::remove_file(fixture.repo().join("main.go")).unwrap();
         let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
-        assert!(plan_golangci(&prepared, Some("/nonexistent")).is_none(), "absent without the executable");
+        let git_env = GitEnv::default();
+        assert!(
+            plan_golangci(&prepared, Some("/nonexistent"), &git_env).unwrap().is_none(),
+            "absent without the executable"
+        );
         let path = fake_linter(fixture.dir.path());
-        let plan = plan_golangci(&prepared, Some(&path)).unwrap();
+        let plan = plan_golangci(&prepared, Some(&path), &git_env).unwrap().unwrap();
         let root = std::fs::canonicalize(fixture.repo()).unwrap();
         assert_eq!(
             plan.invocations,
@@ -474,7 +886,7 @@ mod tests {
         fixture.commit_all("initial");
         fixture.write("README.md", "y\n");
         let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
-        assert!(plan_golangci(&prepared, Some(&path)).is_none());
+        assert!(plan_golangci(&prepared, Some(&path), &git_env).unwrap().is_none());
     }
 
     #[tokio::test]
@@ -503,7 +915,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let env = caller_env(&bin);
-        let plan = plan_golangci(&prepared, env.get("PATH")).unwrap();
+        let plan = plan_golangci(&prepared, env.get("PATH"), &GitEnv::default()).unwrap().unwrap();
         let result = run_golangci(&plan, &env, &tokio_util::sync::CancellationToken::new()).await.unwrap();
         assert_eq!(result.status, "pass", "{result:?}");
         let seen = recorded_env(&record, GOLANGCI_LINT);
@@ -517,6 +929,160 @@ mod tests {
         let argv = recorded_argv(&record, GOLANGCI_LINT).unwrap();
         assert_eq!(argv[0], "run");
         assert_eq!(argv[argv.len() - 2..], ["--", "./pkg"]);
+    }
+
+    #[test]
+    fn staged_review_lints_the_materialized_index_snapshot() {
+        let fixture = Fixture::new();
+        fixture.write("go.mod", "module example.test/m\n");
+        fixture.write("pkg/a.go", "package pkg\n");
+        fixture.write("pkg/b.go", "package pkg\n");
+        fixture.commit_all("initial");
+        fixture.write("pkg/a.go", "package pkg\n\nfunc Staged() {}\n");
+        fixture.git(&["add", "pkg/a.go"]);
+        // The worktree differs from the index: it must not be linted.
+        fixture.write("pkg/a.go", "package pkg\n\nfunc Unstaged() {}\n");
+        std::fs::remove_file(fixture.repo().join("pkg/b.go")).unwrap();
+        let prepared = fixture.prepare(Mode::Staged).unwrap();
+        let path = fake_linter(fixture.dir.path());
+        let plan = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap().unwrap();
+        let repository = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_ne!(plan.root, repository, "the checker workspace is a snapshot");
+        assert_eq!(plan.invocations, [Invocation { module_root: plan.root.clone(), target: "./pkg".into() }]);
+        let read = |path: &str| std::fs::read_to_string(plan.root.join(path)).unwrap();
+        assert_eq!(read("pkg/a.go"), "package pkg\n\nfunc Staged() {}\n");
+        assert_eq!(read("pkg/b.go"), "package pkg\n", "an unstaged deletion stays in the snapshot");
+        assert_eq!(read("go.mod"), "module example.test/m\n");
+        let snapshot = plan.root.clone();
+        drop(plan);
+        assert!(!snapshot.exists(), "the snapshot is removed with its plan");
+        // Drift since launch fails the plan.
+        fixture.git(&["add", "pkg/a.go"]);
+        assert!(matches!(plan_golangci(&prepared, Some(&path), &fixture.env()), Err(PlanError::Drift(_))));
+    }
+
+    #[test]
+    fn codebase_module_discovery_honours_the_global_excludes_file() {
+        let fixture = Fixture::new();
+        fixture.write("kept/go.mod", "module example.test/kept\n");
+        fixture.write("kept/k.go", "package kept\n");
+        fixture.write(".gitignore", "local-ignored/\n");
+        fixture.commit_all("initial");
+        fixture.write("globally-ignored/go.mod", "module example.test/global\n");
+        fixture.write("local-ignored/go.mod", "module example.test/local\n");
+        let excludes = fixture.home().join(".config/git/ignore");
+        std::fs::create_dir_all(excludes.parent().unwrap()).unwrap();
+        std::fs::write(&excludes, "globally-ignored/\n").unwrap();
+        let prepared = fixture.prepare(Mode::Codebase).unwrap();
+        let path = fake_linter(fixture.dir.path());
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        let plan = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap().unwrap();
+        assert_eq!(plan.invocations, [Invocation { module_root: root.join("kept"), target: "./...".into() }]);
+        // Without the caller's excludes file the module is discovered.
+        let plan = plan_golangci(&prepared, Some(&path), &GitEnv::default()).unwrap().unwrap();
+        assert_eq!(plan.invocations.len(), 2, "{:?}", plan.invocations);
+    }
+
+    /// The caller's environment as far as cargo needs it.
+    fn rust_env() -> git_agent_shared::Environment {
+        let mut vars = std::collections::BTreeMap::new();
+        for name in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"] {
+            if let Ok(value) = std::env::var(name) {
+                vars.insert(name.to_string(), value);
+            }
+        }
+        vars.insert("OPENAI_API_KEY".into(), "sk-clippy-secret".into());
+        git_agent_shared::Environment::new(vars)
+    }
+
+    fn tiny_crate(fixture: &Fixture, manifest_extra: &str) {
+        fixture.write(
+            "Cargo.toml",
+            &format!("[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n{manifest_extra}"),
+        );
+        fixture.write("src/lib.rs", "pub mod changed;\n\npub fn old() -> i32 {\n    return 1;\n}\n");
+        fixture.write("src/changed.rs", "pub fn a() -> i32 {\n    1\n}\n");
+        fixture.write("README.md", "tiny\n");
+    }
+
+    #[tokio::test]
+    async fn clippy_findings_are_limited_to_changed_files() {
+        let fixture = Fixture::new();
+        tiny_crate(&fixture, "");
+        fixture.write("Cargo.lock", "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n[[package]]\nname = \"tiny\"\nversion = \"0.1.0\"\n");
+        fixture.commit_all("initial");
+        fixture.write("src/changed.rs", "pub fn a() -> i32 {\n    return 2;\n}\n");
+        fixture.write("README.md", "changed\n");
+        let env = rust_env();
+        let target = fixture.dir.path().join("clippy-target");
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        let plan = plan_clippy(&prepared, env.get("PATH"), &fixture.env(), &target).unwrap().unwrap();
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_eq!(
+            plan.invocations,
+            [ClippyInvocation { manifest_dir: root.clone(), packages: ["tiny".into()].into() }]
+        );
+        let result = run_clippy(&plan, &env, &tokio_util::sync::CancellationToken::new()).await.unwrap();
+        assert_eq!(result.status, "findings", "{result:?}");
+        assert_eq!(
+            result.diagnostics.iter().map(|d| (d.path.as_str(), d.line, d.code.as_str())).collect::<Vec<_>>(),
+            [("src/changed.rs", 2, "clippy::needless_return")],
+            "the unchanged lib.rs has the same lint but is not in scope: {result:?}"
+        );
+        result.validate().unwrap();
+        assert!(target.is_dir() && !root.join("target").exists(), "cargo builds in the private target folder only");
+        let status = fixture.git(&["status", "--porcelain"]);
+        assert_eq!(status.lines().count(), 2, "cargo wrote nothing into the repository: {status}");
+
+        // Not a Rust change: no check.
+        fixture.git(&["checkout", "--", "src/changed.rs"]);
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        assert!(plan_clippy(&prepared, env.get("PATH"), &fixture.env(), &target).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn clippy_is_skipped_when_dependencies_are_not_available_offline() {
+        let fixture = Fixture::new();
+        tiny_crate(&fixture, "\n[dependencies]\ngit-agent-surely-absent-crate = \"1\"\n");
+        fixture.write(
+            "Cargo.lock",
+            "version = 4\n\n[[package]]\nname = \"git-agent-surely-absent-crate\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[package]]\nname = \"tiny\"\nversion = \"0.1.0\"\ndependencies = [\n \"git-agent-surely-absent-crate\",\n]\n",
+        );
+        fixture.commit_all("initial");
+        fixture.write("src/changed.rs", "pub fn a() -> i32 {\n    return 2;\n}\n");
+        let env = rust_env();
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        let target = fixture.dir.path().join("clippy-target");
+        let plan = plan_clippy(&prepared, env.get("PATH"), &fixture.env(), &target).unwrap().unwrap();
+        let result = run_clippy(&plan, &env, &tokio_util::sync::CancellationToken::new()).await.unwrap();
+        assert_eq!(result.status, "skipped", "{result:?}");
+        assert!(result.reason.starts_with("dependencies are not available offline"), "{result:?}");
+        result.validate().unwrap();
+    }
+
+    #[test]
+    fn clippy_plans_workspace_members_from_the_workspace_root() {
+        let fixture = Fixture::new();
+        fixture.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
+        fixture.write("crates/one/Cargo.toml", "[package]\nname = \"one\"\nversion = \"0.1.0\"\n");
+        fixture.write("crates/one/src/lib.rs", "\n");
+        fixture.write("crates/two/Cargo.toml", "[package]\nname = 'two-b'\nversion = \"0.1.0\"\n");
+        fixture.write("crates/two/src/lib.rs", "\n");
+        fixture.commit_all("initial");
+        fixture.write("crates/one/src/lib.rs", "// one\n");
+        fixture.write("crates/two/src/lib.rs", "// two\n");
+        let prepared = fixture.prepare(Mode::Staged);
+        assert!(prepared.is_err(), "nothing staged");
+        let prepared = fixture.prepare(Mode::Uncommitted).unwrap();
+        let target = fixture.dir.path().join("t");
+        let plan = plan_clippy(&prepared, rust_env().get("PATH"), &fixture.env(), &target).unwrap().unwrap();
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_eq!(
+            plan.invocations,
+            [ClippyInvocation { manifest_dir: root, packages: ["one".to_string(), "two-b".to_string()].into() }]
+        );
+        let codebase = fixture.prepare(Mode::Codebase).unwrap();
+        assert!(plan_clippy(&codebase, rust_env().get("PATH"), &fixture.env(), &target).unwrap().is_none());
     }
 
     #[test]

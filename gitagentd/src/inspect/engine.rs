@@ -84,6 +84,8 @@ pub struct EngineOutcome {
     pub conversation: Vec<serde_json::Value>,
     /// The last `x-codex-turn-state` of the lineage, if any.
     pub turn_state: Option<String>,
+    /// Usage, skills and tool counts for the post-inspection hooks.
+    pub metrics: super::metrics::InspectionMetrics,
 }
 
 /// Why an engine produced no report.

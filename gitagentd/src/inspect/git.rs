@@ -28,6 +28,12 @@ pub enum GitError {
     Read { path: PathBuf, what: String, message: String },
     #[error("cannot read {path}: {source}\nhint: check the file's permissions, or ignore it in .gitignore")]
     Worktree { path: PathBuf, source: std::io::Error },
+    #[error(
+        "cannot resolve {spec:?} to a commit in {path}: {message}\nhint: name a branch, tag or commit, such as main or HEAD~1"
+    )]
+    Revision { path: PathBuf, spec: String, message: String },
+    #[error("{spec:?} and HEAD have no common ancestor in {path}\nhint: pass a base that shares history with HEAD")]
+    NoMergeBase { path: PathBuf, spec: String },
 }
 
 impl GitError {
@@ -57,7 +63,7 @@ impl GitEnv {
 
     /// The caller's global excludes file: `core.excludesFile` from the
     /// user-level configuration, else `$XDG_CONFIG_HOME/git/ignore`.
-    fn global_excludes_file(&self, repository_root: &Path) -> Option<PathBuf> {
+    pub fn global_excludes_file(&self, repository_root: &Path) -> Option<PathBuf> {
         let mut configured: Option<BString> = None;
         let candidates =
             [self.xdg_git_dir().map(|dir| dir.join("config")), self.home.as_ref().map(|h| h.join(".gitconfig"))];
@@ -180,6 +186,31 @@ pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId>
     let object = repo.try_find_object(commit).ok()??;
     let commit = object.try_into_commit().ok()?;
     commit.tree_id().ok().map(gix::Id::detach)
+}
+
+/// The commit `spec` names (a branch, tag, `HEAD~2`, an id), peeled to
+/// a commit.
+pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
+    let failed = |message: String| GitError::Revision { path: workdir(repo), spec: spec.to_string(), message };
+    let id = repo.rev_parse_single(spec).map_err(|error| failed(error.to_string()))?;
+    let object = id.object().map_err(|error| failed(error.to_string()))?;
+    let commit = object.peel_to_commit().map_err(|error| failed(error.to_string()))?;
+    Ok(commit.id)
+}
+
+/// The best common ancestor of `one` and `two`.
+pub fn merge_base(repo: &gix::Repository, one: ObjectId, two: ObjectId, spec: &str) -> Result<ObjectId, GitError> {
+    match repo.merge_base(one, two) {
+        Ok(Some(id)) => Ok(id.detach()),
+        Ok(None) => Err(GitError::NoMergeBase { path: workdir(repo), spec: spec.to_string() }),
+        Err(error) => Err(GitError::read(repo, format!("the merge base of {spec} and HEAD"), error)),
+    }
+}
+
+/// The first parent of `commit`, `None` for a root commit.
+pub fn first_parent(repo: &gix::Repository, commit: ObjectId) -> Result<Option<ObjectId>, GitError> {
+    let commit = repo.find_commit(commit).map_err(|error| GitError::read(repo, format!("commit {commit}"), error))?;
+    Ok(commit.parent_ids().next().map(gix::Id::detach))
 }
 
 /// The commit HEAD points at, if any.

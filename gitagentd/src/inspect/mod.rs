@@ -10,6 +10,8 @@ pub mod contextpack;
 pub mod engine;
 pub mod follow_up;
 pub mod git;
+pub mod hooks;
+pub mod metrics;
 pub mod patch;
 pub mod prepare;
 pub mod provider_engine;

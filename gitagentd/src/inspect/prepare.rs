@@ -12,6 +12,7 @@ use super::patch::{self, FileStat};
 use super::scope::{self, Change, Target, Workspace};
 use crate::git::patch as renderer;
 use git_agent_shared::task_record::RepositoryFingerprint;
+use gix::hash::ObjectId;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -32,6 +33,10 @@ pub enum Mode {
     Uncommitted,
     Staged,
     Codebase,
+    /// `--base <ref>`: HEAD against its merge base with `<ref>`.
+    Base,
+    /// `--commit <rev>`: one commit against its first parent.
+    Commit,
 }
 
 impl Mode {
@@ -40,13 +45,21 @@ impl Mode {
             Mode::Uncommitted => "uncommitted",
             Mode::Staged => "staged",
             Mode::Codebase => "codebase",
+            Mode::Base => "base",
+            Mode::Commit => "commit",
         }
+    }
+
+    /// Whether the scope is a range of two commits.
+    pub fn is_commit_range(self) -> bool {
+        matches!(self, Mode::Base | Mode::Commit)
     }
 
     fn target(self) -> Option<Target> {
         match self {
             Mode::Uncommitted => Some(Target::Worktree),
             Mode::Staged => Some(Target::Index),
+            Mode::Base | Mode::Commit => Some(Target::Tree),
             Mode::Codebase => None,
         }
     }
@@ -87,6 +100,37 @@ pub struct PreparedScope {
     /// Changed gitlinks: their evidence is one synthetic line.
     #[serde(skip)]
     pub gitlinks: BTreeSet<String>,
+    /// The two commits of `--base`/`--commit`, resolved once at launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<CommitRange>,
+}
+
+/// The commits a commit-range inspection compares, resolved at launch:
+/// the review is pinned to them even if `<ref>` moves later.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitRange {
+    /// What the caller asked for (`main`, `HEAD~2`).
+    pub requested: String,
+    /// The base commit (the merge base, or the first parent); absent for a
+    /// root commit, whose base is the empty tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
+    /// The commit under review (HEAD for `--base`).
+    pub target_commit: String,
+}
+
+impl CommitRange {
+    fn ids(&self) -> Result<(Option<ObjectId>, ObjectId), GitError> {
+        let parse = |hex: &str| {
+            ObjectId::from_hex(hex.as_bytes()).map_err(|error| GitError::Revision {
+                path: PathBuf::new(),
+                spec: hex.to_string(),
+                message: error.to_string(),
+            })
+        };
+        let base = self.base_commit.as_deref().map(parse).transpose()?;
+        Ok((base, parse(&self.target_commit)?))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,20 +145,41 @@ pub enum PrepareError {
         "authoritative repository state changed since launch; rerun command\nhint: the worktree, index, HEAD or a dirty submodule of {root} changed while the {mode} inspection ran"
     )]
     Drift { mode: &'static str, root: PathBuf },
+    #[error(
+        "{mode} mode found no changes for {requested:?} in {root}\nhint: pick a {mode} with changes, or use --codebase"
+    )]
+    EmptyRange { mode: &'static str, requested: String, root: PathBuf },
 }
 
 /// Prepares the scope of an inspection started in `cwd`.
 pub fn prepare(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
-    prepare_scope(cwd, mode, git_env, false)
+    prepare_scope(cwd, mode, None, git_env, false)
+}
+
+/// Prepares the scope of an inspection started in `cwd`; `revision` is
+/// the `<ref>` of `--base` or the `<rev>` of `--commit`.
+pub fn prepare_with(
+    cwd: &Path,
+    mode: Mode,
+    revision: Option<&str>,
+    git_env: &GitEnv,
+) -> Result<PreparedScope, PrepareError> {
+    prepare_scope(cwd, mode, revision, git_env, false)
 }
 
 /// [`prepare`] for a `--follow-up`, where an empty diff is a valid scope:
 /// the parent's findings may all be fixed.
 pub fn prepare_follow_up(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
-    prepare_scope(cwd, mode, git_env, true)
+    prepare_scope(cwd, mode, None, git_env, true)
 }
 
-fn prepare_scope(cwd: &Path, mode: Mode, git_env: &GitEnv, allow_empty: bool) -> Result<PreparedScope, PrepareError> {
+fn prepare_scope(
+    cwd: &Path,
+    mode: Mode,
+    revision: Option<&str>,
+    git_env: &GitEnv,
+    allow_empty: bool,
+) -> Result<PreparedScope, PrepareError> {
     let root = git::discover_root(cwd)?;
     let Some(target) = mode.target() else {
         let components = scope::component_prefixes(&root, git_env)?;
@@ -131,13 +196,27 @@ fn prepare_scope(cwd: &Path, mode: Mode, git_env: &GitEnv, allow_empty: bool) ->
             diff_truncated: false,
             fingerprint: None,
             gitlinks: BTreeSet::new(),
+            range: None,
         });
     };
     let repo = git::open(&root, git_env)?;
-    let workspace = scope::collect_in(repo.clone(), target, git_env)?;
+    let range = match mode {
+        Mode::Base | Mode::Commit => Some(resolve_range(&repo, mode, revision.unwrap_or("HEAD"))?),
+        _ => None,
+    };
+    let workspace = match &range {
+        Some(range) => {
+            let (base, target) = range.ids()?;
+            scope::collect_commits(&root, base, target, git_env)?
+        }
+        None => scope::collect_in(repo.clone(), target, git_env)?,
+    };
     let changes = workspace.changes();
     if changes.is_empty() && !allow_empty {
-        return Err(PrepareError::EmptyScope { mode: mode.as_str(), root });
+        return Err(match &range {
+            Some(range) => PrepareError::EmptyRange { mode: mode.as_str(), requested: range.requested.clone(), root },
+            None => PrepareError::EmptyScope { mode: mode.as_str(), root },
+        });
     }
     let rendered =
         patch::render(&workspace, &changes, None, git_env, PREPARED_DIFF_MAX_BYTES, PREPARED_DIFF_MAX_LINES)?;
@@ -169,22 +248,59 @@ fn prepare_scope(cwd: &Path, mode: Mode, git_env: &GitEnv, allow_empty: bool) ->
         status,
         stats,
         context_pack: contextpack::build(&facts),
-        previous_head_context_pack: previous_head_pack(&repo),
+        // The previous commit is contrast for a worktree change; a commit
+        // range already is history.
+        previous_head_context_pack: if range.is_some() { None } else { previous_head_pack(&repo) },
         diff: rendered.text,
         diff_truncated: rendered.truncated,
         fingerprint: Some(workspace.fingerprint()),
         gitlinks,
+        range,
         root,
     })
+}
+
+/// Resolves `--base <ref>` (HEAD against its merge base with the ref) or
+/// `--commit <rev>` (the commit against its first parent).
+fn resolve_range(repo: &gix::Repository, mode: Mode, requested: &str) -> Result<CommitRange, GitError> {
+    let commit = git::resolve_commit(repo, requested)?;
+    let (base, target) = if mode == Mode::Base {
+        let head = git::resolve_commit(repo, "HEAD")?;
+        (Some(git::merge_base(repo, commit, head, requested)?), head)
+    } else {
+        (git::first_parent(repo, commit)?, commit)
+    };
+    Ok(CommitRange {
+        requested: requested.to_string(),
+        base_commit: base.map(|id| id.to_string()),
+        target_commit: target.to_string(),
+    })
+}
+
+/// The current workspace of a diff-mode inspection (`None` in codebase
+/// mode), not yet compared with the launch fingerprint. A commit range is
+/// pinned to its launch commits; for `--base`, HEAD must still be the
+/// commit under review.
+pub fn current_workspace(prepared: &PreparedScope, git_env: &GitEnv) -> Result<Option<Workspace>, PrepareError> {
+    let Some(target) = prepared.mode.target() else { return Ok(None) };
+    let Some(range) = &prepared.range else {
+        return Ok(Some(scope::collect(&prepared.root, target, git_env)?));
+    };
+    let (base, commit) = range.ids()?;
+    if prepared.mode == Mode::Base {
+        let repo = git::open(&prepared.root, git_env)?;
+        if git::head_commit(&repo) != Some(commit) {
+            return Err(PrepareError::Drift { mode: prepared.mode.as_str(), root: prepared.root.clone() });
+        }
+    }
+    Ok(Some(scope::collect_commits(&prepared.root, base, commit, git_env)?))
 }
 
 /// Collects the current workspace of a diff-mode inspection and fails when
 /// it no longer matches the launch fingerprint.
 pub fn verified_workspace(prepared: &PreparedScope, git_env: &GitEnv) -> Result<Option<Workspace>, PrepareError> {
-    let (Some(target), Some(expected)) = (prepared.mode.target(), prepared.fingerprint.as_ref()) else {
-        return Ok(None);
-    };
-    let workspace = scope::collect(&prepared.root, target, git_env)?;
+    let Some(expected) = prepared.fingerprint.as_ref() else { return Ok(None) };
+    let Some(workspace) = current_workspace(prepared, git_env)? else { return Ok(None) };
     if &workspace.fingerprint() != expected {
         return Err(PrepareError::Drift { mode: prepared.mode.as_str(), root: prepared.root.clone() });
     }
@@ -211,7 +327,7 @@ fn status_of(workspace: &Workspace, change: &Change) -> PathChange {
         return PathChange { path, staging: " ".into(), worktree: String::new() };
     };
     let file = change.path.as_str();
-    if workspace.target == Target::Index {
+    if workspace.target != Target::Worktree {
         return PathChange {
             path,
             staging: letter(component.base.get(file), component.index.get(file)).into(),
@@ -355,6 +471,8 @@ fn line_counts(repo: &gix::Repository, old: Option<&git::Blob>, new: Option<&git
 #[derive(Debug, Clone, Serialize)]
 pub struct PromptContext {
     pub mode: Mode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<CommitRange>,
     pub context_pack: ContextPack,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub context_pack_truncated: bool,
@@ -385,6 +503,7 @@ impl PreparedScope {
         };
         Some(PromptContext {
             mode: self.mode,
+            range: self.range.clone(),
             context_pack,
             context_pack_truncated,
             previous_head_context_pack: previous,

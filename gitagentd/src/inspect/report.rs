@@ -7,7 +7,6 @@
 use super::checks::CheckResult;
 use super::git::{self, GitEnv};
 use super::prepare::{Mode, PreparedScope};
-use super::scope;
 use git_agent_shared::task_record::TaskCommand;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -269,7 +268,10 @@ pub fn valid_evidence_path(path: &str) -> bool {
 pub enum Source {
     Worktree,
     Index,
+    /// The base tree (HEAD, or the base commit of a commit range).
     Head,
+    /// The reviewed commit's tree (commit-range modes).
+    Target,
 }
 
 /// The full validation of a provider report: the launch fingerprint is
@@ -333,6 +335,7 @@ enum LocationError {
 fn check_location(prepared: &PreparedScope, git_env: &GitEnv, evidence: &Evidence) -> Result<(), LocationError> {
     let primary = match prepared.mode {
         Mode::Staged => Source::Index,
+        Mode::Base | Mode::Commit => Source::Target,
         Mode::Uncommitted | Mode::Codebase => Source::Worktree,
     };
     let mut content = read_source(prepared, git_env, primary, &evidence.path);
@@ -373,7 +376,7 @@ pub fn read_source(prepared: &PreparedScope, git_env: &GitEnv, source: Source, p
     if !valid_evidence_path(path) {
         return None;
     }
-    let (root, relative, base_tree) = resolve_component(prepared, git_env, path)?;
+    let (root, relative, trees) = resolve_component(prepared, git_env, path)?;
     match source {
         Source::Worktree => {
             let full = root.join(&relative);
@@ -394,9 +397,11 @@ pub fn read_source(prepared: &PreparedScope, git_env: &GitEnv, source: Source, p
             }
             git::blob_bytes(&repo, entry.id).ok()
         }
-        Source::Head => {
+        Source::Head | Source::Target => {
+            let (base_tree, target_tree) = trees?;
+            let tree = if source == Source::Head { base_tree } else { target_tree };
             let repo = git::open(&root, git_env).ok()?;
-            let flat = git::flatten_tree(&repo, base_tree?).ok()?;
+            let flat = git::flatten_tree(&repo, tree).ok()?;
             let blob = flat.get(&relative)?;
             if blob.is_gitlink() || blob.mode.is_link() {
                 return None;
@@ -406,13 +411,14 @@ pub fn read_source(prepared: &PreparedScope, git_env: &GitEnv, source: Source, p
     }
 }
 
-/// The repository root, component-relative path and base tree owning
-/// `path`, through the prepared component list.
+/// The repository root, component-relative path and base and target
+/// trees owning `path`, through the prepared component list.
+#[allow(clippy::type_complexity)]
 fn resolve_component(
     prepared: &PreparedScope,
     git_env: &GitEnv,
     path: &str,
-) -> Option<(std::path::PathBuf, String, Option<gix::hash::ObjectId>)> {
+) -> Option<(std::path::PathBuf, String, Option<(gix::hash::ObjectId, gix::hash::ObjectId)>)> {
     let mut best = "";
     for prefix in &prepared.components {
         if !prefix.is_empty() && path.starts_with(&format!("{prefix}/")) && prefix.len() > best.len() {
@@ -427,10 +433,9 @@ fn resolve_component(
     // The base of a nested component is its recorded gitlink (or its own
     // HEAD when unavailable); the prepared fingerprint is still valid, so
     // the current workspace has the same bases.
-    let target = if prepared.mode == Mode::Staged { scope::Target::Index } else { scope::Target::Worktree };
-    let workspace = scope::collect(&prepared.root, target, git_env).ok()?;
+    let workspace = super::prepare::current_workspace(prepared, git_env).ok()??;
     let component = workspace.components.iter().find(|component| component.prefix == best)?;
-    Some((root, relative, Some(component.base_tree)))
+    Some((root, relative, Some((component.base_tree, component.target_tree))))
 }
 
 /// Why the terminal review report could not be assembled.
@@ -498,7 +503,7 @@ pub fn validate_final(command: TaskCommand, text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::prepare::Mode;
+    use crate::inspect::prepare::{self, Mode, PrepareError};
     use crate::inspect::tests::Fixture;
 
     fn finding(severity: &str, aspect: &str, path: &str, start: i64, end: i64) -> Value {
@@ -611,6 +616,73 @@ mod tests {
         let text = |end: i64| review("COMMENT", vec![finding("LOW", "tests", "a.txt", 1, end)]);
         assert!(validate_repository(TaskCommand::Review, &text(4), &prepared, &env).is_empty());
         assert!(!validate_repository(TaskCommand::Review, &text(6), &prepared, &env).is_empty());
+    }
+
+    /// main: c1 (a.txt), c3 (m.txt); feature from c1: c2 (f.rs), c4 merges
+    /// main, c5 edits f.rs. HEAD is feature, with a dirty worktree.
+    fn branched() -> Fixture {
+        let fixture = Fixture::new();
+        fixture.write("a.txt", "a\n");
+        fixture.commit_all("c1");
+        fixture.git(&["checkout", "-q", "-b", "feature"]);
+        fixture.write("f.rs", "fn f() {}\n");
+        fixture.commit_all("c2");
+        fixture.git(&["checkout", "-q", "main"]);
+        fixture.write("m.txt", "m1\nm2\n");
+        fixture.commit_all("c3");
+        fixture.git(&["checkout", "-q", "feature"]);
+        fixture.git(&["merge", "-q", "--no-ff", "--no-edit", "main"]);
+        fixture.write("f.rs", "fn f() {}\nfn g() {}\n");
+        fixture.commit_all("c5");
+        fixture.write("f.rs", "fn f() {}\nfn g() {}\nfn dirty() {}\n");
+        fixture.write("dirty.txt", "not committed\n");
+        fixture
+    }
+
+    #[test]
+    fn base_mode_reviews_the_branch_against_its_merge_base() {
+        let fixture = branched();
+        let env = fixture.env();
+        let prepared = prepare::prepare_with(&fixture.repo(), Mode::Base, Some("main"), &env).unwrap();
+        assert_eq!(prepared.paths, ["f.rs"], "main's merged commit and the dirty worktree are out of scope");
+        let range = prepared.range.clone().unwrap();
+        let main = fixture.git(&["rev-parse", "main"]).trim().to_string();
+        let head = fixture.git(&["rev-parse", "HEAD"]).trim().to_string();
+        assert_eq!((range.base_commit.as_deref(), range.target_commit.as_str()), (Some(main.as_str()), head.as_str()));
+        assert!(prepared.diff.contains("+fn g() {}") && !prepared.diff.contains("dirty"), "{}", prepared.diff);
+        assert!(prepared.previous_head_context_pack.is_none());
+        let check = |end: i64| {
+            let text = review("COMMENT", vec![finding("LOW", "tests", "f.rs", 1, end)]);
+            validate_repository(TaskCommand::Review, &text, &prepared, &env)
+        };
+        assert!(check(3).is_empty(), "the committed file has two lines and the EOF line");
+        assert!(!check(4).is_empty(), "the dirty worktree line is not evidence");
+        // The worktree may change; HEAD may not.
+        fixture.write("f.rs", "other\n");
+        prepare::recheck(&prepared, &env).unwrap();
+        fixture.commit_all("c6");
+        assert!(matches!(prepare::recheck(&prepared, &env), Err(PrepareError::Drift { .. })));
+    }
+
+    #[test]
+    fn commit_mode_reviews_one_commit_against_its_first_parent() {
+        let fixture = branched();
+        let env = fixture.env();
+        let merge = prepare::prepare_with(&fixture.repo(), Mode::Commit, Some("HEAD~1"), &env).unwrap();
+        assert_eq!(merge.paths, ["m.txt"], "a merge commit against its first parent");
+        let text = review("COMMENT", vec![finding("LOW", "tests", "m.txt", 2, 2)]);
+        assert!(validate_repository(TaskCommand::Review, &text, &merge, &env).is_empty());
+        let head = prepare::prepare_with(&fixture.repo(), Mode::Commit, Some("HEAD"), &env).unwrap();
+        assert_eq!(head.paths, ["f.rs"]);
+        let root = prepare::prepare_with(&fixture.repo(), Mode::Commit, Some("main~1"), &env).unwrap();
+        assert_eq!((root.paths.as_slice(), root.range.unwrap().base_commit), (&["a.txt".to_string()][..], None));
+        // A pinned commit never drifts, even when HEAD moves.
+        fixture.commit_all("c6");
+        prepare::recheck(&merge, &env).unwrap();
+        let error = prepare::prepare_with(&fixture.repo(), Mode::Commit, Some("no-such-ref"), &env).unwrap_err();
+        assert!(error.to_string().contains("cannot resolve \"no-such-ref\" to a commit"), "{error}");
+        let error = prepare::prepare_with(&fixture.repo(), Mode::Base, Some("HEAD"), &env).unwrap_err();
+        assert!(matches!(error, PrepareError::EmptyRange { .. }), "{error}");
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //!   under Git's ignore rules) against HEAD; a submodule is compared
 //!   against the gitlink its superproject records (or its own HEAD when
 //!   that commit is not available locally);
-//! - staged: each component's index against its base.
+//! - staged: each component's index against its base;
+//! - a commit range (`--base`, `--commit`): one commit's tree against
+//!   another's, in the top-level repository only (gitlinks are ordinary
+//!   changed entries).
 //!
 //! Untracked `.git-agent/` and `.omx/` runtime state is never in scope.
 
@@ -30,6 +33,8 @@ pub enum Target {
     Worktree,
     /// The index.
     Index,
+    /// A commit's tree (commit-range modes).
+    Tree,
 }
 
 /// One repository of the workspace.
@@ -95,6 +100,42 @@ pub fn prefixed(prefix: &str, path: &str) -> String {
         (false, true) => prefix.to_string(),
         (false, false) => format!("{prefix}/{path}"),
     }
+}
+
+/// The workspace of a commit range in the repository at `root`: the tree
+/// of `target` against the tree of `base` (the empty tree for a root
+/// commit).
+pub fn collect_commits(
+    root: &Path,
+    base: Option<ObjectId>,
+    target: ObjectId,
+    git_env: &GitEnv,
+) -> Result<Workspace, GitError> {
+    let repo = git::open(root, git_env)?;
+    let tree_of = |commit: ObjectId| {
+        git::commit_tree(&repo, commit).ok_or_else(|| GitError::read(&repo, format!("commit {commit}"), "not a commit"))
+    };
+    let base_tree = match base {
+        Some(commit) => tree_of(commit)?,
+        None => ObjectId::empty_tree(repo.object_hash()),
+    };
+    let target_tree = tree_of(target)?;
+    let target_entries = git::flatten_tree(&repo, target_tree)?;
+    let component = Component {
+        prefix: String::new(),
+        root: git::workdir(&repo),
+        base_tree,
+        expected_base: None,
+        base_unavailable: false,
+        base: git::flatten_tree(&repo, base_tree)?,
+        index: target_entries.clone(),
+        target: target_entries,
+        from_worktree: BTreeSet::new(),
+        untracked: BTreeSet::new(),
+        target_tree,
+        dirty_submodules: BTreeMap::new(),
+    };
+    Ok(Workspace { target: Target::Tree, components: vec![component] })
 }
 
 /// Collects the workspace of the repository at `root`.
@@ -473,6 +514,40 @@ fn walk_prefixes(
     for submodule in initialized_submodules(&repo, &root, &base, &index) {
         if let Ok(sub) = git::open(&submodule.root, git_env) {
             walk_prefixes(sub, prefixed(&prefix, &submodule.path), git_env, visited, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the index of every component of `workspace` below `dest` (each
+/// submodule under its prefix): regular and executable files only, never
+/// symbolic links or gitlinks, and only clean relative paths. This is the
+/// materialized index snapshot a staged review's static checks read.
+pub fn materialize_index(workspace: &Workspace, git_env: &GitEnv, dest: &Path) -> Result<(), GitError> {
+    use gix::objs::tree::EntryKind;
+    use std::os::unix::fs::PermissionsExt;
+    for component in &workspace.components {
+        let repo = git::open(&component.root, git_env)?;
+        for (path, blob) in &component.index {
+            let executable = match blob.mode.kind() {
+                EntryKind::Blob => false,
+                EntryKind::BlobExecutable => true,
+                EntryKind::Link | EntryKind::Commit | EntryKind::Tree => continue,
+            };
+            let full = prefixed(&component.prefix, path);
+            if !is_clean_nested_path(&full) {
+                continue;
+            }
+            let target = dest.join(&full);
+            let write = |target: &Path| -> std::io::Result<()> {
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(target, git::blob_bytes(&repo, blob.id).map_err(std::io::Error::other)?)?;
+                let mode = if executable { 0o700 } else { 0o600 };
+                std::fs::set_permissions(target, std::fs::Permissions::from_mode(mode))
+            };
+            write(&target).map_err(|source| GitError::Worktree { path: target.clone(), source })?;
         }
     }
     Ok(())

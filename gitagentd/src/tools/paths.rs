@@ -94,6 +94,13 @@ impl RepoFiles {
         Self { refuse_worktree: true, ..Self::new(repo, FileSource::Index) }
     }
 
+    /// A commit's files (`review --base`/`--commit`): HEAD stands for the
+    /// reviewed commit (see `Repository::with_pinned_head`) and is the
+    /// default source; the worktree is refused.
+    pub fn commit(repo: Repository) -> Self {
+        Self { refuse_worktree: true, ..Self::new(repo, FileSource::Head) }
+    }
+
     pub fn repo(&self) -> &Repository {
         &self.repo
     }
@@ -106,6 +113,11 @@ impl RepoFiles {
     pub fn source(&self, requested: Option<&str>) -> Result<FileSource, ToolError> {
         match requested.map(str::trim).filter(|s| !s.is_empty()) {
             None => Ok(self.default_source),
+            Some("worktree") if self.refuse_worktree && self.default_source == FileSource::Head => {
+                Err(ToolError::Recoverable(
+                    "source \"worktree\" is refused: this inspection reads the reviewed commit (head)".into(),
+                ))
+            }
             Some("worktree") if self.refuse_worktree => Err(ToolError::Recoverable(
                 "source \"worktree\" is refused: a staged inspection reads the index (or head)".into(),
             )),

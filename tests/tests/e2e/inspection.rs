@@ -294,3 +294,145 @@ fn depth_is_read_trimmed_and_in_any_case() {
     );
     assert_eq!(fake.requests().len(), 1, "no launch");
 }
+
+/// Writes `~/.git-agent/settings.json`.
+fn settings(env: &TestEnv, text: &str) {
+    let dir = env.home().join(".git-agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.json"), text).unwrap();
+}
+
+#[test]
+fn post_inspection_hooks_get_the_payload_and_a_failing_hook_keeps_the_report() {
+    let (env, fake, repo) = setup();
+    let markdown = env.work().join("report.md");
+    let payload = env.work().join("payload.json");
+    let after = env.work().join("after-failure");
+    let hooks = json!({"hooks": {"post_inspection": [
+        format!("printf '%s' {{{{shellquote (format_markdown .)}}}} > '{}'", markdown.display()),
+        "",
+        format!("cat > '{}'", payload.display()),
+        "echo 'webhook unreachable' >&2; exit 7",
+        format!("touch '{}'", after.display()),
+    ]}});
+    settings(&env, &hooks.to_string());
+    fake.push(Reply::Events(events::text_reply(REVIEW, events::usage(200, 50, 20))));
+    let id = launch(&env, &repo, &["review"]);
+    let run = env.run_in(repo.path(), &["review", "--wait", &id]);
+    let stdout = run.success();
+    assert_eq!(run.stderr, "", "the hook diagnostic is not printed");
+    let mut expected: Value = serde_json::from_str(REVIEW).unwrap();
+    expected["checks"] = json!([]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), expected, "the report is untouched");
+
+    let sent: Value = serde_json::from_str(&std::fs::read_to_string(&payload).unwrap()).unwrap();
+    assert_eq!(sent["schema_version"], json!(2));
+    assert_eq!(sent["report"], expected, "the exact final report");
+    assert_eq!(sent["session"]["id"], json!(id));
+    assert_eq!(sent["session"]["title"], json!("review inspected (uncommitted)"));
+    assert_eq!(sent["session"]["mode"], json!("uncommitted"));
+    assert_eq!(sent["session"]["model"], json!("gpt-5.6-sol"));
+    assert_eq!(sent["metrics"]["usage"]["input_tokens"], json!(200));
+    assert_eq!(sent["metrics"]["usage"]["cached_input_tokens"], json!(50));
+    assert_eq!(sent["metrics"]["usage"]["uncached_input_tokens"], json!(150));
+    assert_eq!(sent["metrics"]["branches"], json!([]));
+    assert!(sent["session"]["repository"]["head_sha"].as_str().unwrap().len() == 40, "{sent}");
+    let text = std::fs::read_to_string(&markdown).unwrap();
+    assert!(text.contains("## Findings\n\n### MEDIUM — Unexplained line"), "{text}");
+    assert!(text.contains("`README.md:2` — The new line"), "{text}");
+    assert!(!after.exists(), "a failing hook stops the sequence");
+}
+
+#[test]
+fn invalid_settings_fail_the_task_and_dry_runs_never_run_hooks() {
+    let (env, _fake, repo) = setup();
+    settings(&env, r#"{"hooks":{"post_inspection":["true", 1]}}"#);
+    let run = env.run_in(repo.path(), &["review", "--dry-run"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("invalid settings") && run.stderr.contains("settings.json"), "{}", run.stderr);
+    settings(&env, r#"{"hooks":{"post_inspection":[]}} {}"#);
+    let stderr = env.run_in(repo.path(), &["review", "--dry-run"]).failure().to_string();
+    assert!(stderr.contains("multiple JSON values"), "{stderr}");
+
+    let marker = env.work().join("hook-ran");
+    settings(&env, &json!({"hooks": {"post_inspection": [format!("touch '{}'", marker.display())]}}).to_string());
+    let id = launch(&env, &repo, &["review", "--dry-run"]);
+    env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    assert!(!marker.exists(), "dry runs never execute hooks");
+}
+
+/// A feature branch that merged main once, then changed f.rs; the
+/// worktree is dirty on top.
+fn feature_repo(env: &TestEnv) -> GitRepo {
+    let repo = env.repo("branched");
+    repo.write("a.txt", "a\n");
+    repo.commit_all("c1");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write("f.rs", "fn f() {}\n");
+    repo.commit_all("c2");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("m.txt", "m1\nm2\n");
+    repo.commit_all("c3");
+    repo.git(&["checkout", "-q", "feature"]);
+    repo.git(&["merge", "-q", "--no-ff", "--no-edit", "main"]);
+    repo.write("f.rs", "fn f() {}\nfn g() {}\n");
+    repo.commit_all("c5");
+    repo.write("f.rs", "fn dirty() {}\n");
+    repo
+}
+
+#[test]
+fn review_base_and_commit_inspect_committed_history() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, KEY);
+    let repo = feature_repo(&env);
+    let report = r#"{"summary":"g is new.","recommendation":"COMMENT","findings":[{"severity":"LOW","aspect":"tests","title":"Untested g","impact":"g may break.","evidences":[{"title":"g","path":"f.rs","line_start":2,"line_end":2}],"proposed_fix":"Test g."}]}"#;
+    fake.push(Reply::Events(events::tool_calls(
+        &[("call_read", "read_file", r#"{"path":"f.rs"}"#)],
+        events::usage(100, 0, 10),
+    )));
+    fake.push(Reply::Events(events::text_reply(report, events::usage(100, 0, 10))));
+    let id = launch(&env, &repo, &["review", "--base", "main"]);
+    let stdout = env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    let value: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(value["findings"][0]["evidences"][0]["path"], json!("f.rs"), "{stdout}");
+    let requests = fake.requests();
+    let first = requests[0].input_texts();
+    let user = first.iter().find(|text| text.contains("<prepared_review_context>")).unwrap();
+    assert!(user.contains("\"mode\": \"base\"") && user.contains("\"requested\": \"main\""), "{user}");
+    assert!(user.contains("+fn g() {}"), "{user}");
+    assert!(!user.contains("m1") && !user.contains("dirty"), "main's merge and the worktree are out of scope: {user}");
+    let second = requests[1].input_texts();
+    let output = second.iter().find(|text| text.contains("\"tool\":\"read_file\"")).unwrap();
+    assert!(output.contains("fn g() {}") && !output.contains("dirty"), "tools read the reviewed commit: {output}");
+
+    // One commit: the merge against its first parent.
+    let simplify = r#"{"summary":"Nothing to simplify.","opportunities":[]}"#;
+    fake.push(Reply::Events(events::text_reply(simplify, events::usage(10, 0, 1))));
+    let id = launch(&env, &repo, &["simplify", "--commit", "HEAD~1"]);
+    env.run_in(repo.path(), &["simplify", "--wait", &id]).success();
+    let requests = fake.requests();
+    let user = requests
+        .last()
+        .unwrap()
+        .input_texts()
+        .into_iter()
+        .find(|text| text.contains("<prepared_review_context>"))
+        .unwrap();
+    assert!(user.contains("\"mode\": \"commit\"") && user.contains("+m2") && !user.contains("fn g"), "{user}");
+
+    for args in [
+        &["review", "--base", "main", "--staged"][..],
+        &["simplify", "--commit", "HEAD", "--base", "main"],
+        &["simplify", "--clippy", "--base", "main"],
+    ] {
+        let run = env.run_in(repo.path(), args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+    }
+    let stderr = env.run_in(repo.path(), &["review", "--commit", "nope"]).failure().to_string();
+    assert!(stderr.contains("cannot resolve \"nope\" to a commit"), "{stderr}");
+    let help = env.run_in(repo.path(), &["review", "--help-agent"]).success();
+    assert!(help.contains("--base <ref>") && help.contains("--commit <rev>"), "{help}");
+}

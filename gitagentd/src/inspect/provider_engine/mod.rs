@@ -152,7 +152,11 @@ impl ProviderEngine {
         let mut task = assemble(request, &drift, &token).await?;
         task.web_search = Some(hosted_search(request.max_web_searches, provider.chatgpt_auth()));
 
-        let trace = |event: Event| status.observe(&event);
+        let metrics = super::metrics::MetricsCollector::default();
+        let trace = |event: Event| {
+            metrics.observe(&event);
+            status.observe(&event);
+        };
         let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
         let rules = output_rules(request, &drift);
         let result = agent::run(&context, &task, Some(&rules)).await;
@@ -180,6 +184,7 @@ impl ProviderEngine {
             branches_created: 0,
             conversation: provider::items_to_json(&outcome.conversation),
             turn_state: provider.turn_state(),
+            metrics: metrics.snapshot(&outcome.usage),
         })
     }
 }
@@ -251,7 +256,7 @@ async fn assemble(
             let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
             let guidance = match prepared.mode {
                 Mode::Staged => guidance::resolve(repo.root(), &paths, family, &IndexReader::new(&repo)),
-                Mode::Uncommitted | Mode::Codebase => {
+                Mode::Uncommitted | Mode::Codebase | Mode::Base | Mode::Commit => {
                     guidance::resolve(repo.root(), &paths, family, &WorktreeReader::new(repo.root()))
                 }
             };
@@ -354,9 +359,11 @@ fn registry(
     drift: &DriftSlot,
 ) -> ToolRegistry {
     let mode = request.prepared.mode;
-    let files = Arc::new(match mode {
-        Mode::Staged => RepoFiles::staged(repo),
-        Mode::Uncommitted | Mode::Codebase => RepoFiles::new(repo, crate::git::FileSource::Worktree),
+    let files = Arc::new(match (mode, target_commit(&request.prepared)) {
+        (Mode::Staged, _) => RepoFiles::staged(repo),
+        // A commit range reads the reviewed commit as "head".
+        (Mode::Base | Mode::Commit, Some(commit)) => RepoFiles::commit(repo.with_pinned_head(commit)),
+        _ => RepoFiles::new(repo, crate::git::FileSource::Worktree),
     });
     let mut shared = crate::tools::repository::tools(&files);
     shared.extend(tools::doc_tools(docs));
@@ -371,6 +378,12 @@ fn registry(
     registry.extend(tools::diff_tools(&request.prepared, &request.git_env, drift));
     registry.guard_batches(tools::batch_guard(&request.prepared, &request.git_env, drift));
     registry
+}
+
+/// The reviewed commit of a commit-range inspection.
+fn target_commit(prepared: &PreparedScope) -> Option<gix::ObjectId> {
+    let range = prepared.range.as_ref()?;
+    gix::ObjectId::from_hex(range.target_commit.as_bytes()).ok()
 }
 
 fn system_prompt(command: TaskCommand) -> &'static str {
