@@ -402,10 +402,12 @@ fn end_line(node: tree_sitter::Node<'_>) -> usize {
     if end.column == 0 && end.row > node.start_position().row { end.row } else { end.row + 1 }
 }
 
+#[cfg(feature = "syntax")]
 fn qualified(prefix: &str, separator: &str, name: &str) -> String {
     if prefix.is_empty() { name.to_string() } else { format!("{prefix}{separator}{name}") }
 }
 
+#[cfg(feature = "syntax")]
 /// `Searcher<'a, T>` as `Searcher`.
 fn strip_generics(text: &str) -> String {
     let text = first_line_of(text);
@@ -415,6 +417,7 @@ fn strip_generics(text: &str) -> String {
     }
 }
 
+#[cfg(feature = "syntax")]
 /// The first line of a name, whitespace runs collapsed.
 fn first_line_of(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
