@@ -582,8 +582,9 @@ pub fn content_hash(path: &str, source_kind: &str, chunk: &ChunkDraft, body: &st
 }
 
 /// The exact text sent to the embeddings endpoint for a chunk without
-/// context lines.
-pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+/// context lines. Private: a chunk's input is [`chunk_input`], which
+/// adds the context lines its hash covers.
+fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
     embedding_input_with(path, symbol, &[], body, max_chars)
 }
 

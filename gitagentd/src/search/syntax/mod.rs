@@ -19,7 +19,9 @@
 mod grammars;
 pub mod markdown;
 
-use grammars::{Grammar, Role};
+use grammars::Grammar;
+#[cfg(feature = "syntax")]
+use grammars::Role;
 
 /// One declaration of a file, as lines (1-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,8 +261,7 @@ impl Walker<'_> {
             }
         }
         let mut cursor = node.walk();
-        let inner = node.named_children(&mut cursor).filter(|child| self.grammar.role(child.kind()).is_some()).last();
-        inner
+        node.named_children(&mut cursor).filter(|child| self.grammar.role(child.kind()).is_some()).last()
     }
 
     /// Where a container's members (or a namespace's items) are.
