@@ -19,6 +19,8 @@ pub enum Role {
     Group,
 }
 
+// A build with only some languages does not use every role.
+#[allow(unused_imports)]
 use Role::{Container, Decl, Group, Wrap};
 
 /// One built-in language.
