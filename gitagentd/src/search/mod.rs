@@ -38,6 +38,7 @@ pub mod revision;
 pub mod settings;
 pub mod spool;
 pub mod store;
+pub mod syntax;
 pub mod textkind;
 
 use cache::FolderCache;
