@@ -39,6 +39,26 @@ pub enum Reply {
     /// Held until the test calls [`FakeOpenAi::release`], then a complete
     /// event stream; lets a test act between a request and its answer.
     Held(Vec<Value>),
+    /// A complete event stream computed from the request body, for
+    /// answers that must echo what the request carried (explore's item
+    /// IDs).
+    Computed(Responder),
+}
+
+/// Computes a reply's events from a request body.
+#[derive(Clone)]
+pub struct Responder(pub Arc<dyn Fn(&Value) -> Vec<Value> + Send + Sync>);
+
+impl Responder {
+    pub fn new(respond: impl Fn(&Value) -> Vec<Value> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(respond))
+    }
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
 }
 
 /// One request as the server received it.
@@ -220,7 +240,9 @@ impl FakeOpenAi {
 }
 
 async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+    let body: Value =
+        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+    let request_body = body.clone();
     let headers = headers
         .iter()
         .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
@@ -239,6 +261,7 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             .unwrap_or_default(),
         Reply::Raw(text) => event_stream(Body::from(text)),
         Reply::Events(events) => event_stream(Body::from(sse(&events, true))),
+        Reply::Computed(responder) => event_stream(Body::from(sse(&(responder.0)(&request_body), true))),
         Reply::Held(events) => {
             inner.release.notified().await;
             event_stream(Body::from(sse(&events, true)))

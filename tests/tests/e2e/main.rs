@@ -8,6 +8,7 @@ mod commit_msg;
 mod config;
 mod cwd;
 mod daemon;
+mod explore;
 mod inspection;
 mod install;
 mod line_counts;
