@@ -136,7 +136,7 @@ pub struct ExploreArgs {
 }
 
 /// The `--for` targets of `git-agent explore`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExploreTarget {
     /// The reproducer, failure mechanism, bottleneck or regression cause.

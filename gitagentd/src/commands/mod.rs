@@ -12,6 +12,8 @@ mod project_id;
 mod release_note;
 mod search;
 
+pub use explore::ExploreBatcher;
+
 use crate::services::Services;
 use git_agent_shared::Environment;
 use git_agent_shared::cli::{self, Command};

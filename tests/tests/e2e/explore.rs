@@ -303,3 +303,136 @@ fn follow_up_ids_that_name_no_session_fail_before_any_request() {
     assert!(run.failure().contains("unknown explore search ID"), "{}", run.stderr);
     assert!(fake.requests().is_empty());
 }
+
+/// Starts the daemon, then `git-agent explore <question>` in `dir` with
+/// extra flags, without waiting.
+fn spawn_explore(env: &TestEnv, dir: &std::path::Path, flags: &[&str], question: &str) -> std::process::Child {
+    let mut args = vec!["explore"];
+    args.extend_from_slice(flags);
+    args.push(question);
+    env.git_agent_in(dir, &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start git-agent explore")
+}
+
+/// An environment whose explore batches wait long enough for concurrent
+/// test processes to meet, with the daemon already running.
+fn batching_setup(grace_ms: u64) -> (TestEnv, FakeOpenAi) {
+    let (mut env, fake) = setup();
+    env.set_env("GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS", &grace_ms.to_string());
+    env.run_in(&env.work(), &["project_id"]).success();
+    (env, fake)
+}
+
+/// The ID and finding text of one process's stdout object.
+fn printed(output: &std::process::Output) -> (String, String) {
+    assert!(output.status.success(), "stderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(text.matches('\n').count(), 1, "{text}");
+    let value: Value = serde_json::from_str(&text).expect("one JSON object");
+    (value["id"].as_str().unwrap().to_string(), value["items"][0]["description"].as_str().unwrap().to_string())
+}
+
+/// A reply answering every item with its own question, read back from
+/// the request frame, so each process can prove it got its own answer.
+fn echo_questions() -> Reply {
+    Reply::Computed(Responder::new(|body| {
+        let text = body["input"].to_string();
+        let answers: Vec<Value> = item_ids(body)
+            .into_iter()
+            .map(|id| {
+                // The question follows its item ID in the frame.
+                let at = text.find(&id).unwrap();
+                let marker = "\\\"question\\\": \\\"";
+                let rest = &text[at..];
+                let start = rest.find(marker).unwrap() + marker.len();
+                let question = &rest[start..start + rest[start..].find('\\').unwrap()];
+                json!({"item_id": id, "items": [{"description": question, "references": ["src/lib.rs"]}]})
+            })
+            .collect();
+        events::text_reply(&json!({ "answers": answers }).to_string(), events::usage(300, 0, 40))
+    }))
+}
+
+#[test]
+fn five_concurrent_compatible_questions_share_two_conversations() {
+    let (env, fake) = batching_setup(4000);
+    let repo = repo_with_lib(&env);
+    fake.push(echo_questions());
+    fake.push(echo_questions());
+    let children: Vec<_> = (0..5).map(|n| spawn_explore(&env, repo.path(), &[], &format!("question {n}"))).collect();
+    let outputs: Vec<_> = children.into_iter().map(|child| child.wait_with_output().unwrap()).collect();
+    let mut ids = Vec::new();
+    for (n, output) in outputs.iter().enumerate() {
+        let (id, description) = printed(output);
+        assert_eq!(description, format!("question {n}"), "each process prints only its own item");
+        ids.push(id);
+    }
+    let requests = fake.requests();
+    let mut sizes: Vec<usize> = requests.iter().map(|request| item_ids(&request.body).len()).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [2, 3], "two provider conversations");
+    let mut asked: Vec<String> = requests.iter().flat_map(|request| item_ids(&request.body)).collect();
+    asked.sort();
+    ids.sort();
+    asked.dedup();
+    assert_eq!(asked.len(), 5, "distinct IDs");
+    assert_eq!(ids, asked);
+    let project_id = env.run_in(repo.path(), &["project_id"]).success().trim().to_string();
+    let log = std::fs::read_to_string(env.state_home().join("git-agent").join(project_id).join("explore.log")).unwrap();
+    assert_eq!(log.matches(" mode=batched ").count(), 5, "{log}");
+    assert_eq!(log.matches(" size=3 ").count() + log.matches(" size=2 ").count(), 5, "{log}");
+}
+
+#[test]
+fn incompatible_questions_never_share_a_batch() {
+    let (env, fake) = batching_setup(1500);
+    let repo = repo_with_lib(&env);
+    let other = env.repo("other");
+    other.write("src/lib.rs", "pub fn other() {}\n");
+    other.commit_all("feat: other");
+    for _ in 0..4 {
+        fake.push(echo_questions());
+    }
+    let children = vec![
+        spawn_explore(&env, repo.path(), &[], "plain"),
+        spawn_explore(&env, repo.path(), &["--fast"], "fast"),
+        spawn_explore(&env, repo.path(), &["--for", "owner"], "owner"),
+        spawn_explore(&env, other.path(), &[], "elsewhere"),
+    ];
+    for (output, expected) in
+        children.into_iter().map(|child| child.wait_with_output().unwrap()).zip(["plain", "fast", "owner", "elsewhere"])
+    {
+        assert_eq!(printed(&output).1, expected);
+    }
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().all(|request| item_ids(&request.body).len() == 1), "no shared batch");
+}
+
+#[test]
+fn a_killed_member_does_not_fail_the_others() {
+    let (env, fake) = batching_setup(4000);
+    let repo = repo_with_lib(&env);
+    // The answer must name the batch's IDs, so the held reply only gates
+    // the first step (a tool call); the echo answers the second.
+    fake.push(Reply::Held(events::tool_calls(
+        &[("c1", "list_files", r#"{"path":null,"max_entries":null}"#)],
+        events::usage(1, 0, 1),
+    )));
+    fake.push(echo_questions());
+    let mut children: Vec<_> =
+        (0..3).map(|n| spawn_explore(&env, repo.path(), &[], &format!("question {n}"))).collect();
+    assert!(fake.wait_for_requests(1, std::time::Duration::from_secs(30)), "the batch reached the provider");
+    assert_eq!(item_ids(&fake.requests()[0].body).len(), 3);
+    let mut killed = children.remove(1);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    fake.release();
+    for (child, n) in children.into_iter().zip([0, 2]) {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(printed(&output).1, format!("question {n}"));
+    }
+}

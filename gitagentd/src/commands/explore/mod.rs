@@ -11,6 +11,7 @@
 //! writes nothing to stdout.
 
 mod answer;
+mod batch;
 mod log;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
@@ -26,6 +27,7 @@ use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
 use git_agent_shared::task_record::TaskId;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +53,24 @@ struct PromptItem {
     question: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     semantic_results: String,
+}
+
+/// The daemon's explore batches; every question is its prompt text.
+pub type ExploreBatcher = batch::Batcher<String>;
+
+/// How long a new batch waits for compatible questions before it seals
+/// with fewer than three.
+const JOIN_GRACE: Duration = Duration::from_millis(100);
+
+/// The join grace. Test builds may stretch it with
+/// `GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS` in the daemon's environment, so
+/// concurrent test processes meet deterministically.
+fn join_grace() -> Duration {
+    #[cfg(feature = "test-hooks")]
+    if let Some(millis) = std::env::var("GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS").ok().and_then(|v| v.parse().ok()) {
+        return Duration::from_millis(millis);
+    }
+    JOIN_GRACE
 }
 
 pub async fn run(
@@ -80,31 +100,101 @@ pub async fn run(
             .with("git", files.repo().is_some())
             .with("target", args.target.map_or("universal", ExploreTarget::as_str)),
     );
-    let settings = settings(args.fast, args.debug);
-    let provider = generation::provider(services, invocation, &settings, &id).await?;
-    let items = vec![PromptItem { item_id: id.clone(), question, semantic_results: String::new() }];
-    let task = assemble(&root, &files, args.target, &items, cancel).await?;
-    let rules = output_rules(&files, &items);
-    record_disposition(services, invocation, output, &root, &items, cancel).await;
-    output.progress("explore: exploring");
-    let trace_sink = sink.clone();
-    let trace = move |event: Event| trace_sink.event(event);
-    let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
-    let outcome = agent::run(&context, &task, Some(&rules)).await.map_err(CommandError::failed)?;
-    let mut answers = answer::parse(&outcome.text).map_err(CommandError::Failed)?;
-    let findings =
-        answers.remove(&id).ok_or_else(|| CommandError::Failed(format!("the answer has no findings for {id}")))?;
-    sink.event(
-        Event::new("final")
-            .with("steps", outcome.steps)
-            .with("tool_calls", outcome.tool_calls)
-            .with("repair_calls", outcome.repair_calls)
-            .with("elapsed_ms", started.elapsed().as_millis() as u64),
-    );
+    let key = batch::BatchKey {
+        workspace: root.clone(),
+        service_tier: args.fast.then(|| "priority".to_string()),
+        target: args.target,
+        parent: None,
+    };
+    let conversation = Conversation {
+        services: Arc::clone(services),
+        invocation: invocation.clone(),
+        output: output.clone(),
+        sink: sink.clone(),
+        root,
+        files,
+        target: args.target,
+        fast: args.fast,
+        debug: args.debug,
+    };
+    let runner: batch::Runner<String> =
+        Box::new(move |questions, cancel| Box::pin(conversation.run(questions, cancel)));
+    // Membership ends with this call: when the caller goes away, or once
+    // the result is in (which also ends the batch's watch over it).
+    let membership = cancel.child_token();
+    let _leave = membership.clone().drop_guard();
+    let (role, result) = services.explore.join(key, id.clone(), question, membership, join_grace(), runner);
+    output.progress(match role {
+        batch::Role::Leader => "explore: collecting the batch",
+        batch::Role::Follower => "explore: waiting for the batch leader",
+    });
+    let findings = tokio::select! {
+        () = cancel.cancelled() => return Err(CommandError::Failed("the command was cancelled".into())),
+        result = result => result
+            .map_err(|_| CommandError::Failed("the explore batch ended without a result".into()))?
+            .map_err(CommandError::Failed)?,
+    };
+    sink.event(Event::new("final").with("elapsed_ms", started.elapsed().as_millis() as u64));
     let mut line = serde_json::to_string(&ExploreResult { id: &id, items: &findings }).map_err(CommandError::failed)?;
     line.push('\n');
     output.stdout(line);
     Ok(())
+}
+
+/// What the batch task needs to run the conversation of a sealed batch:
+/// the leader's invocation (provider settings, stderr) and root.
+struct Conversation {
+    services: Arc<Services>,
+    invocation: Invocation,
+    output: Output,
+    sink: TraceSink,
+    root: PathBuf,
+    files: Arc<RepoFiles>,
+    target: Option<ExploreTarget>,
+    fast: bool,
+    debug: bool,
+}
+
+impl Conversation {
+    /// Answers the batch's questions in one agent run: findings by item
+    /// ID, or one error for every member.
+    async fn run(
+        self,
+        questions: Vec<(String, String)>,
+        cancel: CancellationToken,
+    ) -> Result<HashMap<String, Vec<Finding>>, String> {
+        self.answer(questions, &cancel).await.map_err(|error| error.to_string())
+    }
+
+    async fn answer(
+        &self,
+        questions: Vec<(String, String)>,
+        cancel: &CancellationToken,
+    ) -> Result<HashMap<String, Vec<Finding>>, CommandError> {
+        let mut items: Vec<PromptItem> = questions
+            .into_iter()
+            .map(|(item_id, question)| PromptItem { item_id, question, semantic_results: String::new() })
+            .collect();
+        items.sort_by(|a, b| a.item_id.cmp(&b.item_id));
+        record_disposition(&self.services, &self.invocation, &self.output, &self.root, &items, cancel).await;
+        let settings = settings(self.fast, self.debug);
+        // One prompt-cache key per batch, from its first sorted item ID.
+        let provider = generation::provider(&self.services, &self.invocation, &settings, &items[0].item_id).await?;
+        let task = assemble(&self.root, &self.files, self.target, &items, cancel).await?;
+        let rules = output_rules(&self.files, &items);
+        let trace_sink = self.sink.clone();
+        let trace = move |event: Event| trace_sink.event(event);
+        let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
+        let outcome = agent::run(&context, &task, Some(&rules)).await.map_err(CommandError::failed)?;
+        self.sink.event(
+            Event::new("batch")
+                .with("size", items.len())
+                .with("steps", outcome.steps)
+                .with("tool_calls", outcome.tool_calls)
+                .with("repair_calls", outcome.repair_calls),
+        );
+        Ok(answer::parse(&outcome.text).map_err(CommandError::Failed)?.into_iter().collect())
+    }
 }
 
 /// The working directory as the exploration root: absolute, with `.`
