@@ -45,9 +45,12 @@ pub enum Reply {
     Computed(Responder),
 }
 
+/// A function from a request body to the events of its reply.
+type RespondFn = dyn Fn(&Value) -> Vec<Value> + Send + Sync;
+
 /// Computes a reply's events from a request body.
 #[derive(Clone)]
-pub struct Responder(pub Arc<dyn Fn(&Value) -> Vec<Value> + Send + Sync>);
+pub struct Responder(pub Arc<RespondFn>);
 
 impl Responder {
     pub fn new(respond: impl Fn(&Value) -> Vec<Value> + Send + Sync + 'static) -> Self {
