@@ -362,8 +362,15 @@ fn five_concurrent_compatible_questions_share_two_conversations() {
     let repo = repo_with_lib(&env);
     fake.push(echo_questions());
     fake.push(echo_questions());
-    let children: Vec<_> = (0..5).map(|n| spawn_explore(&env, repo.path(), &[], &format!("question {n}"))).collect();
+    let children: Vec<_> =
+        (0..5).map(|n| spawn_explore(&env, repo.path(), &["--debug"], &format!("question {n}"))).collect();
     let outputs: Vec<_> = children.into_iter().map(|child| child.wait_with_output().unwrap()).collect();
+    // Two leaders report the batch work; three followers only wait.
+    let reporting =
+        |phase: &str| outputs.iter().filter(|output| String::from_utf8_lossy(&output.stderr).contains(phase)).count();
+    assert_eq!(reporting("phase=batch_collection "), 2);
+    assert_eq!(reporting("phase=provider_request "), 2);
+    assert_eq!(reporting("phase=result_wait "), 3);
     let mut ids = Vec::new();
     for (n, output) in outputs.iter().enumerate() {
         let (id, description) = printed(output);
@@ -435,4 +442,40 @@ fn a_killed_member_does_not_fail_the_others() {
         let output = child.wait_with_output().unwrap();
         assert_eq!(printed(&output).1, format!("question {n}"));
     }
+}
+
+#[test]
+fn debug_reports_explore_phases_on_stderr_without_changing_stdout() {
+    let (env, fake) = setup();
+    let repo = repo_with_lib(&env);
+    fake.push(Reply::Events(events::tool_calls(
+        &[("c1", "list_files", r#"{"path":null,"max_entries":null}"#)],
+        events::usage(100, 0, 10),
+    )));
+    fake.push(answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let run = env.run_in(repo.path(), &["explore", "--debug", "what", "does", "one", "return?"]);
+    let stdout = run.success();
+    let value: Value = serde_json::from_str(&stdout).expect("stdout stays one JSON object");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+    for phase in [
+        "phase=setup ",
+        "phase=reservation ",
+        "phase=batch_collection ",
+        "phase=prompt_setup ",
+        "phase=provider_request ",
+        "phase=tool ",
+        "phase=tool_batch ",
+        "phase=agent ",
+        "phase=answer_processing ",
+        "phase=output ",
+    ] {
+        assert!(run.stderr.contains(&format!("explore.phase {phase}")), "{phase} missing:\n{}", run.stderr);
+    }
+    assert!(!run.stderr.contains("phase=result_wait"), "the leader does not wait for itself:\n{}", run.stderr);
+    let tool = run.stderr.lines().find(|line| line.contains("explore.phase phase=tool ")).unwrap();
+    assert!(tool.contains(" step=1") && tool.contains("list_files"), "{tool}");
+    fake.push(answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let plain = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]);
+    plain.success();
+    assert!(!plain.stderr.contains("explore.phase"), "{}", plain.stderr);
 }

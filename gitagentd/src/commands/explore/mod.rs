@@ -13,6 +13,7 @@
 mod answer;
 mod batch;
 mod log;
+mod phases;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
@@ -93,6 +94,7 @@ pub async fn run(
     let id = TaskId::generate().map_err(CommandError::failed)?.to_string();
     let reporter = Reporter::new(invocation, output, args.debug);
     let sink = TraceSink::new(invocation, output, &reporter, false);
+    let phases = phases::Phases::new(started, sink.clone());
     sink.event(
         Event::new("session")
             .with("command", COMMAND)
@@ -100,6 +102,7 @@ pub async fn run(
             .with("git", files.repo().is_some())
             .with("target", args.target.map_or("universal", ExploreTarget::as_str)),
     );
+    let setup_done = phases.done("setup", started);
     let key = batch::BatchKey {
         workspace: root.clone(),
         service_tier: args.fast.then(|| "priority".to_string()),
@@ -116,6 +119,8 @@ pub async fn run(
         target: args.target,
         fast: args.fast,
         debug: args.debug,
+        phases: phases.clone(),
+        joined: Instant::now(),
     };
     let runner: batch::Runner<String> =
         Box::new(move |questions, cancel| Box::pin(conversation.run(questions, cancel)));
@@ -124,6 +129,7 @@ pub async fn run(
     let membership = cancel.child_token();
     let _leave = membership.clone().drop_guard();
     let (role, result) = services.explore.join(key, id.clone(), question, membership, join_grace(), runner);
+    let reserved = phases.done("reservation", setup_done);
     output.progress(match role {
         batch::Role::Leader => "explore: collecting the batch",
         batch::Role::Follower => "explore: waiting for the batch leader",
@@ -134,10 +140,15 @@ pub async fn run(
             .map_err(|_| CommandError::Failed("the explore batch ended without a result".into()))?
             .map_err(CommandError::Failed)?,
     };
-    sink.event(Event::new("final").with("elapsed_ms", started.elapsed().as_millis() as u64));
+    // The leader reported its own batch work; a follower only waited.
+    let answered = match role {
+        batch::Role::Follower => phases.done("result_wait", reserved),
+        batch::Role::Leader => Instant::now(),
+    };
     let mut line = serde_json::to_string(&ExploreResult { id: &id, items: &findings }).map_err(CommandError::failed)?;
     line.push('\n');
     output.stdout(line);
+    phases.done("output", answered);
     Ok(())
 }
 
@@ -153,6 +164,9 @@ struct Conversation {
     target: Option<ExploreTarget>,
     fast: bool,
     debug: bool,
+    phases: phases::Phases,
+    /// When the leader joined: the batch collection starts there.
+    joined: Instant,
 }
 
 impl Conversation {
@@ -176,16 +190,18 @@ impl Conversation {
             .map(|(item_id, question)| PromptItem { item_id, question, semantic_results: String::new() })
             .collect();
         items.sort_by(|a, b| a.item_id.cmp(&b.item_id));
+        let collected = self.phases.done("batch_collection", self.joined);
         record_disposition(&self.services, &self.invocation, &self.output, &self.root, &items, cancel).await;
         let settings = settings(self.fast, self.debug);
         // One prompt-cache key per batch, from its first sorted item ID.
         let provider = generation::provider(&self.services, &self.invocation, &settings, &items[0].item_id).await?;
         let task = assemble(&self.root, &self.files, self.target, &items, cancel).await?;
         let rules = output_rules(&self.files, &items);
-        let trace_sink = self.sink.clone();
-        let trace = move |event: Event| trace_sink.event(event);
+        let prepared = self.phases.done("prompt_setup", collected);
+        let trace = self.phases.loop_trace();
         let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
         let outcome = agent::run(&context, &task, Some(&rules)).await.map_err(CommandError::failed)?;
+        let finished = self.phases.done("agent", prepared);
         self.sink.event(
             Event::new("batch")
                 .with("size", items.len())
@@ -193,7 +209,9 @@ impl Conversation {
                 .with("tool_calls", outcome.tool_calls)
                 .with("repair_calls", outcome.repair_calls),
         );
-        Ok(answer::parse(&outcome.text).map_err(CommandError::Failed)?.into_iter().collect())
+        let answers = answer::parse(&outcome.text).map_err(CommandError::Failed)?.into_iter().collect();
+        self.phases.done("answer_processing", finished);
+        Ok(answers)
     }
 }
 
