@@ -61,6 +61,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
             tasks: Arc::new(TaskService::new(Arc::new(ProviderEngine::new(Arc::clone(&http_clients))), options.env)),
             http_clients,
             search: Default::default(),
+            explore: Default::default(),
         }),
         shutdown: shutdown.clone(),
     });

@@ -21,4 +21,6 @@ pub struct Services {
     pub http_clients: Arc<crate::provider::HttpClients>,
     /// The search index single flight, mapped index cache and query history.
     pub search: crate::search::SearchService,
+    /// The open explore batches, where concurrent questions meet.
+    pub explore: Arc<crate::commands::ExploreBatcher>,
 }

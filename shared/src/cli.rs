@@ -54,6 +54,9 @@ pub enum Command {
     #[command(name = "release-note")]
     ReleaseNote(ReleaseNoteArgs),
 
+    /// Answer a codebase question with grounded findings; stdout is one JSON object.
+    Explore(ExploreArgs),
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -103,6 +106,58 @@ pub struct ReleaseNoteArgs {
 
     #[command(flatten)]
     pub generation: MessageArgs,
+}
+
+/// `git-agent explore [--debug] [--fast] [--for <target>] [--follow-up <search-id>] <question...>`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    override_usage = "git-agent explore [--debug] [--fast] [--for <diagnose|change|behavior|owner>] [--follow-up <search-id>] <question...>"
+)]
+pub struct ExploreArgs {
+    /// Write explore.phase timings and the console trace to stderr.
+    #[arg(long)]
+    pub debug: bool,
+
+    /// Send service_tier=priority with the Responses API request.
+    #[arg(long)]
+    pub fast: bool,
+
+    /// What the answer should prioritize.
+    #[arg(long = "for", value_name = "target")]
+    pub target: Option<ExploreTarget>,
+
+    /// Continue the session of a previous explore result.
+    #[arg(long, value_name = "search-id", value_parser = NonEmptyStringValueParser::new())]
+    pub follow_up: Option<String>,
+
+    /// The question, in natural language.
+    #[arg(value_name = "question", required = true, num_args = 1.., value_parser = NonEmptyStringValueParser::new())]
+    pub question: Vec<String>,
+}
+
+/// The `--for` targets of `git-agent explore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExploreTarget {
+    /// The reproducer, failure mechanism, bottleneck or regression cause.
+    Diagnose,
+    /// The implementation boundary, affected behavior and focused validation.
+    Change,
+    /// Current semantics, contracts and invariants.
+    Behavior,
+    /// The authoritative implementation, callers and subsystem boundaries.
+    Owner,
+}
+
+impl ExploreTarget {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Diagnose => "diagnose",
+            Self::Change => "change",
+            Self::Behavior => "behavior",
+            Self::Owner => "owner",
+        }
+    }
 }
 
 const INSPECT_USAGE_REVIEW: &str = "git-agent review [--codebase|--uncommitted|--staged] [flags] [prompt...]\n       git-agent review --wait <id>\n       git-agent review [--debug] [--fast] --follow-up <turn-id> <prompt...>";

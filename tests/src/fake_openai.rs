@@ -42,6 +42,29 @@ pub enum Reply {
     /// A complete event stream whose response carries this extra header
     /// (name, value), such as the ChatGPT backend's `x-codex-turn-state`.
     EventsWithHeader(String, String, Vec<Value>),
+    /// A complete event stream computed from the request body, for
+    /// answers that must echo what the request carried (explore's item
+    /// IDs).
+    Computed(Responder),
+}
+
+/// A function from a request body to the events of its reply.
+type RespondFn = dyn Fn(&Value) -> Vec<Value> + Send + Sync;
+
+/// Computes a reply's events from a request body.
+#[derive(Clone)]
+pub struct Responder(pub Arc<RespondFn>);
+
+impl Responder {
+    pub fn new(respond: impl Fn(&Value) -> Vec<Value> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(respond))
+    }
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
 }
 
 /// One request as the server received it.
@@ -229,7 +252,9 @@ impl FakeOpenAi {
 }
 
 async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+    let body: Value =
+        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+    let request_body = body.clone();
     let headers = headers
         .iter()
         .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
@@ -254,6 +279,7 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             .header(name, value)
             .body(Body::from(sse(&events, true)))
             .unwrap_or_default(),
+        Reply::Computed(responder) => event_stream(Body::from(sse(&(responder.0)(&request_body), true))),
         Reply::Held(events) => {
             inner.release.notified().await;
             event_stream(Body::from(sse(&events, true)))

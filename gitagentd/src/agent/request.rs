@@ -22,6 +22,9 @@ pub struct Layers {
     pub environment: String,
     pub skills: String,
     pub guidance: String,
+    /// Developer messages a task adds after the guidance, before its user
+    /// prompt (explore's query target).
+    pub task_instructions: Vec<String>,
     pub user: String,
 }
 
@@ -33,6 +36,7 @@ impl Layers {
             .filter(|text| !text.trim().is_empty())
             .map(|text| Item::developer(text.clone()))
             .collect();
+        items.extend(self.task_instructions.iter().map(|text| Item::developer(text.clone())));
         items.push(Item::user(self.user.clone()));
         items
     }

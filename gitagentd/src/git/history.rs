@@ -83,6 +83,101 @@ impl Repository {
     }
 }
 
+/// How many commits a path-limited walk looks at before it stops: a root
+/// that history rarely touches must not make one tool call read all of it.
+const MAX_SCANNED_COMMITS: usize = 20_000;
+
+/// Commits that change paths beneath a folder, and whether the walk
+/// stopped before history ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathCommits {
+    pub commits: Vec<CommitInfo>,
+    pub truncated: bool,
+}
+
+impl Repository {
+    /// Up to `limit` commits reachable from `tips` and not from `hidden`
+    /// (revisions such as `HEAD`, `v1.0`, an id), newest first, that
+    /// change something beneath `base` (a clean repository-relative
+    /// folder, `""` for the whole tree) versus their first parent.
+    pub fn commits_touching(
+        &self,
+        tips: &[&str],
+        hidden: &[&str],
+        base: &str,
+        limit: usize,
+    ) -> Result<PathCommits, GitError> {
+        let repo = self.local();
+        let resolve = |rev: &&str| {
+            repo.rev_parse_single(*rev).and_then(|id| Ok(id.object()?.peel_to_commit()?.id)).map_err(|error| {
+                GitError::Revision { path: self.root.clone(), rev: rev.to_string(), message: error.to_string() }
+            })
+        };
+        let tips = tips.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
+        let hidden = hidden.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
+        let walk = repo
+            .rev_walk(tips)
+            .with_hidden(hidden)
+            .sorting(gix::revision::walk::Sorting::ByCommitTime(Default::default()))
+            .all()
+            .map_err(|error| self.read_error("the commit history", error))?;
+        let mut commits = Vec::new();
+        for (scanned, info) in walk.enumerate() {
+            if commits.len() > limit || scanned == MAX_SCANNED_COMMITS {
+                return Ok(PathCommits { commits: truncate(commits, limit), truncated: true });
+            }
+            let info = info.map_err(|error| self.read_error("the commit history", error))?;
+            let commit = info.object().map_err(|error| self.read_error(format!("commit {}", info.id), error))?;
+            if self.commit_touches(&repo, &commit, base)? {
+                commits.push(commit_info(&commit));
+            }
+        }
+        let truncated = commits.len() > limit;
+        Ok(PathCommits { commits: truncate(commits, limit), truncated })
+    }
+
+    /// Whether the HEAD commit changes something beneath `base`; false
+    /// when HEAD is unborn.
+    pub fn head_touches(&self, base: &str) -> Result<bool, GitError> {
+        let repo = self.local();
+        let Ok(commit) = repo.head_commit() else { return Ok(false) };
+        self.commit_touches(&repo, &commit, base)
+    }
+
+    /// Whether `commit` changes the tree beneath `base` versus its first
+    /// parent (a root commit: whether it has anything there).
+    fn commit_touches(&self, repo: &gix::Repository, commit: &gix::Commit<'_>, base: &str) -> Result<bool, GitError> {
+        let here = self.subtree_id(commit, base)?;
+        let parent = match commit.parent_ids().next() {
+            Some(parent) => {
+                let parent = repo
+                    .find_commit(parent.detach())
+                    .map_err(|error| self.read_error(format!("commit {parent}"), error))?;
+                self.subtree_id(&parent, base)?
+            }
+            None => None,
+        };
+        Ok(here != parent)
+    }
+
+    /// The id of the tree or blob at `base` in `commit` (its root tree for
+    /// `""`).
+    fn subtree_id(&self, commit: &gix::Commit<'_>, base: &str) -> Result<Option<gix::ObjectId>, GitError> {
+        let what = || format!("the tree of commit {}", commit.id);
+        let tree = commit.tree().map_err(|error| self.read_error(what(), error))?;
+        if base.is_empty() {
+            return Ok(Some(tree.id));
+        }
+        let entry = tree.lookup_entry_by_path(base).map_err(|error| self.read_error(what(), error))?;
+        Ok(entry.map(|entry| entry.object_id()))
+    }
+}
+
+fn truncate(mut commits: Vec<CommitInfo>, limit: usize) -> Vec<CommitInfo> {
+    commits.truncate(limit);
+    commits
+}
+
 /// The commits reachable from `new` but not from `old` in `repo`, newest
 /// first, at most `limit`; an error when the objects are not available.
 pub(super) fn commits_between(

@@ -11,6 +11,7 @@
 //! repository root.
 
 pub mod commit;
+pub mod history;
 mod inspect;
 mod jq;
 mod paths;

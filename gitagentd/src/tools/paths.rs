@@ -68,11 +68,16 @@ pub fn clean_relative(raw: &str) -> Result<String, PathError> {
     Ok(parts.join("/"))
 }
 
-/// The repository as the tools see it.
+/// The repository (or, for explore, any folder) as the tools see it.
 #[derive(Debug)]
 pub struct RepoFiles {
-    repo: Repository,
+    /// `None` for an ordinary folder: no index, no HEAD.
+    repo: Option<Repository>,
+    /// The folder every tool path is relative to (canonical).
     root: PathBuf,
+    /// Where `root` sits in the repository: `""` at its top, else a clean
+    /// repository-relative folder that index and HEAD reads are rebased on.
+    base: String,
     default_source: FileSource,
     /// Staged review reads the index only: explicit worktree requests
     /// would leak unstaged edits into the inspection.
@@ -85,7 +90,7 @@ impl RepoFiles {
     pub fn new(repo: Repository, default_source: FileSource) -> Self {
         // Confinement compares canonical paths, so the root must be one too.
         let root = repo.root().canonicalize().unwrap_or_else(|_| repo.root().to_path_buf());
-        Self { repo, root, default_source, refuse_worktree: false }
+        Self { repo: Some(repo), root, base: String::new(), default_source, refuse_worktree: false }
     }
 
     /// Tools for a staged inspection: the index by default, and explicit
@@ -101,12 +106,41 @@ impl RepoFiles {
         Self { refuse_worktree: true, ..Self::new(repo, FileSource::Head) }
     }
 
-    pub fn repo(&self) -> &Repository {
-        &self.repo
+    /// Tools rooted at `root` (explore's exploration root), which may be
+    /// a folder below the top of `repo` or, without a repository, an
+    /// ordinary folder. Nothing above `root` is reachable: index and HEAD
+    /// paths are rebased below it.
+    pub fn rooted(root: &Path, repo: Option<Repository>) -> Self {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let base = repo
+            .as_ref()
+            .and_then(|repo| root.strip_prefix(repo.root()).ok())
+            .map(|inside| inside.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        Self { repo, root, base, default_source: FileSource::Worktree, refuse_worktree: false }
+    }
+
+    /// The repository, when the root is inside one.
+    pub fn repo(&self) -> Option<&Repository> {
+        self.repo.as_ref()
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Where the root sits in the repository (`""` at its top).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// A clean root-relative path as a repository-relative one.
+    fn tracked(&self, path: &str) -> String {
+        match (self.base.is_empty(), path.is_empty()) {
+            (true, _) => path.to_string(),
+            (false, true) => self.base.clone(),
+            (false, false) => format!("{}/{path}", self.base),
+        }
     }
 
     /// The source a call reads from.
@@ -122,6 +156,9 @@ impl RepoFiles {
                 "source \"worktree\" is refused: a staged inspection reads the index (or head)".into(),
             )),
             Some("worktree") => Ok(FileSource::Worktree),
+            Some(source @ ("index" | "head")) if self.repo.is_none() => Err(ToolError::Recoverable(format!(
+                "source {source:?} is refused: this folder is not in a Git repository; read the worktree"
+            ))),
             Some("index") => Ok(FileSource::Index),
             Some("head") => Ok(FileSource::Head),
             Some(other) => Err(ToolError::Recoverable(format!("source {other:?} is not worktree, index or head"))),
@@ -145,8 +182,10 @@ impl RepoFiles {
                 std::fs::read(&full).map_err(|error| ToolError::Recoverable(format!("{path}: {error}")))
             }
             FileSource::Index | FileSource::Head => {
-                self.refuse_tracked_symlinks(source, &path)?;
-                match self.repo.tracked_content(source, &path) {
+                let repo = self.tracked_repo(source)?;
+                let tracked = self.tracked(&path);
+                self.refuse_tracked_symlinks(source, &tracked)?;
+                match repo.tracked_content(source, &tracked) {
                     Ok(Some(bytes)) => Ok(bytes),
                     Ok(None) => Err(ToolError::Recoverable(format!("{path}: not a file in {}", source.as_str()))),
                     Err(error) => Err(ToolError::Recoverable(error.to_string())),
@@ -169,9 +208,19 @@ impl RepoFiles {
         }
     }
 
+    /// The repository an index or HEAD read goes to.
+    fn tracked_repo(&self, source: FileSource) -> Result<&Repository, ToolError> {
+        self.repo.as_ref().ok_or_else(|| {
+            ToolError::Recoverable(format!(
+                "source {:?} is refused: this folder is not in a Git repository",
+                source.as_str()
+            ))
+        })
+    }
+
     /// Where a clean worktree path leads once every link is followed: a
     /// canonical path inside the root and outside internal state.
-    fn resolve_worktree(&self, path: &str) -> Result<PathBuf, ToolError> {
+    pub fn resolve_worktree(&self, path: &str) -> Result<PathBuf, ToolError> {
         let shown = if path.is_empty() { "." } else { path };
         let canonical = self
             .root
@@ -206,9 +255,10 @@ impl RepoFiles {
                 prefix.push('/');
             }
             prefix.push_str(part);
+            let repo = self.tracked_repo(source)?;
             let entry = match source {
-                FileSource::Index => self.repo.index_entry(&prefix),
-                _ => self.repo.head_entry(&prefix),
+                FileSource::Index => repo.index_entry(&prefix),
+                _ => repo.head_entry(&prefix),
             }
             .map_err(|error| ToolError::Recoverable(error.to_string()))?;
             if entry.is_some_and(|entry| entry.kind == EntryKind::Symlink) {
@@ -265,10 +315,14 @@ impl RepoFiles {
                 Ok(())
             }
             FileSource::Index | FileSource::Head => {
+                let repo = self.tracked_repo(source)?;
+                let prefix = self.tracked(&prefix);
                 self.refuse_tracked_symlinks(source, &prefix)?;
+                // Paths leave rebased on the root again.
+                let strip = if self.base.is_empty() { 0 } else { self.base.len() + 1 };
                 let entries = match source {
-                    FileSource::Index => self.repo.index_entries(),
-                    _ => self.repo.head_entries(),
+                    FileSource::Index => repo.index_entries(),
+                    _ => repo.head_entries(),
                 }
                 .map_err(|error| ToolError::Recoverable(error.to_string()))?;
                 let mut paths = std::collections::BTreeMap::new();
@@ -292,7 +346,7 @@ impl RepoFiles {
                     if cancel.is_cancelled() {
                         return Err(ToolError::Cancelled);
                     }
-                    if visit(&path, is_dir).is_break() {
+                    if visit(&path[strip..], is_dir).is_break() {
                         break;
                     }
                 }

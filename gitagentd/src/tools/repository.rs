@@ -50,12 +50,17 @@ impl Tool for RepoSummary {
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let files = Arc::clone(&self.0);
         blocking("repo_summary", arguments, cancel, move |_: NoArguments, _| {
-            let head = files.repo().head();
+            let root_path = files.root().display().to_string();
+            // An ordinary folder has no Git metadata to report.
+            let Some(repo) = files.repo() else {
+                return Ok(ToolOutput::new(json!({ "root_path": root_path }), false));
+            };
+            let head = repo.head();
             let remotes: serde_json::Map<String, Value> =
-                files.repo().remotes().into_iter().map(|(name, urls)| (name, json!(urls))).collect();
+                repo.remotes().into_iter().map(|(name, urls)| (name, json!(urls))).collect();
             Ok(ToolOutput::new(
                 json!({
-                    "root_path": files.root().display().to_string(),
+                    "root_path": root_path,
                     "branch": head.branch,
                     "head_sha": head.sha,
                     "is_detached": head.detached,

@@ -8,6 +8,7 @@ mod commit_msg;
 mod config;
 mod cwd;
 mod daemon;
+mod explore;
 mod follow_up;
 mod inspection;
 mod install;

@@ -169,6 +169,7 @@ impl ProjectContext {
             environment,
             skills: self.skills_layer,
             guidance: self.guidance.render(),
+            task_instructions: Vec::new(),
             user,
         }
     }

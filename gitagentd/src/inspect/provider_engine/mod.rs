@@ -301,6 +301,7 @@ async fn assemble(
             environment,
             skills: skills_layer,
             guidance: guidance.render(),
+            task_instructions: Vec::new(),
             user: user_prompt(request.command, &prepared, request.operator_hint.as_ref())?,
         },
         tools,
