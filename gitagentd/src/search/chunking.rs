@@ -7,19 +7,41 @@
 //!   types, constants, variables, each named), with the lines between
 //!   declarations (package clause, imports, comments) as unnamed chunks; a
 //!   Go file whose comment before `package` says `DO NOT EDIT` becomes one
-//!   path-only chunk with no body. Other files, and Go files the
-//!   declaration scanner cannot follow, are cut into windows of 80 lines
-//!   that overlap by 20. Declarations longer than 80 lines are windowed the
-//!   same way.
-//! - The embedding input is `path:`, optional `symbol:` and `language:`
-//!   header lines, a blank line and the body, every physical line clamped
-//!   to 4,000 characters, the whole capped at the configured number of
-//!   characters. Its SHA-256 is the identity under which a vector is shared.
+//!   path-only chunk with no body.
+//! - Files of a language with a built-in grammar ([`super::syntax`]) are
+//!   cut at their declarations the same way, and a container's members
+//!   (methods of a class, impl or trait) are chunks of their own, with the
+//!   container's first line as `context:` in their embedding input and
+//!   its header (up to the first member) as a chunk of its own. Tiny
+//!   neighbouring declarations of one container merge (each at most 3
+//!   lines, together at most 12); the lines between declarations form
+//!   chunks of their own, without the lines that hold only punctuation or
+//!   a closing keyword. Markdown is cut at its headings.
+//! - Other files, and files whose syntax cannot be followed, are cut into
+//!   windows of 80 lines that overlap by 20. Declarations longer than 80
+//!   lines are windowed the same way; each window after the first carries
+//!   the declaration's first line as `signature:` in its input.
+//! - The embedding input is `path:`, optional `symbol:`, `language:`,
+//!   `context:` and `signature:` header lines, a blank line and the body,
+//!   every physical line clamped to 4,000 characters, the whole capped at
+//!   the configured number of characters. Its SHA-256 is the identity
+//!   under which a vector is shared, so a chunk whose input did not change
+//!   keeps its vector under any chunker version.
 
 use super::golang;
+use super::syntax::{self, markdown};
 use sha2::{Digest, Sha256};
 
+/// The version of the rules above, written into every index manifest: an
+/// index built by another version (or by a build with other languages) is
+/// refreshed rather than trusted. [`chunker_version`] adds the built-in
+/// grammars.
+const CHUNKER_RULES: &str = "syntax-1";
 pub const CHUNK_LINES: usize = 80;
+/// Declarations of at most this many lines are tiny: neighbours merge.
+pub const TINY_LINES: usize = 3;
+/// A merge of tiny declarations spans at most this many lines.
+pub const MERGED_LINES: usize = 12;
 pub const CHUNK_OVERLAP: usize = 20;
 pub const MAX_EMBEDDING_LINE_CHARS: usize = 4_000;
 pub const DEFAULT_MAX_INPUT_CHARS: usize = 32_000;
@@ -34,12 +56,59 @@ pub struct Symbol {
     pub name: String,
 }
 
+/// The chunker version recorded in manifests: the rules' version and the
+/// languages this build parses.
+pub fn chunker_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| format!("{CHUNKER_RULES}+{}", syntax::built_in_labels().join(",")))
+}
+
+/// A line of the file's normalized text, as a byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSpan {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl LineSpan {
+    fn text<'a>(&self, text: &'a str) -> &'a str {
+        let start = self.start as usize;
+        text.get(start..start + self.len as usize).unwrap_or("").trim()
+    }
+}
+
+/// Lines of the file that travel in a chunk's embedding input beside its
+/// body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkContext {
+    /// The first line of the container (class, impl, trait) of a member.
+    pub parent: Option<LineSpan>,
+    /// The first line of a long declaration, for its later windows.
+    pub signature: Option<LineSpan>,
+}
+
+impl ChunkContext {
+    /// `(label, line)` pairs in input order.
+    fn lines<'a>(&self, text: &'a str) -> Vec<(&'static str, &'a str)> {
+        let mut out = Vec::new();
+        if let Some(parent) = self.parent {
+            out.push(("context: ", parent.text(text)));
+        }
+        if let Some(signature) = self.signature {
+            out.push(("signature: ", signature.text(text)));
+        }
+        out.retain(|(_, line)| !line.is_empty());
+        out
+    }
+}
+
 /// One chunk of a file, before it has a vector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkDraft {
     pub start_line: u32,
     pub end_line: u32,
     pub symbol: Option<Symbol>,
+    pub context: ChunkContext,
     /// SHA-256 of the exact capped embedding input.
     pub input_hash: Hash32,
     /// Byte length of the capped embedding input.
@@ -62,6 +131,19 @@ impl ChunkedFile {
         let start = chunk.body_start as usize;
         &self.text[start..start + chunk.body_len as usize]
     }
+
+    /// The exact embedding input of one of this file's chunks.
+    pub fn input(&self, path: &str, chunk: &ChunkDraft, max_chars: usize) -> String {
+        chunk_input(path, &self.text, chunk, max_chars)
+    }
+}
+
+/// The exact embedding input of `chunk`, cut from `text` (the normalized
+/// text it was cut from).
+pub fn chunk_input(path: &str, text: &str, chunk: &ChunkDraft, max_chars: usize) -> String {
+    let start = chunk.body_start as usize;
+    let body = text.get(start..start + chunk.body_len as usize).unwrap_or("");
+    embedding_input_with(path, chunk.symbol.as_ref(), &chunk.context.lines(text), body, max_chars)
 }
 
 /// CRLF to LF and one trailing newline removed.
@@ -85,7 +167,7 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
         ".yaml" | ".yml" => Some("yaml"),
         ".js" => Some("javascript"),
         ".ts" => Some("typescript"),
-        _ => None,
+        _ => syntax::language_label(path),
     }
 }
 
@@ -119,11 +201,195 @@ pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> Chunked
         }
     }
     if !done {
+        let outline = if markdown::is_markdown(path) { markdown::outline(&text) } else { syntax::outline(path, &text) };
+        if let Some(outline) = outline {
+            for piece in outline_pieces(&outline, &text, &lines) {
+                chunks.push(piece_chunk(path, language, &text, &lines, piece, max_input_chars));
+            }
+            done = !chunks.is_empty();
+        }
+    }
+    if !done {
+        chunks.clear();
         for (start, end) in windows(1, lines.count()) {
             chunks.push(body_chunk(path, language, &text, &lines, start, end, None, max_input_chars));
         }
     }
     ChunkedFile { text, chunks }
+}
+
+/// One chunk to cut, from an outline.
+#[derive(Debug, Clone)]
+struct Piece {
+    start: usize,
+    end: usize,
+    symbol: Option<Symbol>,
+    /// A declaration (or a merge of them), not the text between them.
+    decl: bool,
+    /// The container of a member.
+    parent: Option<usize>,
+    parent_line: Option<usize>,
+    signature_line: usize,
+    /// Every declaration merged into this one is tiny.
+    tiny: bool,
+}
+
+/// Whether a line holds nothing worth a chunk or a summary: blank,
+/// punctuation only, or a closing keyword.
+pub fn is_trivial_line(line: &str) -> bool {
+    let line = line.trim();
+    !line.chars().any(char::is_alphanumeric) || matches!(line, "end" | "fi" | "done" | "esac" | "end;")
+}
+
+/// The pieces of an outline, in line order: declarations (tiny neighbours
+/// merged), container headers worth a chunk, and the lines between, each
+/// windowed when longer than [`CHUNK_LINES`].
+fn outline_pieces(outline: &syntax::Outline, text: &str, lines: &LineIndex) -> Vec<Piece> {
+    let count = lines.count();
+    let line_text = |line: usize| {
+        let (from, to) = lines.range(line, line);
+        &text[from..to]
+    };
+    let mut covered = vec![false; count + 2];
+    let mut pieces: Vec<Piece> = Vec::new();
+    for decl in &outline.decls {
+        let end = decl.end_line.min(count);
+        if decl.start_line < 1 || decl.start_line > end {
+            continue;
+        }
+        covered[decl.start_line..=end].fill(true);
+        // A container header that is only its first line (`impl T {`) is
+        // no chunk: its members carry it as context.
+        if decl.container && (decl.start_line..=end).filter(|&line| !is_trivial_line(line_text(line))).count() <= 1 {
+            continue;
+        }
+        let parent = decl.parent;
+        pieces.push(Piece {
+            start: decl.start_line,
+            end,
+            symbol: Some(Symbol { kind: decl.kind, name: decl.name.clone() }),
+            decl: true,
+            parent,
+            parent_line: parent.map(|parent| outline.decls[parent].signature_line),
+            signature_line: decl.signature_line.clamp(decl.start_line, end),
+            tiny: end - decl.start_line < TINY_LINES,
+        });
+    }
+    // The lines between declarations, inside a container named after it.
+    let mut line = 1;
+    while line <= count {
+        if covered[line] {
+            line += 1;
+            continue;
+        }
+        let mut end = line;
+        while end < count && !covered[end + 1] {
+            end += 1;
+        }
+        let (mut from, mut to) = (line, end);
+        while from <= to && is_trivial_line(line_text(from)) {
+            from += 1;
+        }
+        while to >= from && is_trivial_line(line_text(to)) {
+            to -= 1;
+        }
+        if from <= to {
+            let container = outline
+                .decls
+                .iter()
+                .enumerate()
+                .filter(|(_, decl)| decl.container && decl.start_line <= from && to <= decl.scope_end)
+                .max_by_key(|(_, decl)| decl.start_line);
+            pieces.push(Piece {
+                start: from,
+                end: to,
+                symbol: container.map(|(_, decl)| Symbol { kind: decl.kind, name: decl.name.clone() }),
+                decl: false,
+                parent: None,
+                parent_line: None,
+                signature_line: from,
+                tiny: false,
+            });
+        }
+        line = end + 1;
+    }
+    pieces.sort_by_key(|piece| (piece.start, piece.end));
+    // Overlaps (declarations sharing a line) go to the earlier piece.
+    let mut ordered: Vec<Piece> = Vec::with_capacity(pieces.len());
+    for mut piece in pieces {
+        if let Some(last) = ordered.last() {
+            piece.start = piece.start.max(last.end + 1);
+            if piece.start > piece.end {
+                continue;
+            }
+            piece.signature_line = piece.signature_line.max(piece.start);
+        }
+        ordered.push(piece);
+    }
+    let merged = merge_tiny(ordered);
+    let mut out = Vec::with_capacity(merged.len());
+    for piece in merged {
+        let windows = windows(piece.start, piece.end);
+        if windows.len() == 1 {
+            out.push(piece);
+            continue;
+        }
+        for (from, to) in windows {
+            let mut window = piece.clone();
+            window.start = from;
+            window.end = to;
+            out.push(window);
+        }
+    }
+    out
+}
+
+/// Merges neighbouring tiny declarations of one container.
+fn merge_tiny(pieces: Vec<Piece>) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        if let Some(last) = out.last_mut()
+            && last.decl
+            && piece.decl
+            && last.tiny
+            && piece.tiny
+            && last.parent == piece.parent
+            && piece.end - last.start < MERGED_LINES
+        {
+            last.end = piece.end;
+            if let (Some(symbol), Some(next)) = (last.symbol.as_mut(), piece.symbol) {
+                symbol.name.push_str(", ");
+                symbol.name.push_str(&next.name);
+            }
+            continue;
+        }
+        out.push(piece);
+    }
+    out
+}
+
+fn piece_chunk(
+    path: &str,
+    language: Option<&str>,
+    text: &str,
+    lines: &LineIndex,
+    piece: Piece,
+    max_input_chars: usize,
+) -> ChunkDraft {
+    let span = |line: usize| {
+        let (from, to) = lines.range(line, line);
+        LineSpan { start: from as u32, len: (to - from) as u32 }
+    };
+    let context = ChunkContext {
+        parent: piece.parent_line.filter(|line| *line < piece.start).map(span),
+        signature: (piece.signature_line < piece.start).then(|| span(piece.signature_line)),
+    };
+    let mut chunk = body_chunk(path, language, text, lines, piece.start, piece.end, piece.symbol, max_input_chars);
+    if context != ChunkContext::default() {
+        chunk.context = context;
+        set_input_hash(path, language, text, lines, &mut chunk, max_input_chars);
+    }
+    chunk
 }
 
 /// Line starts of a normalized text; an empty text has one empty line.
@@ -231,39 +497,58 @@ fn body_chunk(
     max_input_chars: usize,
 ) -> ChunkDraft {
     let (from, to) = lines.range(start, end);
-    let body = &text[from..to];
+    let mut chunk = ChunkDraft {
+        start_line: start as u32,
+        end_line: end as u32,
+        input_hash: [0; 32],
+        input_bytes: 0,
+        symbol,
+        context: ChunkContext::default(),
+        body_start: from as u32,
+        body_len: (to - from) as u32,
+        path_only: false,
+    };
+    set_input_hash(path, language, text, lines, &mut chunk, max_input_chars);
+    chunk
+}
+
+/// Sets the hash and length of a chunk's exact embedding input.
+fn set_input_hash(
+    path: &str,
+    language: Option<&str>,
+    text: &str,
+    lines: &LineIndex,
+    chunk: &mut ChunkDraft,
+    max_input_chars: usize,
+) {
+    let (start, end) = (chunk.start_line as usize, chunk.end_line as usize);
+    let from = chunk.body_start as usize;
+    let body = &text[from..from + chunk.body_len as usize];
+    let context = chunk.context.lines(text);
     // A body of at most 4,000 bytes has no longer line.
-    let short_lines = body.len() <= MAX_EMBEDDING_LINE_CHARS
-        || (start..=end).all(|line| {
-            let (from, to) = lines.range(line, line);
-            to - from <= MAX_EMBEDDING_LINE_CHARS
-        });
+    let short_lines = context.iter().all(|(_, line)| line.len() <= MAX_EMBEDDING_LINE_CHARS)
+        && (body.len() <= MAX_EMBEDDING_LINE_CHARS
+            || (start..=end).all(|line| {
+                let (from, to) = lines.range(line, line);
+                to - from <= MAX_EMBEDDING_LINE_CHARS
+            }));
     // The input is hashed as it is produced where it is the header and
     // the body verbatim, else built first.
     let mut hasher = Sha256::new();
     let mut input_bytes = 0;
     let fed = short_lines
-        && short_lines_input(path, symbol.as_ref(), language, body, max_input_chars, |piece| {
+        && short_lines_input(path, chunk.symbol.as_ref(), language, &context, body, max_input_chars, |piece| {
             hasher.update(piece.as_bytes());
             input_bytes += piece.len();
         });
-    let input_hash: Hash32 = if fed {
+    chunk.input_hash = if fed {
         hasher.finalize().into()
     } else {
-        let input = embedding_input(path, symbol.as_ref(), body, max_input_chars);
+        let input = embedding_input_with(path, chunk.symbol.as_ref(), &context, body, max_input_chars);
         input_bytes = input.len();
         Sha256::digest(input.as_bytes()).into()
     };
-    ChunkDraft {
-        start_line: start as u32,
-        end_line: end as u32,
-        input_hash,
-        input_bytes: input_bytes as u32,
-        symbol,
-        body_start: from as u32,
-        body_len: (to - from) as u32,
-        path_only: false,
-    }
+    chunk.input_bytes = input_bytes as u32;
 }
 
 fn path_only_chunk(path: &str, max_input_chars: usize) -> ChunkDraft {
@@ -272,6 +557,7 @@ fn path_only_chunk(path: &str, max_input_chars: usize) -> ChunkDraft {
         start_line: 1,
         end_line: 1,
         symbol: None,
+        context: ChunkContext::default(),
         input_hash: Sha256::digest(input.as_bytes()).into(),
         input_bytes: input.len() as u32,
         body_start: 0,
@@ -296,8 +582,21 @@ pub fn content_hash(path: &str, source_kind: &str, chunk: &ChunkDraft, body: &st
     }
 }
 
-/// The exact text sent to the embeddings endpoint for a chunk.
+/// The exact text sent to the embeddings endpoint for a chunk without
+/// context lines.
 pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+    embedding_input_with(path, symbol, &[], body, max_chars)
+}
+
+/// The exact text sent to the embeddings endpoint for a chunk: the header
+/// (with `context` lines, each `(label, line)`), a blank line, the body.
+pub fn embedding_input_with(
+    path: &str,
+    symbol: Option<&Symbol>,
+    context: &[(&str, &str)],
+    body: &str,
+    max_chars: usize,
+) -> String {
     let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
     let mut out = CappedText { text: String::with_capacity(body.len().min(max_chars * 4) + 64), remaining: max_chars };
     out.push("path: ");
@@ -313,6 +612,11 @@ pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_char
     if let Some(language) = language_for_path(path) {
         out.push("language: ");
         out.push(language);
+        out.push("\n");
+    }
+    for (label, line) in context {
+        out.push(label);
+        out.push(clamp_line(line));
         out.push("\n");
     }
     out.push("\n");
@@ -336,7 +640,7 @@ pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_char
 #[cfg(test)]
 fn embedding_input_short_lines(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
     let mut out = String::new();
-    if short_lines_input(path, symbol, language_for_path(path), body, max_chars, |piece| out.push_str(piece)) {
+    if short_lines_input(path, symbol, language_for_path(path), &[], body, max_chars, |piece| out.push_str(piece)) {
         out
     } else {
         embedding_input(path, symbol, body, max_chars)
@@ -353,6 +657,7 @@ fn short_lines_input(
     path: &str,
     symbol: Option<&Symbol>,
     language: Option<&str>,
+    context: &[(&str, &str)],
     body: &str,
     max_chars: usize,
     mut sink: impl FnMut(&str),
@@ -363,6 +668,7 @@ fn short_lines_input(
         + path.len()
         + symbol.map_or(0, |symbol| 10 + symbol.kind.len() + symbol.name.len())
         + language.map_or(0, |language| 11 + language.len())
+        + context.iter().map(|(label, line)| label.len() + line.len() + 1).sum::<usize>()
         + 1;
     if header_len + body.len() > max_chars {
         return false;
@@ -380,6 +686,11 @@ fn short_lines_input(
     if let Some(language) = language {
         sink("language: ");
         sink(language);
+        sink("\n");
+    }
+    for (label, line) in context {
+        sink(label);
+        sink(line);
         sink("\n");
     }
     sink("\n");
@@ -550,6 +861,95 @@ mod tests {
         assert!(!chunk_file("mocks/mock.go", after.to_string(), 0).chunks[0].path_only);
     }
 
+    #[cfg(feature = "lang-rust")]
+    #[test]
+    fn rust_files_are_cut_at_declarations_with_their_context() {
+        let source = "use std::io;\n\n/// A searcher.\npub struct Searcher {\n    root: String,\n}\n\nimpl Searcher {\n    /// Searches.\n    pub fn search_path(&self) -> bool {\n        let x = 1;\n        x == 1\n    }\n}\n\nfn main() {\n    println!();\n}\n";
+        let file = chunk_file("src/lib.rs", source.to_string(), 0);
+        assert_eq!(
+            ranges(&file),
+            [
+                (1, 1, None),
+                (3, 6, Some("struct Searcher".into())),
+                (9, 13, Some("method Searcher::search_path".into())),
+                (16, 18, Some("function main".into())),
+            ]
+        );
+        let method = &file.chunks[2];
+        assert_eq!(
+            file.input("src/lib.rs", method, 0),
+            "path: src/lib.rs\nsymbol: method Searcher::search_path\nlanguage: rust\ncontext: impl Searcher {\n\n    /// Searches.\n    pub fn search_path(&self) -> bool {\n        let x = 1;\n        x == 1\n    }"
+        );
+    }
+
+    #[cfg(feature = "lang-python")]
+    #[test]
+    fn long_declarations_are_windowed_with_their_signature() {
+        let body: String = (0..150).map(|n| format!("    x{n} = {n}\n")).collect();
+        let source = format!("import os\n\n\ndef big(a, b):\n{body}    return a\n");
+        let file = chunk_file("big.py", source, 0);
+        assert_eq!(
+            ranges(&file),
+            [
+                (1, 1, None),
+                (4, 83, Some("function big".into())),
+                (64, 143, Some("function big".into())),
+                (124, 155, Some("function big".into())),
+            ]
+        );
+        assert!(!file.input("big.py", &file.chunks[1], 0).contains("signature:"));
+        let later = file.input("big.py", &file.chunks[2], 0);
+        assert!(
+            later.starts_with(
+                "path: big.py\nsymbol: function big\nlanguage: python\nsignature: def big(a, b):\n\n    x59 = 59\n"
+            ),
+            "{later}"
+        );
+    }
+
+    #[cfg(feature = "lang-rust")]
+    #[test]
+    fn tiny_neighbours_merge_and_lone_braces_are_no_chunk() {
+        let source = "const A: u8 = 1;\nconst B: u8 = 2;\nconst C: u8 = 3;\n\nimpl T {\n    fn a() {}\n    fn b() {}\n}\n\nfn long() {\n    one();\n    two();\n    three();\n}\nfn after() {}\n";
+        let file = chunk_file("src/t.rs", source.to_string(), 0);
+        assert_eq!(
+            ranges(&file),
+            [
+                (1, 3, Some("const A, B, C".into())),
+                (6, 7, Some("method T::a, T::b".into())),
+                (10, 14, Some("function long".into())),
+                (15, 15, Some("function after".into())),
+            ]
+        );
+    }
+
+    #[cfg(feature = "lang-python")]
+    #[test]
+    fn files_that_do_not_parse_keep_line_windows() {
+        let broken: String = (0..100).map(|n| format!("def f{n}(:\n")).collect();
+        let file = chunk_file("broken.py", broken, 0);
+        assert_eq!(ranges(&file), [(1, 80, None), (61, 100, None)]);
+    }
+
+    #[test]
+    fn markdown_is_cut_at_its_headings() {
+        let source =
+            "Intro.\n\n# Install\n\nRun make.\nThen test.\nDone.\n\n## Usage\n\nCall it.\nWith flags.\nAnd more.\n";
+        let file = chunk_file("README.md", source.to_string(), 0);
+        assert_eq!(
+            ranges(&file),
+            [(1, 1, None), (3, 8, Some("section Install".into())), (9, 13, Some("section Usage".into()))]
+        );
+    }
+
+    #[test]
+    fn the_chunker_version_names_the_built_in_languages() {
+        let version = chunker_version();
+        assert!(version.starts_with("syntax-1+"), "{version}");
+        #[cfg(feature = "lang-rust")]
+        assert!(version.split(['+', ',']).any(|part| part == "rust"), "{version}");
+    }
+
     #[test]
     fn long_lines_are_clamped_before_the_cap() {
         let long_line = "x".repeat(5_000);
@@ -565,6 +965,8 @@ mod tests {
         let go = "package demo\n\n// Run runs.\nfunc Run() {\n\treturn\n}\n\ntype T struct{ A int }\n";
         let long_line = "x".repeat(MAX_EMBEDDING_LINE_CHARS + 10);
         let lines: String = (0..200).map(|line| format!("line {line} é\n")).collect();
+        let methods: String = (0..40).map(|n| format!("    fn m{n}(&self) -> u32 {{\n        {n}\n    }}\n")).collect();
+        let rust = format!("use x;\n\nimpl T {{\n{methods}}}\n\nfn big() {{\n{lines}}}\n");
         for (path, text, cap) in [
             ("demo.go", go.to_string(), 0),
             ("demo.go", go.to_string(), 40),
@@ -572,11 +974,15 @@ mod tests {
             ("docs/notes.md", lines.clone(), 300),
             ("a.txt", format!("{long_line}\nshort\n"), 0),
             ("b.txt", String::new(), 0),
+            ("src/a.rs", rust.clone(), 0),
+            ("src/a.rs", rust.clone(), 120),
+            ("src/a.rs", format!("impl T {{\n    fn a() {{ {long_line} }}\n    fn b() {{}}\n}}\n"), 0),
+            ("README.md", format!("# A\n{lines}"), 0),
         ] {
             let file = chunk_file(path, text, cap);
             assert!(!file.chunks.is_empty());
             for chunk in &file.chunks {
-                let input = embedding_input(path, chunk.symbol.as_ref(), file.body(chunk), cap);
+                let input = file.input(path, chunk, cap);
                 assert_eq!(chunk.input_hash, <Hash32>::from(Sha256::digest(input.as_bytes())), "{path} {cap}");
                 assert_eq!(chunk.input_bytes as usize, input.len(), "{path} {cap}");
             }

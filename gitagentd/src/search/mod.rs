@@ -35,6 +35,7 @@ pub mod refresh;
 pub mod settings;
 pub mod spool;
 pub mod store;
+pub mod syntax;
 pub mod textkind;
 
 use cache::FolderCache;

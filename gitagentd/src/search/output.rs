@@ -243,23 +243,40 @@ pub fn brief(mode: &str, freshness: &str, results: &[ResultOut]) -> String {
     out
 }
 
+/// The symbol's name, else the first meaningful excerpt line (not blank,
+/// not punctuation alone such as a closing brace, not a lone short word),
+/// else the first line with a letter or digit, else the first that is not
+/// blank.
 fn brief_summary(result: &ResultOut) -> String {
     if let Some(symbol) = result.symbol.as_ref().filter(|symbol| !symbol.name.is_empty()) {
         return symbol.name.clone();
     }
+    let mut fallback: Option<&str> = None;
+    let mut last_resort: Option<&str> = None;
     for line in result.excerpt.split('\n') {
-        let line = line.trim();
-        if line.is_empty() {
+        let text = match line.split_once(':') {
+            Some((prefix, text)) if prefix.trim().parse::<i64>().is_ok() => text.trim(),
+            _ => line.trim(),
+        };
+        if text.is_empty() {
             continue;
         }
-        if let Some((prefix, text)) = line.split_once(": ")
-            && prefix.parse::<i64>().is_ok()
-        {
-            return text.trim().to_string();
+        if is_meaningful_line(text) {
+            return text.to_string();
         }
-        return line.to_string();
+        if super::chunking::is_trivial_line(text) {
+            last_resort.get_or_insert(text);
+        } else {
+            fallback.get_or_insert(text);
+        }
     }
-    String::new()
+    fallback.or(last_resort).unwrap_or_default().to_string()
+}
+
+/// A line that says something on its own: more than punctuation or a
+/// closing keyword, and more than one short word (`self`, `pass`).
+fn is_meaningful_line(text: &str) -> bool {
+    !super::chunking::is_trivial_line(text) && (text.contains([' ', '\t']) || text.chars().count() >= 8)
 }
 
 /// One completed index, as `--ls` lists it.
@@ -415,10 +432,12 @@ mod tests {
             result("a.go", 3, Some("Run"), "3: func Run() {}", 0.876),
             result("b.go", 1, None, "1: package b", 0.8),
             result("c.md", 4, None, "4: \n5:   # Title", 0.756),
+            result("d.rs", 61, None, "61: \n62:     }\n63:     self\n64: }\n65: fn main() {", 0.5),
+            result("e.txt", 1, None, "1: }\n2: self", 0.4),
         ];
         assert_eq!(
             brief("filesystem", "fresh", &results),
-            "# mode=filesystem index=fresh\n0.88 a.go:3 Run\n0.80 b.go:1 package b\n0.76 c.md:4 4:\n"
+            "# mode=filesystem index=fresh\n0.88 a.go:3 Run\n0.80 b.go:1 package b\n0.76 c.md:4 # Title\n0.50 d.rs:61 fn main() {\n0.40 e.txt:1 self\n"
         );
         assert_eq!(freshness(0, 0, 0), "empty");
         assert_eq!(freshness(3, 0, 3), "fresh");

@@ -142,8 +142,7 @@ impl Prepared {
 
 fn input_text(content: &FileContent, chunk: usize, cap: usize) -> String {
     let draft = &content.chunks[chunk];
-    let body = if draft.path_only { "" } else { content.chunk_body(draft) };
-    chunking::embedding_input(&content.path, draft.symbol.as_ref(), body, cap)
+    chunking::chunk_input(&content.path, content.body.text(), draft, cap)
 }
 
 fn now_ns() -> i128 {
@@ -502,7 +501,11 @@ fn is_unchanged(
     candidates: &[Arc<FileContent>],
     others: &[(String, FileStat)],
 ) -> bool {
-    if !live.snapshot.is_complete() || live.snapshot.manifest.version != store::INDEX_VERSION {
+    let manifest = &live.snapshot.manifest;
+    if !live.snapshot.is_complete()
+        || manifest.version != store::INDEX_VERSION
+        || manifest.chunker != chunking::chunker_version()
+    {
         return false;
     }
     let mut with_records = 0;
@@ -697,8 +700,15 @@ pub fn finish(
     let mut old_keys: Vec<String> = in_universe_old.iter().map(|&index| cache_key(&snapshot.records[index])).collect();
     new_keys.sort();
     old_keys.sort();
+    // Records kept from an index of another chunker keep its version in
+    // the manifest, so the next full pass refreshes them too.
+    let kept_other_chunker =
+        snapshot.manifest.chunker != chunking::chunker_version() && !(preserved.is_empty() && outside.is_empty());
+    let chunker =
+        if kept_other_chunker { snapshot.manifest.chunker.clone() } else { chunking::chunker_version().into() };
     let must_save = reindex
         || fresh_sources
+        || snapshot.manifest.chunker != chunker
         || !snapshot.is_complete()
         || snapshot.manifest.version != store::INDEX_VERSION
         || new_keys != old_keys
@@ -774,6 +784,7 @@ pub fn finish(
     let mut manifest = request.manifest.clone();
     manifest.embedding_model = request.model.clone();
     manifest.dimensions = request.dimensions as i64;
+    manifest.chunker = chunker;
     manifest.created_at = git_agent_shared::timefmt::format_rfc3339(jiff::Timestamp::now());
     let published = store::publish(
         store::Publication {
@@ -974,5 +985,139 @@ mod tests {
         assert_ne!(changed.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
         let notes = changed.snapshot.records.iter().find(|record| record.path == "notes.md").unwrap();
         assert_eq!(notes.content_hash, hex(&Sha256::digest(b"# Notes\n\nOther text.")));
+    }
+
+    /// An index written by an earlier chunker (Go cut at declarations as
+    /// today, Rust in plain windows, no `chunker` in its manifest) is
+    /// refreshed: only the chunks whose exact input changed are embedded,
+    /// unchanged Go keeps its vectors, and the manifest then names this
+    /// chunker so the next search takes the warm path.
+    #[test]
+    fn an_index_of_another_chunker_is_refreshed_and_unchanged_inputs_keep_their_vectors() {
+        let tree = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        let go = "package demo\n\n// Run runs.\nfunc Run() int {\n\treturn 1\n}\n\nfunc Stop() {}\n";
+        let rust = "impl Searcher {\n    pub fn search_path(&self) -> bool {\n        true\n    }\n}\n";
+        write_old(&tree.path().join("demo.go"), go);
+        write_old(&tree.path().join("src/lib.rs"), rust);
+        let request = request(tree.path(), metadata.path());
+
+        // The earlier chunker's records: Go as chunked today, the Rust file
+        // as one window under the old header.
+        let go_chunks = chunking::chunk_file("demo.go", go.to_string(), 0);
+        let old_rust_input = format!("path: src/lib.rs\n\n{}", rust.trim_end());
+        let old_rust_hash: Hash32 = Sha256::digest(old_rust_input.as_bytes()).into();
+        let mut old: Vec<(IndexRecord, Vec<f32>)> = Vec::new();
+        let stat_of = |path: &str| discovery::FileStat::of(&std::fs::metadata(tree.path().join(path)).unwrap());
+        for chunk in &go_chunks.chunks {
+            let stat = stat_of("demo.go");
+            let record = IndexRecord {
+                chunk_id: format!("c{:06}", old.len() + 1),
+                path: "demo.go".into(),
+                source: FILESYSTEM_SOURCE.into(),
+                start_line: chunk.start_line.into(),
+                end_line: chunk.end_line.into(),
+                content_hash: hex(&Sha256::digest(go_chunks.body(chunk).as_bytes())),
+                embedding_input_hash: hex(&chunk.input_hash),
+                embedding_model: "m".into(),
+                dimensions: 4,
+                size: stat.size as i64,
+                mtime_unix_nano: stat.mtime_ns,
+                ..IndexRecord::default()
+            };
+            old.push((record, vector_of(&chunk.input_hash)));
+        }
+        let stat = stat_of("src/lib.rs");
+        old.push((
+            IndexRecord {
+                chunk_id: "c000004".into(),
+                path: "src/lib.rs".into(),
+                source: FILESYSTEM_SOURCE.into(),
+                start_line: 1,
+                end_line: 5,
+                content_hash: hex(&Sha256::digest(rust.trim_end().as_bytes())),
+                embedding_input_hash: hex(&old_rust_hash),
+                embedding_model: "m".into(),
+                dimensions: 4,
+                size: stat.size as i64,
+                mtime_unix_nano: stat.mtime_ns,
+                ..IndexRecord::default()
+            },
+            vector_of(&old_rust_hash),
+        ));
+        let manifest = Manifest {
+            mode: "filesystem".into(),
+            embedding_model: "m".into(),
+            dimensions: 4,
+            created_at: "2026-01-02T03:04:05Z".into(),
+            ..Manifest::default()
+        };
+        let records = old
+            .iter()
+            .map(|(record, vector)| RecordToWrite {
+                record: record.clone(),
+                vector: VectorData::Values(vector),
+                stored: None,
+            })
+            .collect();
+        store::publish(
+            store::Publication {
+                metadata_dir: metadata.path(),
+                index_dir: &request.index_dir,
+                manifest,
+                records,
+                force_new: false,
+                crash_at: None,
+            },
+            &|| false,
+        )
+        .unwrap();
+
+        let prepared = prepare(request.clone(), None, &Quiet, &|| false).unwrap();
+        assert!(!prepared.unchanged);
+        let rust_chunks = chunking::chunk_file("src/lib.rs", rust.to_string(), 0);
+        let mut missing: Vec<Hash32> = prepared.missing.iter().map(|missing| missing.hash).collect();
+        let mut expected: Vec<Hash32> = rust_chunks.chunks.iter().map(|chunk| chunk.input_hash).collect();
+        missing.sort();
+        expected.sort();
+        assert_eq!(missing, expected, "only the Rust chunks are embedded");
+        assert_eq!(prepared.reused, go_chunks.chunks.len());
+        let mut spool = VectorSpool::new();
+        for missing in &prepared.missing {
+            spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&missing.hash)).unwrap();
+        }
+        let refreshed = finish(prepared, spool.finish().unwrap(), &Quiet, &|| false).unwrap();
+        assert_eq!(refreshed.snapshot.manifest.chunker, chunking::chunker_version());
+        let symbols: Vec<String> = rust_chunks
+            .chunks
+            .iter()
+            .map(|chunk| chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default())
+            .collect();
+        #[cfg(feature = "lang-rust")]
+        assert_eq!(symbols, ["method Searcher::search_path"]);
+        #[cfg(not(feature = "lang-rust"))]
+        assert_eq!(symbols, [""]);
+        for (index, record) in refreshed.snapshot.records.iter().enumerate() {
+            let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
+            assert_eq!(refreshed.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
+        }
+
+        // Now current: the warm path.
+        let again = prepare(request.clone(), Some(Arc::clone(&refreshed)), &Quiet, &|| false).unwrap();
+        assert!(again.unchanged);
+
+        // The same records under another chunker's name are not trusted:
+        // refreshed without embedding anything, and republished under
+        // this chunker's name.
+        let manifest_path = request.index_dir.join(store::MANIFEST);
+        let mut manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        manifest["chunker"] = "syntax-0+other".into();
+        std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+        let stale = prepare(request, None, &Quiet, &|| false).unwrap();
+        assert!(!stale.unchanged);
+        assert!(stale.missing.is_empty());
+        let republished = finish(stale, NewVectors::default(), &Quiet, &|| false).unwrap();
+        assert_eq!(republished.snapshot.manifest.chunker, chunking::chunker_version());
+        assert_eq!(republished.snapshot.records.len(), refreshed.snapshot.records.len());
     }
 }

@@ -99,6 +99,13 @@ pub struct Manifest {
     pub chunk_count: i64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub vector_store: String,
+    /// The chunker whose chunks the records hold
+    /// ([`super::chunking::chunker_version`]); empty for indexes written
+    /// before it was recorded (or by the original implementation). A
+    /// search refreshes an index of another chunker instead of trusting
+    /// its records, reusing every vector whose exact input is unchanged.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chunker: String,
 }
 
 impl Manifest {
