@@ -6,7 +6,8 @@
 //! The corpus is a JSON list of `{path, line, name, query, code}`: one
 //! function each, with the query that should find it (typically its doc
 //! comment, removed from `code`). The functions of one path are laid out in
-//! one file, in corpus order by `line`, separated by a blank line; the
+//! one file, in corpus order by `line`, separated by a blank line (a `.go`
+//! file starts with `package <folder>`); the
 //! benchmark indexes that tree with the real binaries (an isolated user, as
 //! in the other benchmarks), runs `git-agent search` once per query and
 //! prints, at function level:
@@ -24,7 +25,9 @@
 //!
 //! Options: `--model <name>` (default `all-MiniLM-L6-v2`), `--dimensions <n>`
 //! (default: git-agent's default), `--queries <n>` (only the first n queries
-//! of the corpus order, every function still laid out), `--env NAME=VALUE`
+//! of the corpus order, every function still laid out), `--functions <n>`
+//! (only the first n functions of the corpus, laid out and queried: a
+//! smaller, easier haystack for a quick look), `--env NAME=VALUE`
 //! (passed to every `git-agent` run, repeatable), `--variant "NAME=VALUE ..."`
 //! (every query once more with these variables, on the same index, e.g.
 //! `GIT_AGENT_SEARCH_QUERY_FRAMING=off`; repeatable). The API key is read from
@@ -71,6 +74,7 @@ struct Options {
     model: String,
     dimensions: Option<usize>,
     queries: Option<usize>,
+    functions: Option<usize>,
     env: Vec<(String, String)>,
     variants: Vec<Vec<(String, String)>>,
 }
@@ -79,11 +83,12 @@ fn main() {
     let options = parse_args(std::env::args().skip(1).collect()).unwrap_or_else(|message| {
         eprintln!("{message}");
         eprintln!(
-            "usage: bench-search-quality <corpus.json> <embeddings-base-url> [--model <name>] [--dimensions <n>] [--queries <n>] [--env NAME=VALUE]..."
+            "usage: bench-search-quality <corpus.json> <embeddings-base-url> [--model <name>] [--dimensions <n>] [--queries <n>] [--functions <n>] [--env NAME=VALUE]... [--variant \"NAME=VALUE ...\"]..."
         );
         std::process::exit(2);
     });
-    let corpus = load_corpus(&options.corpus);
+    let mut corpus = load_corpus(&options.corpus);
+    corpus.truncate(options.functions.unwrap_or(corpus.len()));
     let api_key = std::env::var("OPENAI_EMBEDDING_API_KEY").unwrap_or_else(|_| "local".into());
     let embedder = Embedder::new(&options.base_url, &api_key, &options.model, options.dimensions);
     // A missing server stops the run before anything is built.
@@ -189,6 +194,7 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
         model: "all-MiniLM-L6-v2".into(),
         dimensions: None,
         queries: None,
+        functions: None,
         env: Vec::new(),
         variants: Vec::new(),
     };
@@ -203,6 +209,10 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
             }
             "--queries" => {
                 options.queries = Some(value("--queries")?.parse().map_err(|_| "--queries takes a positive number")?)
+            }
+            "--functions" => {
+                options.functions =
+                    Some(value("--functions")?.parse().map_err(|_| "--functions takes a positive number")?)
             }
             "--env" => options.env.push(assignment(&value("--env")?)?),
             "--variant" => options
@@ -266,8 +276,8 @@ fn layout(corpus: &[Function]) -> (BTreeMap<String, String>, Vec<Target>) {
     let mut targets = vec![None; corpus.len()];
     for (path, mut members) in by_path {
         members.sort_by_key(|&index| corpus[index].line);
-        let mut content = String::new();
-        let mut next_line = 1u32;
+        let mut content = go_package_clause(path);
+        let mut next_line = 1 + content.lines().count() as u32;
         for index in members {
             let code = corpus[index].code.trim_end_matches('\n');
             let lines = code.lines().count().max(1) as u32;
@@ -279,6 +289,19 @@ fn layout(corpus: &[Function]) -> (BTreeMap<String, String>, Vec<Target>) {
         files.insert(path.to_string(), content);
     }
     (files, targets.into_iter().map(|target| target.expect("every function is laid out")).collect())
+}
+
+/// A Go file is Go only with its package clause (the functions of a
+/// corpus come without it): `package <folder>` and a blank line for a
+/// `.go` path, nothing for others.
+fn go_package_clause(path: &str) -> String {
+    if !path.ends_with(".go") {
+        return String::new();
+    }
+    let folder = Path::new(path).parent().and_then(|folder| folder.file_name()).and_then(|name| name.to_str());
+    let name: String = folder.unwrap_or("main").chars().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_').collect();
+    let name = if name.is_empty() || name.starts_with(|ch: char| ch.is_ascii_digit()) { "main".into() } else { name };
+    format!("package {name}\n\n")
 }
 
 /// The 1-based rank of the first result within [`DEPTH`] that hits
@@ -568,6 +591,11 @@ mod tests {
         assert_eq!(targets[2], Target { path: "a.py".into(), start: 1, end: 2 });
         assert_eq!(targets[0], Target { path: "a.py".into(), start: 4, end: 5 });
         assert_eq!(targets[1], Target { path: "b.py".into(), start: 1, end: 1 });
+        // Go files get their package clause first.
+        let (files, targets) = layout(&[function("gin/render/json.go", 5, "func A() {\n}")]);
+        assert_eq!(files["gin/render/json.go"], "package render\n\nfunc A() {\n}\n\n");
+        assert_eq!(targets[0], Target { path: "gin/render/json.go".into(), start: 3, end: 4 });
+        assert_eq!(go_package_clause("cobra.go"), "package main\n\n");
     }
 
     #[test]
