@@ -276,6 +276,7 @@ fn outline_pieces(outline: &syntax::Outline, text: &str, lines: &LineIndex) -> V
         });
     }
     // The lines between declarations, inside a container named after it.
+    let containers: Vec<&syntax::Decl> = outline.decls.iter().filter(|decl| decl.container).collect();
     let mut line = 1;
     while line <= count {
         if covered[line] {
@@ -294,16 +295,14 @@ fn outline_pieces(outline: &syntax::Outline, text: &str, lines: &LineIndex) -> V
             to -= 1;
         }
         if from <= to {
-            let container = outline
-                .decls
+            let container = containers
                 .iter()
-                .enumerate()
-                .filter(|(_, decl)| decl.container && decl.start_line <= from && to <= decl.scope_end)
-                .max_by_key(|(_, decl)| decl.start_line);
+                .filter(|decl| decl.start_line <= from && to <= decl.scope_end)
+                .max_by_key(|decl| decl.start_line);
             pieces.push(Piece {
                 start: from,
                 end: to,
-                symbol: container.map(|(_, decl)| Symbol { kind: decl.kind, name: decl.name.clone() }),
+                symbol: container.map(|decl| Symbol { kind: decl.kind, name: decl.name.clone() }),
                 decl: false,
                 parent: None,
                 parent_line: None,
@@ -583,8 +582,9 @@ pub fn content_hash(path: &str, source_kind: &str, chunk: &ChunkDraft, body: &st
 }
 
 /// The exact text sent to the embeddings endpoint for a chunk without
-/// context lines.
-pub fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
+/// context lines. Private: a chunk's input is [`chunk_input`], which
+/// adds the context lines its hash covers.
+fn embedding_input(path: &str, symbol: Option<&Symbol>, body: &str, max_chars: usize) -> String {
     embedding_input_with(path, symbol, &[], body, max_chars)
 }
 

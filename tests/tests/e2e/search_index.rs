@@ -330,3 +330,72 @@ fn parallel_reindex_rebuilds_once() {
     search_json(&env, repo.path(), &["search", "--index", "--reindex"]);
     assert_eq!(fake.chunk_inputs().len(), PROJECT_CHUNKS);
 }
+
+/// Syntax chunks reach the JSON `symbol` object, the brief summary and the
+/// embedding input (a method with its impl as context); an index whose
+/// manifest names another chunker (or none, as before it was recorded) is
+/// refreshed and republished without embedding any input that is unchanged.
+#[test]
+fn syntax_chunks_have_symbols_and_another_chunkers_index_is_refreshed_without_embedding() {
+    let (env, fake) = setup();
+    fake.set_mode(Mode::Constant);
+    let repo = env.repo("syntax");
+    repo.write(
+        "src/lib.rs",
+        "use std::path::Path;\n\npub struct Searcher {\n    root: String,\n}\n\nimpl Searcher {\n    /// Whether a path is under the root.\n    pub fn search_path(&self, path: &Path) -> bool {\n        path.starts_with(&self.root)\n    }\n}\n",
+    );
+    repo.write("alpha.go", "package demo\n\nfunc Alpha() int {\n\treturn 1\n}\n");
+    let output = search_json(&env, repo.path(), &["search", "--min-score", "0.01", "search path"]);
+    let method = output["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|result| result["range"] == "src/lib.rs:8-11")
+        .unwrap_or_else(|| panic!("no method chunk: {output}"));
+    assert_eq!(method["symbol"], serde_json::json!({"type": "method", "name": "Searcher::search_path"}));
+    assert!(method["scores"]["symbol"].as_f64().unwrap() > 0.0, "{method}");
+    let inputs = fake.chunk_inputs();
+    assert!(
+        inputs.iter().any(|input| input.starts_with(
+            "path: src/lib.rs\nsymbol: method Searcher::search_path\nlanguage: rust\ncontext: impl Searcher {\n\n    /// Whether"
+        )),
+        "{inputs:?}"
+    );
+    let brief =
+        env.run_in(repo.path(), &["search", "--format", "brief", "--min-score", "0.01", "search path"]).success();
+    assert!(brief.contains(" src/lib.rs:8 Searcher::search_path\n"), "{brief}");
+    assert!(brief.contains(" src/lib.rs:3 Searcher\n"), "{brief}");
+
+    let dir = index_dir(&env, repo.path());
+    let manifest_path = dir.join("manifest.json");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    let chunker = manifest["chunker"].as_str().unwrap().to_string();
+    assert!(chunker.starts_with("syntax-1+"), "{manifest}");
+    let built = records(&dir);
+    for other in [Some("syntax-0+old"), None] {
+        stop_daemon(&env);
+        let mut manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        match other {
+            Some(name) => manifest["chunker"] = name.into(),
+            None => {
+                manifest.as_object_mut().unwrap().remove("chunker");
+            }
+        }
+        std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+        fake.reset();
+        search_json(&env, repo.path(), &["search", "--index"]);
+        assert_eq!(fake.chunk_inputs().len(), 0, "unchanged inputs keep their vectors ({other:?})");
+        let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        assert_eq!(manifest["chunker"], chunker.as_str(), "republished under this chunker ({other:?})");
+        let refreshed = records(&dir);
+        let identity = |records: &[Value]| -> Vec<(Value, Value, Value)> {
+            records
+                .iter()
+                .map(|record| {
+                    (record["path"].clone(), record["start_line"].clone(), record["embedding_input_hash"].clone())
+                })
+                .collect()
+        };
+        assert_eq!(identity(&refreshed), identity(&built));
+    }
+}

@@ -1,6 +1,9 @@
 //! The languages built in (one `lang-*` cargo feature each) and, for
 //! each, what its top-level syntax nodes are.
 
+// A build without any grammar keeps the types but reads none of them.
+#![cfg_attr(not(feature = "syntax"), allow(dead_code, unused_imports))]
+
 /// What a syntax node is to the outline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -80,6 +83,7 @@ macro_rules! grammar {
     };
 }
 
+#[cfg(feature = "lang-rust")]
 const RUST: &[(&str, Role)] = &[
     ("function_item", Decl("function")),
     ("function_signature_item", Decl("function")),
@@ -95,12 +99,14 @@ const RUST: &[(&str, Role)] = &[
     ("mod_item", Group),
 ];
 
+#[cfg(feature = "lang-python")]
 const PYTHON: &[(&str, Role)] = &[
     ("function_definition", Decl("function")),
     ("class_definition", Container("class")),
     ("decorated_definition", Wrap),
 ];
 
+#[cfg(any(feature = "lang-javascript", feature = "lang-typescript"))]
 const JAVASCRIPT: &[(&str, Role)] = &[
     ("function_declaration", Decl("function")),
     ("generator_function_declaration", Decl("function")),
@@ -122,6 +128,7 @@ const JAVASCRIPT: &[(&str, Role)] = &[
     ("module", Group),
 ];
 
+#[cfg(feature = "lang-java")]
 const JAVA: &[(&str, Role)] = &[
     ("class_declaration", Container("class")),
     ("interface_declaration", Container("interface")),
@@ -134,6 +141,7 @@ const JAVA: &[(&str, Role)] = &[
     ("enum_body_declarations", Group),
 ];
 
+#[cfg(feature = "lang-c")]
 const C: &[(&str, Role)] = &[
     ("function_definition", Decl("function")),
     ("struct_specifier", Decl("struct")),
@@ -147,6 +155,7 @@ const C: &[(&str, Role)] = &[
     ("linkage_specification", Group),
 ];
 
+#[cfg(feature = "lang-cpp")]
 const CPP: &[(&str, Role)] = &[
     ("function_definition", Decl("function")),
     ("class_specifier", Container("class")),
@@ -165,6 +174,7 @@ const CPP: &[(&str, Role)] = &[
     ("linkage_specification", Group),
 ];
 
+#[cfg(feature = "lang-csharp")]
 const CSHARP: &[(&str, Role)] = &[
     ("class_declaration", Container("class")),
     ("struct_declaration", Container("struct")),
@@ -182,6 +192,7 @@ const CSHARP: &[(&str, Role)] = &[
     ("file_scoped_namespace_declaration", Group),
 ];
 
+#[cfg(feature = "lang-ruby")]
 const RUBY: &[(&str, Role)] = &[
     ("method", Decl("function")),
     ("singleton_method", Decl("method")),
@@ -190,6 +201,7 @@ const RUBY: &[(&str, Role)] = &[
     ("singleton_class", Group),
 ];
 
+#[cfg(feature = "lang-php")]
 const PHP: &[(&str, Role)] = &[
     ("function_definition", Decl("function")),
     ("method_declaration", Decl("method")),
@@ -200,6 +212,7 @@ const PHP: &[(&str, Role)] = &[
     ("namespace_definition", Group),
 ];
 
+#[cfg(feature = "lang-kotlin")]
 const KOTLIN: &[(&str, Role)] = &[
     ("function_declaration", Decl("function")),
     ("secondary_constructor", Decl("constructor")),
@@ -209,6 +222,7 @@ const KOTLIN: &[(&str, Role)] = &[
     ("type_alias", Decl("type")),
 ];
 
+#[cfg(feature = "lang-swift")]
 const SWIFT: &[(&str, Role)] = &[
     ("function_declaration", Decl("function")),
     ("init_declaration", Decl("init")),
@@ -220,6 +234,7 @@ const SWIFT: &[(&str, Role)] = &[
     ("protocol_declaration", Container("protocol")),
 ];
 
+#[cfg(feature = "lang-scala")]
 const SCALA: &[(&str, Role)] = &[
     ("function_definition", Decl("function")),
     ("function_declaration", Decl("function")),
@@ -232,6 +247,7 @@ const SCALA: &[(&str, Role)] = &[
     ("package_clause", Group),
 ];
 
+#[cfg(feature = "lang-bash")]
 const BASH: &[(&str, Role)] = &[("function_definition", Decl("function"))];
 
 const GRAMMARS: &[Grammar] = &[

@@ -19,7 +19,9 @@
 mod grammars;
 pub mod markdown;
 
-use grammars::{Grammar, Role};
+use grammars::Grammar;
+#[cfg(feature = "syntax")]
+use grammars::Role;
 
 /// One declaration of a file, as lines (1-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,8 +261,7 @@ impl Walker<'_> {
             }
         }
         let mut cursor = node.walk();
-        let inner = node.named_children(&mut cursor).filter(|child| self.grammar.role(child.kind()).is_some()).last();
-        inner
+        node.named_children(&mut cursor).filter(|child| self.grammar.role(child.kind()).is_some()).last()
     }
 
     /// Where a container's members (or a namespace's items) are.
@@ -402,10 +403,12 @@ fn end_line(node: tree_sitter::Node<'_>) -> usize {
     if end.column == 0 && end.row > node.start_position().row { end.row } else { end.row + 1 }
 }
 
+#[cfg(feature = "syntax")]
 fn qualified(prefix: &str, separator: &str, name: &str) -> String {
     if prefix.is_empty() { name.to_string() } else { format!("{prefix}{separator}{name}") }
 }
 
+#[cfg(feature = "syntax")]
 /// `Searcher<'a, T>` as `Searcher`.
 fn strip_generics(text: &str) -> String {
     let text = first_line_of(text);
@@ -415,6 +418,7 @@ fn strip_generics(text: &str) -> String {
     }
 }
 
+#[cfg(feature = "syntax")]
 /// The first line of a name, whitespace runs collapsed.
 fn first_line_of(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");

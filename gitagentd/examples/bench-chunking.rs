@@ -1,0 +1,90 @@
+//! Cold chunking throughput on one core: reads every text file under the
+//! given folders (at most 1 MiB, UTF-8, `.git` and `node_modules` left
+//! out), then cuts each into search chunks on this one thread, and prints
+//! MB/s per language and overall beside the time the reads took.
+//!
+//! `cargo run --release -p gitagentd --example bench-chunking -- <dir>...`
+
+use gitagentd::search::chunking;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let roots: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    if roots.is_empty() {
+        eprintln!("usage: bench-chunking <dir>...");
+        std::process::exit(2);
+    }
+    let mut paths = Vec::new();
+    for root in &roots {
+        walk(root, &mut paths);
+    }
+    paths.sort();
+    let read_started = Instant::now();
+    let mut files: Vec<(String, String)> = Vec::new();
+    for path in &paths {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            files.push((path.display().to_string(), text));
+        }
+    }
+    let read = read_started.elapsed();
+
+    let mut by_language: BTreeMap<String, (usize, usize, usize, Duration)> = BTreeMap::new();
+    let started = Instant::now();
+    let mut bytes = 0;
+    let mut chunks = 0;
+    for (path, text) in files {
+        let language = chunking::language_for_path(&path).unwrap_or("other").to_string();
+        let size = text.len();
+        let one = Instant::now();
+        let chunked = chunking::chunk_file(&path, text, 0);
+        let took = one.elapsed();
+        let entry = by_language.entry(language).or_default();
+        entry.0 += 1;
+        entry.1 += size;
+        entry.2 += chunked.chunks.len();
+        entry.3 += took;
+        bytes += size;
+        chunks += chunked.chunks.len();
+    }
+    let elapsed = started.elapsed();
+    println!("chunker {}", chunking::chunker_version());
+    println!("{:<12} {:>6} {:>9} {:>8} {:>9}", "language", "files", "MB", "chunks", "MB/s");
+    for (language, (count, size, pieces, took)) in &by_language {
+        println!(
+            "{:<12} {:>6} {:>9.2} {:>8} {:>9.1}",
+            language,
+            count,
+            *size as f64 / 1e6,
+            pieces,
+            *size as f64 / 1e6 / took.as_secs_f64().max(1e-9)
+        );
+    }
+    println!(
+        "total: {} files, {:.2} MB, {} chunks, chunked in {:.3} s = {:.1} MB/s on one core; read in {:.3} s ({:.1} MB/s)",
+        by_language.values().map(|entry| entry.0).sum::<usize>(),
+        bytes as f64 / 1e6,
+        chunks,
+        elapsed.as_secs_f64(),
+        bytes as f64 / 1e6 / elapsed.as_secs_f64().max(1e-9),
+        read.as_secs_f64(),
+        bytes as f64 / 1e6 / read.as_secs_f64().max(1e-9),
+    );
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == ".git" || name == "node_modules" {
+            continue;
+        }
+        let Ok(file_type) = entry.file_type() else { continue };
+        if file_type.is_dir() {
+            walk(&entry.path(), out);
+        } else if file_type.is_file() && entry.metadata().is_ok_and(|metadata| metadata.len() <= 1 << 20) {
+            out.push(entry.path());
+        }
+    }
+}
