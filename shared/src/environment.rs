@@ -28,6 +28,13 @@ pub mod vars {
     pub const OPENAI_EMBEDDING_BATCH_INPUTS: &str = "OPENAI_EMBEDDING_BATCH_INPUTS";
     pub const OPENAI_EMBEDDING_BATCH_MAX_CHARS: &str = "OPENAI_EMBEDDING_BATCH_MAX_CHARS";
     pub const OPENAI_EMBEDDING_CONCURRENCY: &str = "OPENAI_EMBEDDING_CONCURRENCY";
+    /// Search ranking settings (see gitagentd's search::settings::ranking):
+    /// `on`/`off` for framing the query as an implementation-location
+    /// search before embedding it, the lexical weight of the hybrid score,
+    /// and `raw`/`normalized` for the per-query cosine scaling.
+    pub const GIT_AGENT_SEARCH_QUERY_FRAMING: &str = "GIT_AGENT_SEARCH_QUERY_FRAMING";
+    pub const GIT_AGENT_SEARCH_LEXICAL_WEIGHT: &str = "GIT_AGENT_SEARCH_LEXICAL_WEIGHT";
+    pub const GIT_AGENT_SEARCH_COSINE: &str = "GIT_AGENT_SEARCH_COSINE";
     /// Proxies for the provider and embeddings requests, read from the
     /// invocation in either case (the lower-case name wins).
     pub const HTTP_PROXY: &str = "HTTP_PROXY";

@@ -70,6 +70,7 @@ pub async fn run(
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
+    let ranking = settings::ranking(&invocation.env).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
     let rev = args.rev.clone();
@@ -91,6 +92,7 @@ pub async fn run(
         min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
         limit: limit as usize,
         settings: embedding.clone(),
+        ranking,
         temp_dir: temp_dir.clone(),
         started: std::time::SystemTime::now(),
         remote,

@@ -261,6 +261,7 @@ pub struct SearchRequest {
     pub min_score: f64,
     pub limit: usize,
     pub settings: EmbeddingSettings,
+    pub ranking: settings::Ranking,
     pub temp_dir: PathBuf,
     pub started: SystemTime,
     /// Remote mode: the cache to fetch (when needed) and the revision to
@@ -614,7 +615,7 @@ impl SearchService {
         // The query: recalled from history or embedded once per exact
         // capped input, outside the single flight.
         let phase = Instant::now();
-        let query_input = chunking::query_embedding_input(&request.query, settings.max_input_chars);
+        let query_input = query::embedding_input(&request.query, settings.max_input_chars, request.ranking.framing);
         let key = QueryKey {
             index_dir: selection.index_dir.display().to_string(),
             normalized: normalize_query(&request.query),
@@ -664,7 +665,8 @@ impl SearchService {
 
         let phase = Instant::now();
         let ranked_live = Arc::clone(&live);
-        let (no_tests, min_score, limit) = (request.no_tests, request.min_score, request.limit);
+        let (no_tests, min_score, limit, fusion) =
+            (request.no_tests, request.min_score, request.limit, request.ranking.fusion);
         let text = request.query.clone();
         let vector = query_vector.clone();
         let (hits, timings) = blocking(move || {
@@ -676,6 +678,7 @@ impl SearchService {
                 vector: &vector,
                 min_score,
                 limit,
+                fusion,
             })
         })
         .await?;

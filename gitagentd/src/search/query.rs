@@ -36,6 +36,7 @@ pub struct Query<'a> {
     pub vector: &'a [f32],
     pub min_score: f64,
     pub limit: usize,
+    pub fusion: ranking::Fusion,
 }
 
 struct Item<'a> {
@@ -55,6 +56,20 @@ pub struct RankTimings {
     pub select: std::time::Duration,
     /// The result came from the view's memo of identical rankings.
     pub memo: bool,
+}
+
+/// The query's embedding input: framed as an implementation-location
+/// search (when `framing` is on and the framing fits the cap), otherwise
+/// the query itself, capped.
+pub fn embedding_input(query: &str, max_chars: usize, framing: bool) -> String {
+    if framing {
+        return super::chunking::query_embedding_input(query, max_chars);
+    }
+    let max_chars = if max_chars == 0 { super::chunking::DEFAULT_MAX_INPUT_CHARS } else { max_chars };
+    match query.char_indices().nth(max_chars) {
+        Some((end, _)) => query[..end].to_string(),
+        None => query.to_string(),
+    }
 }
 
 /// Ranks the candidates and returns at most `limit` hits at or above
@@ -85,6 +100,8 @@ fn memo_key(query: &Query<'_>) -> u128 {
     hasher.update([0, u8::from(query.no_tests)]);
     hasher.update(query.min_score.to_bits().to_le_bytes());
     hasher.update((query.limit as u64).to_le_bytes());
+    hasher.update(query.fusion.lexical_weight.to_bits().to_le_bytes());
+    hasher.update([u8::from(query.fusion.normalize_cosine)]);
     for value in query.vector {
         hasher.update(value.to_bits().to_le_bytes());
     }
@@ -159,6 +176,7 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
         let inputs = lexical_inputs(&items, &hashes);
         ranking::apply_lexical(&mut scores, &inputs, hashes.len());
     }
+    ranking::fuse(&mut scores, query.fusion);
 
     timings.lexical = phase.elapsed();
     let phase = std::time::Instant::now();
@@ -491,6 +509,13 @@ mod ranking_tests {
     }
 
     #[test]
+    fn the_query_input_is_framed_unless_framing_is_off() {
+        assert_eq!(embedding_input("where is x", 0, true), "implementation entrypoint for where is x");
+        assert_eq!(embedding_input("where is x", 0, false), "where is x");
+        assert_eq!(embedding_input("héllo world", 4, false), "héll");
+    }
+
+    #[test]
     fn ranking_matches_the_formula_computed_directly() {
         let (_temp, live) = index(&[
             (
@@ -511,6 +536,7 @@ mod ranking_tests {
             vector: &query_vector,
             min_score: 1e-9,
             limit: 100,
+            fusion: ranking::Fusion::default(),
         });
         let expected = reference(&live, query_text, &query_vector);
         assert_eq!(hits.len(), expected.len());
@@ -541,6 +567,7 @@ mod ranking_tests {
             vector: &query_vector,
             min_score: hits[1].scores.rank,
             limit: 1,
+            fusion: ranking::Fusion::default(),
         });
         assert_eq!(top.len(), 1);
         assert_eq!(top[0].path, hits[0].path);
@@ -555,6 +582,7 @@ mod ranking_tests {
             vector: &query_vector,
             min_score: 1e-9,
             limit: 100,
+            fusion: ranking::Fusion::default(),
         };
         let (first, timings) = rank_memoized(&query);
         assert!(!timings.memo);

@@ -11,8 +11,9 @@
 //! - path, symbol = share of the unique query terms found in the path or in
 //!   `<kind> <name>` of the symbol.
 //! - lexical = min(1, 0.45 text + 0.30 path + 0.35 symbol).
-//! - rank = relatedness + (1 - relatedness) * lexical; `--min-score`
-//!   applies to it, results sort by it (then shorter range, path, line).
+//! - rank = v + (1 - v) * min(1, w * lexical), v the vector relatedness
+//!   and w the lexical weight (see [`Fusion`]); `--min-score` applies to
+//!   it, results sort by it (then shorter range, path, line).
 //!
 //! Body term counts are computed once per file version and kept as hashed
 //! postings, so a search touches only the query's terms.
@@ -432,7 +433,44 @@ pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms:
         score.path = f64::from(inputs.path_matches[candidate]) / query_terms as f64;
         score.symbol = f64::from(inputs.symbol_matches[candidate]) / query_terms as f64;
         score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
-        score.rank = score.vector_relatedness + (1.0 - score.vector_relatedness) * score.lexical;
+    }
+}
+
+/// How the vector and lexical components combine into the rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// Share of the vector's headroom the lexical component may fill:
+    /// rank = v + (1 - v) * weight * lexical.
+    pub lexical_weight: f64,
+    /// Rescale the vector relatedness per query so that it spans the
+    /// candidates' range ([lowest, highest] -> [0, highest]) before fusion.
+    pub normalize_cosine: bool,
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Self { lexical_weight: 1.0, normalize_cosine: false }
+    }
+}
+
+/// Sets every candidate's rank from its vector relatedness and lexical
+/// components (the lexical ones are 0 for a query without terms).
+pub fn fuse(scores: &mut [Scores], fusion: Fusion) {
+    let (mut lowest, mut highest) = (f64::INFINITY, f64::NEG_INFINITY);
+    if fusion.normalize_cosine {
+        for score in scores.iter() {
+            lowest = lowest.min(score.vector_relatedness);
+            highest = highest.max(score.vector_relatedness);
+        }
+    }
+    let spread = highest - lowest;
+    for score in scores.iter_mut() {
+        let vector = if fusion.normalize_cosine && spread > 0.0 {
+            ((score.vector_relatedness - lowest) / spread * highest).max(1e-9)
+        } else {
+            score.vector_relatedness
+        };
+        score.rank = vector + (1.0 - vector) * (fusion.lexical_weight * score.lexical).min(1.0);
     }
 }
 
@@ -485,6 +523,7 @@ mod tests {
         inputs.push([3, 0].into_iter(), 10, 1, 2);
         inputs.push([0, 0].into_iter(), 10, 0, 0);
         apply_lexical(&mut scores, &inputs, 2);
+        fuse(&mut scores, Fusion::default());
         assert!(scores[0].rank > scores[1].rank);
         assert_eq!(scores[1].rank, scores[1].vector_relatedness);
         assert!((scores[0].path - 0.5).abs() < 1e-12);
@@ -492,6 +531,44 @@ mod tests {
         assert!(scores[0].lexical <= 1.0);
         assert_eq!(relatedness(-1.0), 1e-9);
         assert_eq!(relatedness(1.0), 1.0);
+    }
+
+    #[test]
+    fn fusion_weighs_lexical_and_normalizes_the_cosine_per_query() {
+        let scores = |cosines: &[f64], lexical: &[f64]| -> Vec<Scores> {
+            cosines
+                .iter()
+                .zip(lexical)
+                .map(|(&cosine, &lexical)| Scores {
+                    cosine,
+                    vector_relatedness: relatedness(cosine),
+                    lexical,
+                    ..Scores::default()
+                })
+                .collect()
+        };
+        // Without lexical evidence the rank is the relatedness itself.
+        let mut plain = scores(&[0.2, 0.4], &[0.0, 0.0]);
+        fuse(&mut plain, Fusion::default());
+        assert_eq!([plain[0].rank, plain[1].rank], [relatedness(0.2), relatedness(0.4)]);
+        // The weight scales the lexical lift; 0 leaves the vector alone.
+        let mut half = scores(&[0.2], &[0.5]);
+        fuse(&mut half, Fusion { lexical_weight: 0.5, normalize_cosine: false });
+        assert!((half[0].rank - (0.6 + 0.4 * 0.25)).abs() < 1e-12);
+        let mut none = scores(&[0.2], &[0.5]);
+        fuse(&mut none, Fusion { lexical_weight: 0.0, normalize_cosine: false });
+        assert_eq!(none[0].rank, 0.6);
+        // Normalized: the best vector keeps its relatedness, the worst
+        // drops to (almost) 0, the rest in proportion; order is kept.
+        let mut normalized = scores(&[0.2, 0.3, 0.4], &[0.0, 0.0, 0.0]);
+        fuse(&mut normalized, Fusion { lexical_weight: 1.0, normalize_cosine: true });
+        assert!((normalized[2].rank - 0.7).abs() < 1e-12);
+        assert!((normalized[1].rank - 0.35).abs() < 1e-12);
+        assert_eq!(normalized[0].rank, 1e-9);
+        // One candidate (no spread) is left as it is.
+        let mut single = scores(&[0.3], &[0.0]);
+        fuse(&mut single, Fusion { lexical_weight: 1.0, normalize_cosine: true });
+        assert!((single[0].rank - 0.65).abs() < 1e-12);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
 use super::embeddings::EmbeddingSettings;
+use super::ranking::Fusion;
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
 use git_agent_shared::timefmt::parse_go_duration;
@@ -108,6 +109,63 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
     })
 }
 
+/// How a search turns the query and the scores into a ranking, from the
+/// caller's `GIT_AGENT_SEARCH_*` variables (defaults measured with
+/// bench-search-quality; see README).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking {
+    /// Embed the query framed as an implementation-location search.
+    pub framing: bool,
+    pub fusion: Fusion,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Self { framing: true, fusion: Fusion::default() }
+    }
+}
+
+/// The ranking settings of one invocation.
+pub fn ranking(env: &Environment) -> Result<Ranking, SettingsError> {
+    let mut ranking = Ranking::default();
+    if let Some(text) = env.get(vars::GIT_AGENT_SEARCH_QUERY_FRAMING) {
+        ranking.framing = match text.trim() {
+            "on" => true,
+            "off" => false,
+            _ => {
+                return Err(SettingsError::Environment(format!(
+                    "invalid {} {text:?}: expected on or off",
+                    vars::GIT_AGENT_SEARCH_QUERY_FRAMING
+                )));
+            }
+        };
+    }
+    if let Some(text) = env.get(vars::GIT_AGENT_SEARCH_LEXICAL_WEIGHT) {
+        ranking.fusion.lexical_weight = match text.trim().parse::<f64>() {
+            Ok(weight) if (0.0..=4.0).contains(&weight) => weight,
+            _ => {
+                return Err(SettingsError::Environment(format!(
+                    "invalid {} {text:?}: expected a number from 0 to 4",
+                    vars::GIT_AGENT_SEARCH_LEXICAL_WEIGHT
+                )));
+            }
+        };
+    }
+    if let Some(text) = env.get(vars::GIT_AGENT_SEARCH_COSINE) {
+        ranking.fusion.normalize_cosine = match text.trim() {
+            "raw" => false,
+            "normalized" => true,
+            _ => {
+                return Err(SettingsError::Environment(format!(
+                    "invalid {} {text:?}: expected raw or normalized",
+                    vars::GIT_AGENT_SEARCH_COSINE
+                )));
+            }
+        };
+    }
+    Ok(ranking)
+}
+
 /// The embedding input cap alone.
 pub fn max_input_chars(env: &Environment) -> Result<usize, SettingsError> {
     Ok(positive_env(env, vars::OPENAI_EMBEDDING_MAX_INPUT_CHARS)?.unwrap_or(DEFAULT_MAX_INPUT_CHARS))
@@ -129,6 +187,27 @@ mod tests {
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
         Environment::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>())
+    }
+
+    #[test]
+    fn ranking_settings_come_from_the_invocation() {
+        assert_eq!(ranking(&env(&[])).unwrap(), Ranking::default());
+        let set = ranking(&env(&[
+            ("GIT_AGENT_SEARCH_QUERY_FRAMING", "off"),
+            ("GIT_AGENT_SEARCH_LEXICAL_WEIGHT", "0.5"),
+            ("GIT_AGENT_SEARCH_COSINE", "normalized"),
+        ]))
+        .unwrap();
+        assert_eq!(set, Ranking { framing: false, fusion: Fusion { lexical_weight: 0.5, normalize_cosine: true } });
+        for (name, value) in [
+            ("GIT_AGENT_SEARCH_QUERY_FRAMING", "maybe"),
+            ("GIT_AGENT_SEARCH_LEXICAL_WEIGHT", "-1"),
+            ("GIT_AGENT_SEARCH_LEXICAL_WEIGHT", "x"),
+            ("GIT_AGENT_SEARCH_COSINE", "cosine"),
+        ] {
+            let error = ranking(&env(&[(name, value)])).unwrap_err().to_string();
+            assert!(error.contains(name) && error.contains(value), "{error}");
+        }
     }
 
     #[test]
