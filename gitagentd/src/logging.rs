@@ -28,8 +28,9 @@ pub fn init(env: &Environment) -> Option<WorkerGuard> {
         .max_log_files(MAX_LOG_FILES)
         .build(&dir)
         .ok()?;
-    let (writer, guard) =
-        tracing_appender::non_blocking::NonBlockingBuilder::default().buffered_lines_limit(BUFFERED_LINES).finish(appender);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(BUFFERED_LINES)
+        .finish(appender);
     let filter = EnvFilter::try_from_env("GITAGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(writer).try_init().ok()?;
     Some(guard)
