@@ -16,7 +16,7 @@ mod golden;
 pub mod guidance;
 pub mod inspect;
 mod logging;
-mod memory;
+pub mod memory;
 pub mod message;
 pub mod prompt;
 pub mod provider;

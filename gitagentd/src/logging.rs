@@ -9,6 +9,13 @@ use tracing_subscriber::EnvFilter;
 
 const MAX_LOG_FILES: usize = 7;
 
+/// Lines queued for the writer thread before new ones are dropped. The
+/// queue is a preallocated ring of this many slots: the library's default
+/// (128,000 lines, about 4 MiB resident for the daemon's whole life) is
+/// most of an idle daemon's heap, while the daemon logs a few lines per
+/// command.
+const BUFFERED_LINES: usize = 4096;
+
 /// Installs the file logger; logging is best effort, so a log folder that
 /// cannot be created leaves the daemon running without logs.
 pub fn init(env: &Environment) -> Option<WorkerGuard> {
@@ -21,7 +28,9 @@ pub fn init(env: &Environment) -> Option<WorkerGuard> {
         .max_log_files(MAX_LOG_FILES)
         .build(&dir)
         .ok()?;
-    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(BUFFERED_LINES)
+        .finish(appender);
     let filter = EnvFilter::try_from_env("GITAGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(writer).try_init().ok()?;
     Some(guard)

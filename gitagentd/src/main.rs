@@ -13,6 +13,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     forget_certificate_locations();
+    #[cfg(target_os = "linux")]
+    gitagentd::memory::refuse_transparent_huge_pages();
     let args = gitagentd::args::DaemonArgs::parse();
     match gitagentd::run(args) {
         Ok(code) => code,

@@ -75,13 +75,31 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 
 /// Atomically replaces `path` with `bytes`, mode 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |out| out.write_all(bytes))
+}
+
+/// The buffer between a streaming writer and its temporary file.
+const STREAM_BUFFER: usize = 64 * 1024;
+
+/// Atomically replaces `path` with what `write` streams into it, mode
+/// 0600, so a large file (a search index's records) never has to exist
+/// whole in memory first. The bytes go through a buffer into a private
+/// temporary file in the same folder, which is synced and renamed into
+/// place only when `write` and the flush succeed; on any error the
+/// temporary file is removed and `path` keeps what it had.
+pub fn write_atomic_with<F>(path: &Path, write: F) -> io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
     let dir = path.parent().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no parent folder", path.display()))
     })?;
     ensure_private_dir(dir)?;
-    let mut temporary =
+    let temporary =
         tempfile::Builder::new().prefix(".tmp-").permissions(fs::Permissions::from_mode(0o600)).tempfile_in(dir)?;
-    temporary.write_all(bytes)?;
+    let mut buffered = io::BufWriter::with_capacity(STREAM_BUFFER, temporary);
+    write(&mut buffered)?;
+    let temporary = buffered.into_inner().map_err(io::IntoInnerError::into_error)?;
     temporary.as_file().sync_all()?;
     temporary.persist(path).map_err(|error| error.error)?;
     fs::File::open(dir)?.sync_all()
@@ -148,5 +166,45 @@ mod tests {
         let error = ensure_private_dir(&dir).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
         assert!(error.to_string().contains("owned by uid 4242"), "{error}");
+    }
+
+    #[test]
+    fn a_streamed_file_replaces_the_old_one_privately() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("index");
+        let path = dir.join("records.json");
+        write_atomic(&path, b"old\n").unwrap();
+        // More than one buffer's worth, written in small pieces.
+        let line = b"0123456789abcdef\n";
+        let lines = 2 * STREAM_BUFFER / line.len() + 1;
+        write_atomic_with(&path, |out| {
+            for _ in 0..lines {
+                out.write_all(line)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let written = fs::read(&path).unwrap();
+        assert_eq!(written.len(), lines * line.len());
+        assert!(written.chunks(line.len()).all(|chunk| chunk == line));
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left beside it");
+    }
+
+    #[test]
+    fn a_failed_stream_leaves_the_old_file_and_no_temporary() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("index");
+        let path = dir.join("records.json");
+        write_atomic(&path, b"old\n").unwrap();
+        let error = write_atomic_with(&path, |out| {
+            out.write_all(&vec![b'x'; 3 * STREAM_BUFFER])?;
+            Err(io::Error::other("the encoder failed"))
+        })
+        .unwrap_err();
+        assert_eq!(error.to_string(), "the encoder failed");
+        assert_eq!(fs::read(&path).unwrap(), b"old\n");
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(names, [std::ffi::OsString::from("records.json")]);
     }
 }

@@ -806,14 +806,9 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             payload: catalog.payload.clone(),
             entries: Some(entries),
         };
-        let mut data = serde_json::to_vec(&published).map_err(|error| StoreError::Publish {
-            path: store.clone(),
-            reason: format!("cannot encode the catalog: {error}"),
-        })?;
-        data.push(b'\n');
         let path = store.join(catalog_name(next_generation));
-        write_file_atomic(&path, &data)?;
-        drop((data, published));
+        write_json_atomic(&path, &published)?;
+        drop(published);
         crash_if(crash_at, CrashPoint::Catalog);
         remove_old_generations(&store, previous, next_generation, &payload_name)?;
         catalog_path = Some(path);
@@ -822,13 +817,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
 
     // 4. The chunk records (and the local payload of legacy records).
     write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &local_bytes)?;
-    let mut data = serde_json::to_vec(&out_records).map_err(|error| StoreError::Publish {
-        path: index_dir.to_path_buf(),
-        reason: format!("cannot encode the records: {error}"),
-    })?;
-    data.push(b'\n');
-    write_file_atomic(&index_dir.join(RECORDS), &data)?;
-    drop(data);
+    write_json_atomic(&index_dir.join(RECORDS), &out_records)?;
     crash_if(crash_at, CrashPoint::Records);
 
     // 5. The manifest, last.
@@ -891,6 +880,17 @@ fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_nam
 
 fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     private_fs::write_atomic(path, bytes).map_err(io_error("write", path))
+}
+
+/// Writes `value` as one line of JSON, encoded straight into the file: the
+/// records and the catalog of a large index are tens of megabytes, which
+/// publication must not hold a second time as text.
+fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+    private_fs::write_atomic_with(path, |out| {
+        serde_json::to_writer(&mut *out, value)?;
+        out.write_all(b"\n")
+    })
+    .map_err(io_error("write", path))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {

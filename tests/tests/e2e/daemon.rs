@@ -46,6 +46,19 @@ fn first_call_starts_the_daemon_in_a_private_folder() {
     assert_eq!(env.daemon_pid(), Some(pid));
 }
 
+/// mimalloc advises its arena for transparent huge pages, and a 2 MiB page
+/// with one live object stays resident when the daemon returns its free
+/// memory; the daemon turns them off for itself.
+#[test]
+fn the_daemon_runs_without_transparent_huge_pages() {
+    let env = TestEnv::new();
+    env.run_in(&env.work(), &["project_id"]).success();
+    let pid = env.daemon_pid().expect("the daemon answers after the first call");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let thp = status.lines().find_map(|line| line.strip_prefix("THP_enabled:")).map(str::trim);
+    assert_eq!(thp, Some("0"), "{status}");
+}
+
 #[test]
 fn a_socket_folder_others_can_enter_is_refused_before_anything_is_sent() {
     let env = TestEnv::new();
