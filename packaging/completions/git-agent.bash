@@ -28,6 +28,9 @@ _git__agent() {
             git__agent,config)
                 cmd="git__agent__subcmd__config"
                 ;;
+            git__agent,explore)
+                cmd="git__agent__subcmd__explore"
+                ;;
             git__agent,pr-message)
                 cmd="git__agent__subcmd__pr__subcmd__message"
                 ;;
@@ -53,7 +56,7 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search pr-message release-note completions"
+            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search pr-message release-note explore completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -182,6 +185,28 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__subcmd__agent__subcmd__explore)
+            opts="-h -V --debug --fast --for --follow-up --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --for)
+                    COMPREPLY=($(compgen -W "diagnose change behavior owner" -- "${cur}"))
+                    return 0
+                    ;;
+                --follow-up)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__subcmd__agent__subcmd__pr__subcmd__message)
             opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -285,13 +310,25 @@ _git__agent() {
             return 0
             ;;
         git__subcmd__agent__subcmd__review)
-            opts="-h -V --codebase --uncommitted --staged --wait --depth --max-steps --max-web-searches --dry-run --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --commit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --follow-up)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -335,12 +372,16 @@ _git__agent() {
             return 0
             ;;
         git__subcmd__agent__subcmd__search)
-            opts="-h -V --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --help --version"
+            opts="-h -V --rev --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --remote --ls-remotes --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --rev)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --scope)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -373,6 +414,10 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -381,13 +426,25 @@ _git__agent() {
             return 0
             ;;
         git__subcmd__agent__subcmd__simplify)
-            opts="-h -V --codebase --uncommitted --staged --wait --depth --max-steps --max-web-searches --dry-run --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --commit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --follow-up)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

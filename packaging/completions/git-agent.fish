@@ -36,18 +36,22 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit" -d 'Wri
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "pr-message" -d 'Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "release-note" -d 'Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "explore" -d 'Answer a codebase question with grounded findings; stdout is one JSON object'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -l unset -d 'Remove the setting'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base -d 'Inspect HEAD against its merge base with <ref> (what a pull request would contain)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l commit -d 'Inspect one commit against its first parent' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l wait -d 'Wait for a detached task and print its report' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l follow-up -d 'Continue a successful detached task of this command and workspace with a new prompt' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
 balanced\t''
 thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l max-web-searches -d 'Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
@@ -60,6 +64,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l codebase 
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l staged -d 'Inspect staged changes only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l clippy -d 'Review only: also run `cargo clippy` on the packages of changed .rs files (compiles the code: build scripts and proc macros run)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l help-agent -d 'Show help limited to agent-facing flags'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l low -d 'Send reasoning.effort=low'
@@ -69,12 +74,15 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l xhigh -d 
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base -d 'Inspect HEAD against its merge base with <ref> (what a pull request would contain)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l commit -d 'Inspect one commit against its first parent' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l wait -d 'Wait for a detached task and print its report' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l follow-up -d 'Continue a successful detached task of this command and workspace with a new prompt' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l depth -d 'Automatic inspection depth and default reasoning effort (default balanced)' -r -f -a "fast\t''
 balanced\t''
 thorough\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-steps -d 'Exact model-step ceiling, overriding the automatic inspection depth' -r
-complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Accepted but not applied: hosted web search is not implemented yet' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l max-web-searches -d 'Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base-url -d 'Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l timeout -d 'Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s' -r
@@ -87,6 +95,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l codebas
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l uncommitted -d 'Inspect all dirty changes: staged, unstaged and untracked (default)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l staged -d 'Inspect staged changes only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l dry-run -d 'Replace the provider with a deterministic fixture (preparation and launch stay real)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l clippy -d 'Review only: also run `cargo clippy` on the packages of changed .rs files (compiles the code: build scripts and proc macros run)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l help-agent -d 'Show help limited to agent-facing flags'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l fast -d 'Ask for the priority service tier (service_tier=priority)'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l low -d 'Send reasoning.effort=low'
@@ -134,6 +143,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l xhigh -d 
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l rev -d 'Search the committed tree of this revision instead of the files on disk' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l scope -d 'Comma-separated paths, relative to the current directory, to search or index' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l limit -d 'Maximum number of results, 1..100 (default 20)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l format -d 'Output format: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files' -r
@@ -142,6 +152,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l embedding-dimensions -d 'Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l base-url -d 'Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https://api.openai.com/v1)' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l timeout -d 'Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l remote -d 'Search a remote Git repository (URL or path) through its cached bare clone' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l code -d 'Search source-code files only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l no-tests -d 'Exclude common test files and test directories from results and --ls-files output'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l agent -d 'Serve indexing progress over a private local socket when embeddings need work'
@@ -150,6 +161,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l reindex -
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls -d 'List the search indexes of the current project'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-files -d 'List the files stored in the selected search index'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l debug -d 'Write diagnostic events to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-remotes -d 'List the cached remote repositories'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
@@ -189,5 +201,14 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l xhi
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l for -d 'What the answer should prioritize' -r -f -a "diagnose\t'The reproducer, failure mechanism, bottleneck or regression cause'
+change\t'The implementation boundary, affected behavior and focused validation'
+behavior\t'Current semantics, contracts and invariants'
+owner\t'The authoritative implementation, callers and subsystem boundaries'"
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l follow-up -d 'Continue the session of a previous explore result' -r
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l debug -d 'Write explore.phase timings and the console trace to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l fast -d 'Send service_tier=priority with the Responses API request'
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s V -l version -d 'Print version'

@@ -50,10 +50,13 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (review)
 _arguments "${_arguments_options[@]}" : \
-'(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'--base=[Inspect HEAD against its merge base with <ref> (what a pull request would contain)]:ref:_default' \
+'--commit=[Inspect one commit against its first parent]:rev:_default' \
+'(--codebase --uncommitted --staged --base --commit --depth --max-steps --max-web-searches --dry-run --clippy --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'(--codebase --uncommitted --staged --base --commit --clippy --wait --depth --max-steps --max-web-searches --dry-run --model --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt)--follow-up=[Continue a successful detached task of this command and workspace with a new prompt]:turn-id:_default' \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
-'--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
+'--max-web-searches=[Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
 '--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
@@ -63,6 +66,7 @@ _arguments "${_arguments_options[@]}" : \
 '--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
 '--staged[Inspect staged changes only]' \
 '--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
+'--clippy[Review only\: also run \`cargo clippy\` on the packages of changed .rs files (compiles the code\: build scripts and proc macros run)]' \
 '--help-agent[Show help limited to agent-facing flags]' \
 '--fast[Ask for the priority service tier (service_tier=priority)]' \
 '--low[Send reasoning.effort=low]' \
@@ -79,10 +83,13 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (simplify)
 _arguments "${_arguments_options[@]}" : \
-'(--codebase --uncommitted --staged --depth --max-steps --max-web-searches --dry-run --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'--base=[Inspect HEAD against its merge base with <ref> (what a pull request would contain)]:ref:_default' \
+'--commit=[Inspect one commit against its first parent]:rev:_default' \
+'(--codebase --uncommitted --staged --base --commit --depth --max-steps --max-web-searches --dry-run --clippy --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug)--wait=[Wait for a detached task and print its report]:id:_default' \
+'(--codebase --uncommitted --staged --base --commit --clippy --wait --depth --max-steps --max-web-searches --dry-run --model --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt)--follow-up=[Continue a successful detached task of this command and workspace with a new prompt]:turn-id:_default' \
 '(--max-steps)--depth=[Automatic inspection depth and default reasoning effort (default balanced)]:fast|balanced|thorough:(fast balanced thorough)' \
 '--max-steps=[Exact model-step ceiling, overriding the automatic inspection depth]:n:_default' \
-'--max-web-searches=[Accepted but not applied\: hosted web search is not implemented yet]:n:_default' \
+'--max-web-searches=[Hosted web searches per model response (default 4 with an API key, uncapped with ChatGPT sign-in)]:n:_default' \
 '--model=[Model identifier (default\: OPENAI_MODEL, then the command'\''s default)]:model:_default' \
 '--base-url=[Provider base URL (overrides OPENAI_BASE_URL and the ChatGPT default)]:url:_default' \
 '--timeout=[Deadline for the provider client and the whole run, such as 90s, 2m or 1m30s]:duration:_default' \
@@ -92,6 +99,7 @@ _arguments "${_arguments_options[@]}" : \
 '--uncommitted[Inspect all dirty changes\: staged, unstaged and untracked (default)]' \
 '--staged[Inspect staged changes only]' \
 '--dry-run[Replace the provider with a deterministic fixture (preparation and launch stay real)]' \
+'--clippy[Review only\: also run \`cargo clippy\` on the packages of changed .rs files (compiles the code\: build scripts and proc macros run)]' \
 '--help-agent[Show help limited to agent-facing flags]' \
 '--fast[Ask for the priority service tier (service_tier=priority)]' \
 '--low[Send reasoning.effort=low]' \
@@ -152,6 +160,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (search)
 _arguments "${_arguments_options[@]}" : \
+'--rev=[Search the committed tree of this revision instead of the files on disk]:rev:_default' \
 '--scope=[Comma-separated paths, relative to the current directory, to search or index]:paths:_default' \
 '--limit=[Maximum number of results, 1..100 (default 20)]:n:_default' \
 '--format=[Output format\: json|brief for search (default json, brief with --agent), text|json for --ls, tree|json for --ls-files]:format:_default' \
@@ -160,6 +169,7 @@ _arguments "${_arguments_options[@]}" : \
 '--embedding-dimensions=[Embedding dimensions (default OPENAI_EMBEDDING_DIMENSIONS, else 1024)]:n:_default' \
 '--base-url=[Embeddings base URL (default OPENAI_EMBEDDING_BASE_URL, OPENAI_BASE_URL, https\://api.openai.com/v1)]:url:_default' \
 '--timeout=[Per-request timeout for the embeddings endpoint, such as 30s or 2m (default 2m)]:duration:_default' \
+'--remote=[Search a remote Git repository (URL or path) through its cached bare clone]:url:_default' \
 '--code[Search source-code files only]' \
 '--no-tests[Exclude common test files and test directories from results and --ls-files output]' \
 '--agent[Serve indexing progress over a private local socket when embeddings need work]' \
@@ -168,6 +178,7 @@ _arguments "${_arguments_options[@]}" : \
 '--ls[List the search indexes of the current project]' \
 '--ls-files[List the files stored in the selected search index]' \
 '--debug[Write diagnostic events to stderr]' \
+'--ls-remotes[List the cached remote repositories]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -219,6 +230,22 @@ _arguments "${_arguments_options[@]}" : \
 '*::range -- <base> <release>, or one of patch, minor, major (from the latest version tag to HEAD):_default' \
 && ret=0
 ;;
+(explore)
+_arguments "${_arguments_options[@]}" : \
+'--for=[What the answer should prioritize]:target:((diagnose\:"The reproducer, failure mechanism, bottleneck or regression cause"
+change\:"The implementation boundary, affected behavior and focused validation"
+behavior\:"Current semantics, contracts and invariants"
+owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
+'--follow-up=[Continue the session of a previous explore result]:search-id:_default' \
+'--debug[Write explore.phase timings and the console trace to stderr]' \
+'--fast[Send service_tier=priority with the Responses API request]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::question -- The question, in natural language:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -245,6 +272,7 @@ _git-agent_commands() {
 'search:Embedding-backed code search over the files on disk' \
 'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
 'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
+'explore:Answer a codebase question with grounded findings; stdout is one JSON object' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
@@ -268,6 +296,11 @@ _git-agent__subcmd__completions_commands() {
 _git-agent__subcmd__config_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent config commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__explore_commands] )) ||
+_git-agent__subcmd__explore_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent explore commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__pr-message_commands] )) ||
 _git-agent__subcmd__pr-message_commands() {

@@ -1037,7 +1037,7 @@ mod tests {
             let record = IndexRecord {
                 chunk_id: format!("c{:06}", old.len() + 1),
                 path: "demo.go".into(),
-                source: FILESYSTEM_SOURCE.into(),
+                source: crate::search::live::FILESYSTEM_SOURCE.into(),
                 start_line: chunk.start_line.into(),
                 end_line: chunk.end_line.into(),
                 content_hash: hex(&Sha256::digest(go_chunks.body(chunk).as_bytes())),
@@ -1055,7 +1055,7 @@ mod tests {
             IndexRecord {
                 chunk_id: "c000004".into(),
                 path: "src/lib.rs".into(),
-                source: FILESYSTEM_SOURCE.into(),
+                source: crate::search::live::FILESYSTEM_SOURCE.into(),
                 start_line: 1,
                 end_line: 5,
                 content_hash: hex(&Sha256::digest(rust.trim_end().as_bytes())),

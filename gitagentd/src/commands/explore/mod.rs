@@ -305,6 +305,7 @@ fn settings(fast: bool, debug: bool) -> generation::Generation {
             reasoning_summary: None,
             service_tier: fast.then(|| "priority".to_string()),
             prompt_cache_key: None,
+            turn_state: None,
         },
         timeout: REQUEST_LIMIT,
         append_prompt: None,
@@ -388,6 +389,8 @@ async fn assemble(
         }),
         parallel_tool_calls: true,
         limits,
+        web_search: None,
+        history: Vec::new(),
     })
 }
 
