@@ -140,15 +140,7 @@ impl Feedback {
                 state.progress_shown = true;
             }
         }
-        if let Agent::NotStarted { temp_dir } = &state.agent {
-            state.agent = match self.start_agent(&temp_dir.clone()) {
-                Ok(server) => Agent::Running(server),
-                Err(error) => {
-                    self.output.stderr(format!("warning: cannot start the progress endpoint: {error}\n"));
-                    Agent::Failed
-                }
-            };
-        }
+        self.ensure_agent(&mut state);
         if let Agent::Running(server) = &state.agent {
             let mut snapshot = lock(&server.snapshot);
             let mut status = if update.waiting { "waiting".to_string() } else { "indexing".to_string() };
@@ -180,15 +172,7 @@ impl Feedback {
             self.output.progress(format!("search: fetching {detail}"));
             state.progress_shown = true;
         }
-        if let Agent::NotStarted { temp_dir } = &state.agent {
-            state.agent = match self.start_agent(&temp_dir.clone()) {
-                Ok(server) => Agent::Running(server),
-                Err(error) => {
-                    self.output.stderr(format!("warning: cannot start the progress endpoint: {error}\n"));
-                    Agent::Failed
-                }
-            };
-        }
+        self.ensure_agent(&mut state);
         if let Agent::Running(server) = &state.agent {
             let mut snapshot = lock(&server.snapshot);
             *snapshot = Snapshot { detail: detail.to_string(), ..Snapshot::new("fetching") };
@@ -228,6 +212,20 @@ impl Feedback {
 
     pub fn debug(&self) -> bool {
         self.debug
+    }
+
+    /// Starts the `--agent` endpoint on the first report that needs it; a
+    /// failure is one warning, and progress goes on without the endpoint.
+    fn ensure_agent(&self, state: &mut State) {
+        if let Agent::NotStarted { temp_dir } = &state.agent {
+            state.agent = match self.start_agent(&temp_dir.clone()) {
+                Ok(server) => Agent::Running(server),
+                Err(error) => {
+                    self.output.stderr(format!("warning: cannot start the progress endpoint: {error}\n"));
+                    Agent::Failed
+                }
+            };
+        }
     }
 
     fn start_agent(&self, temp_dir: &Path) -> std::io::Result<AgentServer> {
