@@ -1,0 +1,3 @@
+//! The dedicated index-sync repository shared between machines.
+
+pub mod catalog;
