@@ -394,6 +394,12 @@ impl SearchService {
         }
     }
 
+    /// The test-only fault injection point (`None` outside test builds),
+    /// shared with `index gc`.
+    pub fn crash_at(&self) -> Option<CrashPoint> {
+        self.crash_at
+    }
+
     async fn client(&self, settings: &EmbeddingSettings) -> Result<EmbeddingsClient, SearchError> {
         Ok(EmbeddingsClient::new(&self.clients, settings).await?)
     }

@@ -42,12 +42,12 @@ use std::time::Duration;
 pub const INDEX_VERSION: u32 = 3;
 pub const LEGACY_INDEX_VERSION: u32 = 2;
 pub const SHARED_STORE_VERSION: &str = "shared-v1";
-const CATALOG_VERSION: u32 = 1;
-const STORE_DIR: &str = "vector-store";
-const DEFAULT_PAYLOAD: &str = "vectors.f32";
+pub(crate) const CATALOG_VERSION: u32 = 1;
+pub(crate) const STORE_DIR: &str = "vector-store";
+pub(crate) const DEFAULT_PAYLOAD: &str = "vectors.f32";
 pub const MANIFEST: &str = "manifest.json";
 pub const RECORDS: &str = "vectors.index.json";
-const LOCAL_PAYLOAD: &str = "vectors.f32";
+pub const LOCAL_PAYLOAD: &str = "vectors.f32";
 /// The user-level lock that serializes index production (the spec's global
 /// single flight), beside the metadata root's project folders.
 pub const PRODUCER_LOCK: &str = "search-index-producer";
@@ -67,7 +67,7 @@ pub enum StoreError {
     Cancelled,
 }
 
-fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+pub(crate) fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
     move |source| StoreError::Io { action, path: path.to_path_buf(), source }
 }
 
@@ -154,12 +154,12 @@ pub struct IndexRecord {
 /// `catalog-<generation>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Catalog {
-    version: u32,
-    generation: u64,
+pub(crate) struct Catalog {
+    pub(crate) version: u32,
+    pub(crate) generation: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    payload: String,
-    entries: Option<HashMap<String, CatalogEntry>>,
+    pub(crate) payload: String,
+    pub(crate) entries: Option<HashMap<String, CatalogEntry>>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -498,11 +498,11 @@ fn validate_record(
     Some(VectorLoc::Shared { offset: entry.offset })
 }
 
-fn catalog_name(generation: u64) -> String {
+pub(crate) fn catalog_name(generation: u64) -> String {
     format!("catalog-{generation:020}.json")
 }
 
-fn catalog_generation(name: &str) -> Option<u64> {
+pub(crate) fn catalog_generation(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("catalog-")?.strip_suffix(".json")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -510,7 +510,7 @@ fn catalog_generation(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-fn payload_generation(name: &str) -> Option<u64> {
+pub(crate) fn payload_generation(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("vectors-")?.strip_suffix(".f32")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -520,7 +520,7 @@ fn payload_generation(name: &str) -> Option<u64> {
 
 /// The payload file a catalog refers to; `None` when its name is not one
 /// the store writes (a catalog that cannot be trusted).
-fn catalog_payload(catalog: &Catalog) -> Option<&str> {
+pub(crate) fn catalog_payload(catalog: &Catalog) -> Option<&str> {
     if catalog.payload.is_empty() {
         return Some(DEFAULT_PAYLOAD);
     }
@@ -531,7 +531,7 @@ fn catalog_payload(catalog: &Catalog) -> Option<&str> {
 }
 
 /// The newest valid catalog generation and the next generation number.
-fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
+pub(crate) fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
     let mut generations: Vec<(u64, String)> = match fs::read_dir(store) {
         Ok(entries) => entries
             .filter_map(|entry| {
@@ -586,6 +586,14 @@ pub enum CrashPoint {
     MigrateLegacy,
     /// Metadata migration: one path-keyed index was merged.
     MigrateSearch,
+    /// `index gc`: the compact payload generation was written and synced.
+    GcPayload,
+    /// `index gc`: the first (recovery) catalog generation was published.
+    GcRecoveryCatalog,
+    /// `index gc`: the second (current) catalog generation was published.
+    GcCatalog,
+    /// `index gc`: the first superseded generation file was removed.
+    GcRemove,
 }
 
 impl CrashPoint {
@@ -597,12 +605,16 @@ impl CrashPoint {
             "records" => Some(Self::Records),
             "migrate-legacy" => Some(Self::MigrateLegacy),
             "migrate-search" => Some(Self::MigrateSearch),
+            "gc-payload" => Some(Self::GcPayload),
+            "gc-recovery-catalog" => Some(Self::GcRecoveryCatalog),
+            "gc-catalog" => Some(Self::GcCatalog),
+            "gc-remove" => Some(Self::GcRemove),
             _ => None,
         }
     }
 }
 
-pub(super) fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
+pub(crate) fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
     if configured == Some(point) {
         tracing::warn!(?point, "fault injection: killing the daemon during index publication or migration");
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
@@ -741,7 +753,8 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
                 ),
             });
         }
-        item.vector.encode_into(&payload, &mut data).map_err(io_error("read the vectors to publish in", index_dir))?;
+        let vector = current_location(item.vector, &record, &entries);
+        vector.encode_into(&payload, &mut data).map_err(io_error("read the vectors to publish in", index_dir))?;
         if record.embedding_input_hash.is_empty() {
             record.offset = local_bytes.len() as i64;
             record.vector_checksum = crc32fast::hash(&data);
@@ -850,6 +863,28 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     })
 }
 
+/// A vector read from the shared payload before publication took the
+/// lifecycle lock may have moved since (`index gc` compacts the payload
+/// and publishes new offsets): the current catalog's entry for the same
+/// identity, dimensions and checksum is where its bytes are now.
+fn current_location<'a>(
+    vector: VectorData<'a>,
+    record: &IndexRecord,
+    entries: &HashMap<String, CatalogEntry>,
+) -> VectorData<'a> {
+    let VectorData::Stored(stored) = vector else { return vector };
+    if record.embedding_input_hash.is_empty() {
+        return vector;
+    }
+    let key = vector_key(&record.embedding_input_hash, &record.embedding_model, record.dimensions);
+    match entries.get(&key) {
+        Some(current) if current.dimensions == stored.dimensions && current.checksum == stored.checksum => {
+            VectorData::Stored(*current)
+        }
+        _ => vector,
+    }
+}
+
 fn remove_old_generations(store: &Path, previous: u64, current: u64, payload_name: &str) -> Result<(), StoreError> {
     let mut retained: HashSet<String> = HashSet::from([payload_name.to_string()]);
     if previous > 0
@@ -885,7 +920,7 @@ fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 /// Writes `value` as one line of JSON, encoded straight into the file: the
 /// records and the catalog of a large index are tens of megabytes, which
 /// publication must not hold a second time as text.
-fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+pub(crate) fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
     private_fs::write_atomic_with(path, |out| {
         serde_json::to_writer(&mut *out, value)?;
         out.write_all(b"\n")
@@ -893,7 +928,7 @@ fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreErr
     .map_err(io_error("write", path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir).and_then(|file| file.sync_all()).map_err(io_error("sync", dir))
 }
 
