@@ -56,7 +56,7 @@ impl PackTree {
     /// The tree at `head` holding `packs` in any order; a digest listed twice
     /// keeps its first entry table (a content-addressed path cannot hold two).
     pub fn new(head: CommitId, mut packs: Vec<ValidatedPack>) -> Self {
-        packs.sort_by(|a, b| a.digest.cmp(&b.digest));
+        packs.sort_by_key(|pack| pack.digest);
         packs.dedup_by(|b, a| a.digest == b.digest);
         Self { head, packs }
     }
