@@ -62,6 +62,14 @@ fn collect() {
     unsafe { mi_collect(true) };
 }
 
+/// Returns what the calling thread freed, and the arenas' purgeable
+/// memory, to the system now: after a large transient (publishing an
+/// index) and before the next phase makes memory resident (mapping its
+/// vectors), so the two never add up in the peak.
+pub fn release_freed() {
+    collect();
+}
+
 /// The runtime workers' park hook: a worker that goes idle after a trim
 /// was asked for collects its own heap (only the owning thread can).
 pub fn on_worker_park() {

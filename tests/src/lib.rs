@@ -220,6 +220,17 @@ impl TestEnv {
     pub fn repo(&self, name: &str) -> GitRepo {
         GitRepo::init(self, &self.work().join(name))
     }
+
+    /// The repository `project` with one commit and a staged change of
+    /// `src/lib.rs` (41 becomes 42): what a commit message is written for.
+    pub fn staged_repo(&self) -> GitRepo {
+        let repo = self.repo("project");
+        repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+        repo.commit_all("feat: start the project");
+        repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+        repo.git(&["add", "src/lib.rs"]);
+        repo
+    }
 }
 
 impl Drop for TestEnv {

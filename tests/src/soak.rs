@@ -133,3 +133,38 @@ pub fn open_files(pid: u32) -> Vec<String> {
     files.sort();
     files
 }
+
+/// Resident memory of process `pid` by what is mapped (a file's name, or
+/// `[anon]`, `[heap]`, `[stack]`...), in KiB, largest first: where an idle
+/// daemon's memory is (its own code, libraries, heap).
+pub fn resident_by_mapping(pid: u32) -> Vec<(String, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("read the daemon's /proc smaps");
+    let mut totals: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut current = String::new();
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(first) = fields.next() else { continue };
+        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) && !first.ends_with(':') {
+            // A mapping header: address perms offset dev inode [name].
+            let name = fields.nth(4).map(str::to_string).unwrap_or_else(|| "[anon]".to_string());
+            current = std::path::Path::new(&name).file_name().map_or(name.clone(), |n| n.to_string_lossy().into_owned());
+        } else if first == "Rss:" {
+            let kib: u64 = fields.next().and_then(|value| value.parse().ok()).unwrap_or(0);
+            *totals.entry(current.clone()).or_default() += kib;
+        }
+    }
+    let mut out: Vec<(String, u64)> = totals.into_iter().filter(|(_, kib)| *kib > 0).collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
+/// [`resident_by_mapping`] as one line: the largest entries, then the rest.
+pub fn resident_breakdown(pid: u32) -> String {
+    let entries = resident_by_mapping(pid);
+    let mut parts: Vec<String> = entries.iter().take(6).map(|(name, kib)| format!("{name} {kib} kB")).collect();
+    let rest: u64 = entries.iter().skip(6).map(|(_, kib)| kib).sum();
+    if rest > 0 {
+        parts.push(format!("other {rest} kB"));
+    }
+    parts.join(", ")
+}

@@ -215,6 +215,15 @@ pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> Chunked
             chunks.push(body_chunk(path, language, &text, &lines, start, end, None, max_input_chars));
         }
     }
+    // The chunks stay with the cached file version for as long as the
+    // daemon keeps its index: no growth slack (about half of a large
+    // index's chunk memory otherwise).
+    chunks.shrink_to_fit();
+    for chunk in &mut chunks {
+        if let Some(symbol) = &mut chunk.symbol {
+            symbol.name.shrink_to_fit();
+        }
+    }
     ChunkedFile { text, chunks }
 }
 

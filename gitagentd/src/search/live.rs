@@ -5,7 +5,7 @@
 //! swaps it in, so a running search keeps the view it started with.
 
 use super::bodies::BodyRef;
-use super::chunking::{self, ChunkDraft, Hash32, parse_hash};
+use super::chunking::{self, ChunkDraft, Hash32};
 use super::discovery::{FileStat, SkipReason};
 use super::query::Hit;
 use super::ranking::{self, FileTerms};
@@ -35,9 +35,6 @@ pub struct FileContent {
     /// The committed blob this version was read from (revision mode).
     pub blob: Option<gix::ObjectId>,
     terms: OnceLock<FileTerms>,
-    /// The chunks' record checksums, computed the first time a record of
-    /// this version is written.
-    content_hashes: OnceLock<Vec<Hash32>>,
 }
 
 impl FileContent {
@@ -58,7 +55,6 @@ impl FileContent {
             body,
             blob: None,
             terms: OnceLock::new(),
-            content_hashes: OnceLock::new(),
         }
     }
 
@@ -77,15 +73,12 @@ impl FileContent {
         i128::from(self.stat.mtime_ns) + RACY_WINDOW_NS >= self.read_started_ns
     }
 
-    /// The record checksum of chunk `index` ([`chunking::content_hash`]).
+    /// The record checksum of chunk `index` ([`chunking::content_hash`]),
+    /// computed when a record of this version is written (and not kept:
+    /// the record holds it from then on).
     pub fn content_hash(&self, index: usize) -> Hash32 {
-        let hashes = self.content_hashes.get_or_init(|| {
-            self.chunks
-                .iter()
-                .map(|chunk| chunking::content_hash(&self.path, self.source(), chunk, self.chunk_body(chunk)))
-                .collect()
-        });
-        hashes[index]
+        let chunk = &self.chunks[index];
+        chunking::content_hash(&self.path, self.source(), chunk, self.chunk_body(chunk))
     }
 
     /// The `source` of this version's records: `revision` for a
@@ -142,11 +135,12 @@ pub struct LiveIndex {
     /// Per record: the norm of its vector when the vector is usable for
     /// this model and these dimensions.
     pub norms: Vec<Option<f64>>,
-    pub input_hashes: Vec<Option<Hash32>>,
     pub links: Vec<Option<Link>>,
     pub paths: HashMap<String, PathEntry>,
-    /// First usable record of each embedding input.
-    pub by_input: HashMap<Hash32, usize>,
+    /// The first usable record of each embedding input, sorted by input
+    /// hash ([`LiveIndex::record_for_input`]): four bytes a record where a
+    /// map would take over forty.
+    by_input: Vec<u32>,
     /// File versions this daemon has read, by path.
     pub contents: HashMap<String, Arc<FileContent>>,
     /// Files rejected by their contents (binary, non-text, ...), by path.
@@ -181,8 +175,7 @@ impl LiveIndex {
         previous: Option<&LiveIndex>,
     ) -> Self {
         let count = snapshot.records.len();
-        let input_hashes: Vec<Option<Hash32>> =
-            snapshot.records.iter().map(|record| parse_hash(&record.embedding_input_hash)).collect();
+        let input_hashes: Vec<Option<Hash32>> = snapshot.records.iter().map(|record| record.input_hash()).collect();
         let norms = match previous {
             Some(previous)
                 if Arc::ptr_eq(&previous.snapshot, &snapshot)
@@ -195,26 +188,27 @@ impl LiveIndex {
         };
         let mut paths: HashMap<String, PathEntry> = HashMap::new();
         for (index, record) in snapshot.records.iter().enumerate() {
-            paths.entry(record.path.clone()).or_default().records.push(index);
-        }
-        let mut links: Vec<Option<Link>> = vec![None; count];
-        let mut by_input = HashMap::with_capacity(count);
-        for (index, hash) in input_hashes.iter().enumerate() {
-            if let (Some(hash), Some(_)) = (hash, norms[index]) {
-                by_input.entry(*hash).or_insert(index);
+            match paths.get_mut(record.path()) {
+                Some(entry) => entry.records.push(index),
+                None => {
+                    paths.insert(record.path().to_string(), PathEntry { records: vec![index], complete: false });
+                }
             }
         }
+        let mut links: Vec<Option<Link>> = vec![None; count];
+        let by_input = first_usable_by_input(&input_hashes, &norms);
         for (path, entry) in paths.iter_mut() {
+            entry.records.shrink_to_fit();
             let Some(content) = contents.get(path) else { continue };
             let mut used = vec![false; content.chunks.len()];
             let mut linked = 0;
             for &index in &entry.records {
-                let record = &snapshot.records[index];
+                let record = snapshot.records.get(index);
                 let Some(hash) = input_hashes[index] else { continue };
                 let found = content.chunks.iter().enumerate().position(|(chunk_index, chunk)| {
                     !used[chunk_index]
-                        && i64::from(chunk.start_line) == record.start_line
-                        && i64::from(chunk.end_line) == record.end_line
+                        && i64::from(chunk.start_line) == record.start_line()
+                        && i64::from(chunk.end_line) == record.end_line()
                         && chunk.input_hash == hash
                 });
                 if let Some(chunk_index) = found {
@@ -232,7 +226,6 @@ impl LiveIndex {
             model: model.to_string(),
             dimensions,
             norms,
-            input_hashes,
             links,
             paths,
             by_input,
@@ -240,6 +233,14 @@ impl LiveIndex {
             rejected,
             memo: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// The first usable record whose embedding input is `hash`.
+    pub fn record_for_input(&self, hash: &Hash32) -> Option<usize> {
+        let records = &self.snapshot.records;
+        let at = self.by_input.partition_point(|&index| records.get(index as usize).input_hash().as_ref() < Some(hash));
+        let index = *self.by_input.get(at)? as usize;
+        (records.get(index).input_hash().as_ref() == Some(hash)).then_some(index)
     }
 
     /// A remembered ranking.
@@ -273,11 +274,24 @@ impl LiveIndex {
     }
 }
 
+/// Per distinct input hash, the lowest index of a usable record with it,
+/// sorted by hash.
+fn first_usable_by_input(hashes: &[Option<Hash32>], norms: &[Option<f64>]) -> Vec<u32> {
+    let mut usable: Vec<u32> = (0..hashes.len())
+        .filter(|&index| hashes[index].is_some() && norms[index].is_some())
+        .map(|index| index as u32)
+        .collect();
+    usable.sort_unstable_by_key(|&index| (hashes[index as usize], index));
+    usable.dedup_by_key(|index| hashes[*index as usize]);
+    usable.shrink_to_fit();
+    usable
+}
+
 fn compute_norms(snapshot: &Snapshot, hashes: &[Option<Hash32>], model: &str, dimensions: usize) -> Vec<Option<f64>> {
     let count = snapshot.records.len();
     let norm_of = |index: usize| -> Option<f64> {
-        let record = &snapshot.records[index];
-        if record.embedding_model != model || record.dimensions != dimensions as i64 || hashes[index].is_none() {
+        let record = snapshot.records.get(index);
+        if record.embedding_model() != model || record.dimensions() != dimensions as i64 || hashes[index].is_none() {
             return None;
         }
         snapshot.vector(index).map(ranking::norm)

@@ -152,7 +152,11 @@ fn merge_search(
             .enumerate()
             .filter_map(|(index, record)| {
                 let vector = snapshot.vector(index)?;
-                Some(RecordToWrite { record: reset(record), vector: VectorData::Values(vector), stored: None })
+                Some(RecordToWrite {
+                    record: reset(record.to_index_record()),
+                    vector: VectorData::Values(vector),
+                    stored: None,
+                })
             })
             .collect();
         store::publish(
@@ -188,8 +192,8 @@ fn is_copy_of(found: &Manifest, source: &Manifest) -> bool {
 
 /// A record as publication expects it: its vector placement is filled in
 /// anew in the target store.
-fn reset(record: &IndexRecord) -> IndexRecord {
-    IndexRecord { offset: 0, vector_key: String::new(), vector_checksum: 0, ..record.clone() }
+fn reset(record: IndexRecord) -> IndexRecord {
+    IndexRecord { offset: 0, vector_key: String::new(), vector_checksum: 0, ..record }
 }
 
 /// Moves every entry of `from` into `to`: whole when `to` has no entry of
@@ -348,7 +352,7 @@ mod tests {
         let kept = load(&origin_dir, &store::search_root(&origin_dir).join("fs/aaaa"), &|| false).unwrap();
         assert_eq!(kept.vector(0), Some([5.0, 6.0].as_slice()), "the target's own index wins its place");
         let revision = load(&origin_dir, &store::search_root(&origin_dir).join("revs/c1"), &|| false).unwrap();
-        assert_eq!(revision.records[0].path, "b.go");
+        assert_eq!(revision.records.get(0).path(), "b.go");
         assert_eq!(revision.vector(0), Some([3.0, 4.0].as_slice()));
         let dirs = store::complete_index_dirs(&origin_dir);
         let beside: Vec<_> = dirs.iter().filter(|dir| dir.to_string_lossy().contains("/migrated-")).collect();

@@ -32,6 +32,7 @@ pub mod paths;
 pub mod progress;
 pub mod query;
 pub mod ranking;
+pub mod records;
 pub mod refresh;
 pub mod remote;
 pub mod revision;

@@ -136,8 +136,8 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
             items.push(Item { record, link, vector, norm });
         }
         items[first..].sort_by_key(|item| {
-            let record = &live.snapshot.records[item.record];
-            (record.start_line, record.end_line)
+            let record = live.snapshot.records.get(item.record);
+            (record.start_line(), record.end_line())
         });
     }
     timings.candidates = items.len();
@@ -183,8 +183,8 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
     let ranges: Vec<i64> = items
         .iter()
         .map(|item| {
-            let record = &live.snapshot.records[item.record];
-            record.end_line - record.start_line
+            let record = live.snapshot.records.get(item.record);
+            record.end_line() - record.start_line()
         })
         .collect();
     let mut survivors: Vec<u32> =
@@ -212,7 +212,7 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
             let item = &items[index];
             let content = &item.link.content;
             let chunk = &content.chunks[item.link.chunk as usize];
-            let record = &live.snapshot.records[item.record];
+            let record = live.snapshot.records.get(item.record);
             Hit {
                 path: content.path.clone(),
                 start_line: chunk.start_line,
@@ -224,7 +224,7 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
                 } else {
                     excerpt(content.chunk_body(chunk), chunk.start_line)
                 },
-                chunk_id: record.chunk_id.clone(),
+                chunk_id: record.chunk_id(),
             }
         })
         .collect();
@@ -465,7 +465,7 @@ mod ranking_tests {
             ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect()
         };
         let mut rows = Vec::new();
-        for (index, record) in live.snapshot.records.iter().enumerate() {
+        for (index, record) in live.snapshot.records.to_index_records().iter().enumerate() {
             let link = live.links[index].as_ref().unwrap();
             let chunk = &link.content.chunks[link.chunk as usize];
             let body_terms = ranking::terms(link.content.chunk_body(chunk));

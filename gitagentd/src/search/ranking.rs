@@ -162,24 +162,74 @@ pub fn query_terms(query: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Body term statistics of one file's chunks.
+/// Body term statistics of one file's chunks, kept for as long as the
+/// daemon caches the file version: each term hash is stored once per file,
+/// followed by the chunks it occurs in (a compressed sparse layout, half
+/// the size of one `(hash, chunk, count)` row per occurrence).
 #[derive(Debug, Default)]
 pub struct FileTerms {
-    /// Sorted by term hash: (term hash, chunk index, count).
-    postings: Vec<(u64, u32, u32)>,
+    body: TermIndex<(u32, u32)>,
     /// Number of terms in each chunk body.
     pub chunk_lengths: Vec<u32>,
     /// Sorted unique term hashes of the path.
     path_terms: Vec<u64>,
-    /// Sorted (term hash, chunk index) of each chunk's `<kind> <name>`.
-    symbol_terms: Vec<(u64, u32)>,
+    /// The chunks whose `<kind> <name>` holds each term.
+    symbols: TermIndex<u32>,
+}
+
+/// Sorted unique term hashes, each with its entries (sorted by chunk):
+/// the entries of `terms[i]` are `entries[starts[i]..starts[i + 1]]`.
+#[derive(Debug)]
+struct TermIndex<T> {
+    terms: Vec<u64>,
+    starts: Vec<u32>,
+    entries: Vec<T>,
+}
+
+impl<T> Default for TermIndex<T> {
+    fn default() -> Self {
+        Self { terms: Vec::new(), starts: vec![0], entries: Vec::new() }
+    }
+}
+
+impl<T: Copy> TermIndex<T> {
+    /// Builds the index from `(term hash, entry)` rows sorted by hash,
+    /// then entry.
+    fn from_sorted(rows: &[(u64, T)]) -> Self {
+        let mut index = Self { terms: Vec::new(), starts: Vec::new(), entries: Vec::with_capacity(rows.len()) };
+        for (hash, entry) in rows {
+            if index.terms.last() != Some(hash) {
+                index.terms.push(*hash);
+                index.starts.push(index.entries.len() as u32);
+            }
+            index.entries.push(*entry);
+        }
+        index.starts.push(index.entries.len() as u32);
+        index.terms.shrink_to_fit();
+        index.starts.shrink_to_fit();
+        index
+    }
+
+    /// The entries of term `hash`, by chunk.
+    fn entries(&self, hash: u64) -> &[T] {
+        match self.terms.binary_search(&hash) {
+            Ok(at) => &self.entries[self.starts[at] as usize..self.starts[at + 1] as usize],
+            Err(_) => &[],
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.terms.len() * 8 + self.starts.len() * 4 + self.entries.len() * std::mem::size_of::<T>()
+    }
 }
 
 impl FileTerms {
     /// Computes statistics for a file given each chunk's body and symbol
     /// text (`<kind> <name>`, empty without a symbol).
     pub fn build<'a>(path: &str, chunks: impl Iterator<Item = (&'a str, String)>) -> Self {
-        let mut out = Self::default();
+        let mut chunk_lengths = Vec::new();
+        let mut postings: Vec<(u64, (u32, u32))> = Vec::new();
+        let mut symbol_terms: Vec<(u64, u32)> = Vec::new();
         let mut counts: HashMap<u64, u32> = HashMap::new();
         for (index, (body, symbol)) in chunks.enumerate() {
             counts.clear();
@@ -188,29 +238,35 @@ impl FileTerms {
                 length += 1;
                 *counts.entry(hash).or_insert(0) += 1;
             });
-            out.chunk_lengths.push(length);
-            out.postings.extend(counts.iter().map(|(&hash, &count)| (hash, index as u32, count)));
-            out.symbol_terms.extend(unique_hashes(&symbol).into_iter().map(|hash| (hash, index as u32)));
+            chunk_lengths.push(length);
+            postings.extend(counts.iter().map(|(&hash, &count)| (hash, (index as u32, count))));
+            symbol_terms.extend(unique_hashes(&symbol).into_iter().map(|hash| (hash, index as u32)));
         }
-        out.postings.sort_unstable();
-        out.symbol_terms.sort_unstable();
-        out.path_terms = unique_hashes(path);
-        out
+        postings.sort_unstable();
+        symbol_terms.sort_unstable();
+        let mut path_terms = unique_hashes(path);
+        chunk_lengths.shrink_to_fit();
+        path_terms.shrink_to_fit();
+        Self {
+            body: TermIndex::from_sorted(&postings),
+            chunk_lengths,
+            path_terms,
+            symbols: TermIndex::from_sorted(&symbol_terms),
+        }
     }
 
     /// How often term `hash` occurs in chunk `chunk`.
     pub fn count(&self, hash: u64, chunk: u32) -> u32 {
-        let start = self.postings.partition_point(|posting| (posting.0, posting.1) < (hash, chunk));
-        match self.postings.get(start) {
-            Some(&(found_hash, found_chunk, count)) if found_hash == hash && found_chunk == chunk => count,
-            _ => 0,
+        let entries = self.body.entries(hash);
+        match entries.binary_search_by_key(&chunk, |entry| entry.0) {
+            Ok(at) => entries[at].1,
+            Err(_) => 0,
         }
     }
 
     /// (chunk, count) of every chunk containing term `hash`, by chunk.
     pub fn occurrences(&self, hash: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let start = self.postings.partition_point(|posting| posting.0 < hash);
-        self.postings[start..].iter().take_while(move |posting| posting.0 == hash).map(|posting| (posting.1, posting.2))
+        self.body.entries(hash).iter().copied()
     }
 
     pub fn path_has(&self, hash: u64) -> bool {
@@ -218,22 +274,21 @@ impl FileTerms {
     }
 
     pub fn symbol_has(&self, chunk: u32, hash: u64) -> bool {
-        self.symbol_terms.binary_search(&(hash, chunk)).is_ok()
+        self.symbols.entries(hash).binary_search(&chunk).is_ok()
     }
 
     /// Chunks whose symbol contains term `hash`.
     pub fn symbol_occurrences(&self, hash: u64) -> impl Iterator<Item = u32> + '_ {
-        let start = self.symbol_terms.partition_point(|entry| entry.0 < hash);
-        self.symbol_terms[start..].iter().take_while(move |entry| entry.0 == hash).map(|entry| entry.1)
+        self.symbols.entries(hash).iter().copied()
     }
 
     pub fn has_symbol_terms(&self, chunk: u32) -> bool {
-        self.symbol_terms.iter().any(|entry| entry.1 == chunk)
+        self.symbols.entries.contains(&chunk)
     }
 
     /// Approximate heap size, for cache accounting.
     pub fn heap_bytes(&self) -> usize {
-        self.postings.len() * 16 + self.chunk_lengths.len() * 4 + self.symbol_terms.len() * 16
+        self.body.heap_bytes() + self.chunk_lengths.len() * 4 + self.path_terms.len() * 8 + self.symbols.heap_bytes()
     }
 }
 
@@ -511,6 +566,24 @@ mod tests {
         assert!(file.path_has(term_hash("ranking")));
         assert!(file.symbol_has(0, term_hash("score")));
         assert!(!file.has_symbol_terms(1));
+        assert!(file.has_symbol_terms(0));
+        assert_eq!(file.occurrences(term_hash("score")).collect::<Vec<_>>(), [(0, 2)]);
+        assert_eq!(file.occurrences(term_hash("other")).collect::<Vec<_>>(), [(1, 1)]);
+        assert_eq!(file.occurrences(term_hash("absent")).count(), 0);
+        assert_eq!(file.symbol_occurrences(term_hash("function")).collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn postings_list_every_chunk_of_a_term_in_chunk_order() {
+        let bodies = ["alpha beta", "beta gamma beta", "gamma", "alpha alpha alpha"];
+        let file = FileTerms::build("a.go", bodies.iter().map(|body| (*body, format!("func {body}"))));
+        assert_eq!(file.occurrences(term_hash("alpha")).collect::<Vec<_>>(), [(0, 1), (3, 3)]);
+        assert_eq!(file.occurrences(term_hash("beta")).collect::<Vec<_>>(), [(0, 1), (1, 2)]);
+        assert_eq!(file.occurrences(term_hash("gamma")).collect::<Vec<_>>(), [(1, 1), (2, 1)]);
+        assert_eq!(file.symbol_occurrences(term_hash("gamma")).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(file.symbol_occurrences(term_hash("func")).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(file.count(term_hash("alpha"), 3), 3);
+        assert_eq!(file.count(term_hash("alpha"), 1), 0);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FileContent, LiveIndex};
 use super::paths::{is_code_path, path_in_scope};
+use super::records::Record;
 use super::revision::{self, RevisionError, TreeSource};
 use super::spool::{NewVectors, Spooled};
 use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
@@ -544,7 +545,7 @@ fn is_unchanged(
             if !entry
                 .records
                 .iter()
-                .all(|&index| record_matches_stat(&live.snapshot.records[index], stat) && live.norms[index].is_some())
+                .all(|&index| record_matches_stat(live.snapshot.records.get(index), stat) && live.norms[index].is_some())
             {
                 return false;
             }
@@ -555,9 +556,9 @@ fn is_unchanged(
     indexed_in_universe == with_records
 }
 
-fn record_matches_stat(record: &IndexRecord, stat: &FileStat) -> bool {
-    (record.size == stat.size as i64 && record.mtime_unix_nano == stat.mtime_ns)
-        || (record.size == 0 && record.mtime_unix_nano == 0)
+fn record_matches_stat(record: Record<'_>, stat: &FileStat) -> bool {
+    (record.size() == stat.size as i64 && record.mtime_unix_nano() == stat.mtime_ns)
+        || (record.size() == 0 && record.mtime_unix_nano() == 0)
 }
 
 fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Result<(), RefreshError> {
@@ -567,8 +568,8 @@ fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Res
     for candidate in &prepared.candidates {
         let mut file_sources = Vec::with_capacity(candidate.content.chunks.len());
         for chunk in &candidate.content.chunks {
-            let source = match (prepared.reindex, live.by_input.get(&chunk.input_hash)) {
-                (false, Some(&index)) => Source::Record(index),
+            let source = match (prepared.reindex, live.record_for_input(&chunk.input_hash)) {
+                (false, Some(index)) => Source::Record(index),
                 _ => {
                     missing_hashes.insert(chunk.input_hash);
                     Source::Missing
@@ -698,7 +699,7 @@ pub fn finish(
             && entry
                 .records
                 .iter()
-                .all(|&index| record_matches_stat(&snapshot.records[index], stat) && live.norms[index].is_some())
+                .all(|&index| record_matches_stat(snapshot.records.get(index), stat) && live.norms[index].is_some())
         {
             preserved.extend(entry.records.iter().copied());
         }
@@ -712,11 +713,12 @@ pub fn finish(
         }
     }
     let in_universe_old: Vec<usize> = (0..snapshot.records.len())
-        .filter(|&index| path_in_scope(&snapshot.records[index].path, &request.scope))
+        .filter(|&index| path_in_scope(snapshot.records.get(index).path(), &request.scope))
         .collect();
     let mut new_keys: Vec<String> = assembled.iter().map(|item| cache_key(&item.record)).collect();
-    new_keys.extend(preserved.iter().map(|&index| cache_key(&snapshot.records[index])));
-    let mut old_keys: Vec<String> = in_universe_old.iter().map(|&index| cache_key(&snapshot.records[index])).collect();
+    new_keys.extend(preserved.iter().map(|&index| stored_cache_key(snapshot.records.get(index))));
+    let mut old_keys: Vec<String> =
+        in_universe_old.iter().map(|&index| stored_cache_key(snapshot.records.get(index))).collect();
     new_keys.sort();
     old_keys.sort();
     // Records kept from an index of another chunker keep its version in
@@ -750,18 +752,19 @@ pub fn finish(
         let mut rules = IgnoreRules::new(&request.root);
         let mut verdicts: HashMap<String, bool> = HashMap::new();
         outside.retain(|&index| {
-            let record = &snapshot.records[index];
+            let record = snapshot.records.get(index);
             *verdicts
-                .entry(record.path.clone())
-                .or_insert_with(|| still_valid_outside(&request.root, &mut rules, record))
-                && (record.size == 0 && record.mtime_unix_nano == 0
-                    || file_stat(&request.root, &record.path)
-                        .is_some_and(|stat| stat.size as i64 == record.size && stat.mtime_ns == record.mtime_unix_nano))
+                .entry(record.path().to_string())
+                .or_insert_with(|| still_valid_outside(&request.root, &mut rules, record.path()))
+                && (record.size() == 0 && record.mtime_unix_nano() == 0
+                    || file_stat(&request.root, record.path()).is_some_and(|stat| {
+                        stat.size as i64 == record.size() && stat.mtime_ns == record.mtime_unix_nano()
+                    }))
         });
     }
     for index in preserved.into_iter().chain(outside) {
         assembled.push(Assembled {
-            record: snapshot.records[index].clone(),
+            record: snapshot.records.get(index).to_index_record(),
             vector: AssembledVector::Record(index),
             chunk: None,
         });
@@ -783,8 +786,8 @@ pub fn finish(
                 let stored = match snapshot.vectors[index] {
                     Some(store::VectorLoc::Shared { offset }) => Some(CatalogEntry {
                         offset,
-                        dimensions: snapshot.records[index].dimensions,
-                        checksum: snapshot.records[index].vector_checksum,
+                        dimensions: snapshot.records.get(index).dimensions(),
+                        checksum: snapshot.records.get(index).vector_checksum(),
                     }),
                     _ => None,
                 };
@@ -818,6 +821,10 @@ pub fn finish(
         cancelled,
     )?;
     drop(vectors);
+    drop(live);
+    // Publication's transients go back before the new view maps its
+    // vectors in (computing their norms reads every one).
+    crate::memory::release_freed();
     reporter.timing("persist", started.elapsed());
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
 }
@@ -867,13 +874,30 @@ fn cache_key(record: &IndexRecord) -> String {
     )
 }
 
+/// [`cache_key`] of a record of the snapshot.
+fn stored_cache_key(record: Record<'_>) -> String {
+    format!(
+        "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
+        record.source(),
+        record.path(),
+        record.blob(),
+        record.start_line(),
+        record.end_line(),
+        record.size(),
+        record.mtime_unix_nano(),
+        record.embedding_input_hash(),
+        record.embedding_model(),
+        record.dimensions()
+    )
+}
+
 fn file_stat(root: &Path, path: &str) -> Option<FileStat> {
     let metadata = std::fs::symlink_metadata(root.join(path)).ok()?;
     (metadata.is_file() && metadata.len() <= MAX_FILE_BYTES).then(|| FileStat::of(&metadata))
 }
 
-fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, record: &IndexRecord) -> bool {
-    !rules.excludes_file(&record.path) && file_stat(root, &record.path).is_some()
+fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, path: &str) -> bool {
+    !rules.excludes_file(path) && file_stat(root, path).is_some()
 }
 
 #[cfg(test)]
@@ -951,7 +975,7 @@ mod tests {
         assert_eq!(prepared.reused, built.snapshot.records.len());
         let reused = finish(prepared, NewVectors::default(), &Quiet, &|| false).unwrap();
         assert_eq!(reused.snapshot.records.len(), built.snapshot.records.len());
-        for (index, record) in reused.snapshot.records.iter().enumerate() {
+        for (index, record) in reused.snapshot.records.to_index_records().iter().enumerate() {
             let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
             assert_eq!(reused.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
         }
@@ -975,7 +999,7 @@ mod tests {
         write_old(&tree.path().join("notes.md"), "# Notes\n\nSome text.\n");
 
         let built = refresh(tree.path(), metadata.path(), None);
-        let records = &built.snapshot.records;
+        let records = &built.snapshot.records.to_index_records();
         assert_eq!(records.len(), 5, "{records:#?}");
         // Every new vector went through the spool into the payload.
         for (index, record) in records.iter().enumerate() {
@@ -1000,13 +1024,13 @@ mod tests {
         // same records, and keeps the published snapshot as it is.
         let again = refresh(tree.path(), metadata.path(), None);
         assert_eq!(again.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
-        assert_eq!(again.snapshot.records, built.snapshot.records);
+        assert_eq!(again.snapshot.records.to_index_records(), built.snapshot.records.to_index_records());
 
         // A changed file is published again, with its new checksum.
         write_old(&tree.path().join("notes.md"), "# Notes\n\nOther text.\n");
         let changed = refresh(tree.path(), metadata.path(), Some(again));
         assert_ne!(changed.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
-        let notes = changed.snapshot.records.iter().find(|record| record.path == "notes.md").unwrap();
+        let notes = changed.snapshot.records.to_index_records().into_iter().find(|record| record.path == "notes.md").unwrap();
         assert_eq!(notes.content_hash, hex(&Sha256::digest(b"# Notes\n\nOther text.")));
     }
 
@@ -1120,7 +1144,7 @@ mod tests {
         assert_eq!(symbols, ["method Searcher::search_path"]);
         #[cfg(not(feature = "lang-rust"))]
         assert_eq!(symbols, [""]);
-        for (index, record) in refreshed.snapshot.records.iter().enumerate() {
+        for (index, record) in refreshed.snapshot.records.to_index_records().iter().enumerate() {
             let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
             assert_eq!(refreshed.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
         }

@@ -26,6 +26,7 @@
 //! This module never decides what to index; it reads and writes snapshots.
 
 use super::chunking::{Hash32, hex, parse_hash};
+use super::records::{Records, RecordsBuilder};
 use super::spool::{NewVectors, Spooled};
 use git_agent_shared::{private_fs, timefmt};
 use memmap2::Mmap;
@@ -364,7 +365,8 @@ impl Fingerprint {
 pub struct Snapshot {
     pub dir: PathBuf,
     pub manifest: Manifest,
-    pub records: Vec<IndexRecord>,
+    /// The chunk records, kept compact ([`super::records`]).
+    pub records: Records,
     /// Per record: where its vector is, or `None` when the reference is
     /// missing, mismatched or corrupt (a cache miss).
     pub vectors: Vec<Option<VectorLoc>>,
@@ -379,7 +381,7 @@ impl Snapshot {
         Self {
             dir: dir.to_path_buf(),
             manifest: Manifest::default(),
-            records: Vec::new(),
+            records: Records::default(),
             vectors: Vec::new(),
             shared: Arc::new(Payload { map: None }),
             local: Arc::new(Payload { map: None }),
@@ -393,10 +395,10 @@ impl Snapshot {
     }
 
     pub fn vector(&self, index: usize) -> Option<&[f32]> {
-        let record = &self.records[index];
+        let dimensions = self.records.get(index).dimensions();
         match self.vectors[index]? {
-            VectorLoc::Shared { offset } => self.shared.vector(offset, record.dimensions),
-            VectorLoc::Local { offset } => self.local.vector(offset, record.dimensions),
+            VectorLoc::Shared { offset } => self.shared.vector(offset, dimensions),
+            VectorLoc::Local { offset } => self.local.vector(offset, dimensions),
         }
     }
 }
@@ -447,6 +449,7 @@ pub fn load(metadata_dir: &Path, index_dir: &Path, cancelled: &dyn Fn() -> bool)
     let entries = catalog.as_ref().and_then(|catalog| catalog.entries.as_ref());
     let vectors =
         records.iter().map(|record| validate_record(record, manifest.version, entries, &shared, &local)).collect();
+    let records = Records::from_index_records(&records);
     Ok(Snapshot {
         dir: index_dir.to_path_buf(),
         manifest,
@@ -852,10 +855,17 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
     let fingerprint = Fingerprint::of(&watched);
     let shared = Payload::open(&payload_path).map_err(io_error("map", &payload_path))?;
     let local = Payload::open(&index_dir.join(LOCAL_PAYLOAD)).unwrap_or(Payload { map: None });
+    // The view keeps the records compact; each record's key was derived
+    // above (or cleared for a local vector).
+    let mut records = RecordsBuilder::with_capacity(out_records.len());
+    for record in &out_records {
+        records.push(record, Some(record.vector_key.as_str()));
+    }
+    drop(out_records);
     Ok(Snapshot {
         dir: index_dir.to_path_buf(),
         manifest,
-        records: out_records,
+        records: records.finish(),
         vectors: out_vectors,
         shared: Arc::new(shared),
         local: Arc::new(local),
@@ -1095,7 +1105,7 @@ mod tests {
         assert_eq!(written.vector(1), Some(&[3.0f32, 4.0][..]));
         let loaded = load(meta, &a, &|| false).unwrap();
         assert!(loaded.is_complete());
-        assert_eq!(loaded.records, written.records);
+        assert_eq!(loaded.records.to_index_records(), written.records.to_index_records());
         assert_eq!(loaded.vector(0), Some(&[1.0f32, 2.0][..]));
         assert!(loaded.fingerprint.is_current());
 

@@ -178,8 +178,11 @@ impl RepoFiles {
         }
         match source {
             FileSource::Worktree => {
-                let full = self.worktree_file(&path)?;
-                std::fs::read(&full).map_err(|error| ToolError::Recoverable(format!("{path}: {error}")))
+                let mut file = self.open_worktree_file(&path)?;
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes)
+                    .map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
+                Ok(bytes)
             }
             FileSource::Index | FileSource::Head => {
                 let repo = self.tracked_repo(source)?;
@@ -199,9 +202,7 @@ impl RepoFiles {
         match source {
             FileSource::Worktree => {
                 let clean = Self::clean(path)?;
-                let full = self.worktree_file(&clean)?;
-                let file =
-                    std::fs::File::open(full).map_err(|error| ToolError::Recoverable(format!("{clean}: {error}")))?;
+                let file = self.open_worktree_file(&clean)?;
                 Ok(Box::new(std::io::BufReader::new(file)))
             }
             _ => Ok(Box::new(std::io::Cursor::new(self.read(source, path)?))),
@@ -236,13 +237,44 @@ impl RepoFiles {
         Ok(canonical)
     }
 
-    /// The on-disk path of a worktree file that stays in the repository.
-    fn worktree_file(&self, path: &str) -> Result<PathBuf, ToolError> {
+    /// Opens a worktree file that stays in the repository. The path is
+    /// checked, then opened once, and the check is confirmed on the opened
+    /// handle ([`Self::confirm_opened`]): a folder or link swapped in
+    /// between the check and the open cannot lead the read outside.
+    fn open_worktree_file(&self, path: &str) -> Result<std::fs::File, ToolError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let canonical = self.resolve_worktree(path)?;
-        if !canonical.is_file() {
+        // No link is followed at the last step, and a FIFO does not block
+        // the open (it is refused below as not a regular file).
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+            .open(&canonical)
+            .map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
+        self.confirm_opened(&file, path)?;
+        Ok(file)
+    }
+
+    /// Confirms that `file`, opened for `path`, is a regular file and the
+    /// very file `path` resolves to inside the repository now: the same
+    /// device and inode. A file opened outside (through a folder swapped
+    /// for a link after the check) is a different inode than any file the
+    /// checked path leads to, so it is refused before a byte is read.
+    fn confirm_opened(&self, file: &std::fs::File, path: &str) -> Result<(), ToolError> {
+        use std::os::unix::fs::MetadataExt;
+        let opened = file.metadata().map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
+        if !opened.is_file() {
             return Err(ToolError::Recoverable(format!("{path}: not a regular file")));
         }
-        Ok(canonical)
+        let named = self.resolve_worktree(path)?;
+        let named = std::fs::metadata(named)
+            .map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
+        if (opened.dev(), opened.ino()) != (named.dev(), named.ino()) {
+            return Err(ToolError::Recoverable(format!(
+                "{path}: the file changed while it was opened (a link may lead outside the repository); refused"
+            )));
+        }
+        Ok(())
     }
 
     /// Refuses a path of the index or HEAD that is, or passes through, a
@@ -369,6 +401,38 @@ fn io_reason(error: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_opened_file_must_be_the_file_its_checked_path_names() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("repo");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "inside\n").unwrap();
+        std::fs::write(temp.path().join("secret.txt"), "outside\n").unwrap();
+        let files = RepoFiles::rooted(&root, None);
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut files.open(FileSource::Worktree, "src/lib.rs").unwrap(), &mut read).unwrap();
+        assert_eq!(read, "inside\n");
+
+        // What a swap between the check and the open would hand over: a
+        // handle on a file outside, for a path that names one inside.
+        let outside = std::fs::File::open(temp.path().join("secret.txt")).unwrap();
+        let refused = files.confirm_opened(&outside, "src/lib.rs").unwrap_err();
+        assert!(refused.to_string().contains("changed while it was opened"), "{refused}");
+        // The file the path names passes.
+        let inside = std::fs::File::open(root.join("src/lib.rs")).unwrap();
+        files.confirm_opened(&inside, "src/lib.rs").unwrap();
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let files = RepoFiles::rooted(&root, None);
+        let refused = files.read(FileSource::Worktree, "pipe").unwrap_err();
+        assert!(refused.to_string().contains("not a regular file"), "{refused}");
+    }
 
     #[test]
     fn cleaning_refuses_escapes_and_internal_state() {

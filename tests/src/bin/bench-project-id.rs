@@ -42,6 +42,7 @@ fn main() {
     println!("gitagentd resident memory right after the calls: {} kB", Footprint::of(pid).resident_kib);
     let idle = settled_footprint(pid);
     println!("gitagentd idle resident memory: {} kB ({:.1} MiB)", idle.resident_kib, idle.resident_kib as f64 / 1024.0);
+    println!("  by mapping: {}", git_agent_tests::soak::resident_breakdown(pid));
 }
 
 fn time(command: &mut Command) -> Duration {

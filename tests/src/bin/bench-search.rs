@@ -86,6 +86,8 @@ fn warm(files: usize, runs: usize) {
     let (indexed, stdout, _) = run(&env, &root, &["search", "--index"]);
     let index: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(index["retrieval"]["index"], "miss");
+    // VmHWM only grows: read here, it tells building from searching.
+    let after_index = memory(env.daemon_pid().expect("the daemon is running"));
     let listing: Value = serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap();
     let chunks = listing[0]["chunks"].as_u64().expect("`search --ls` reports the index's chunk count");
     // 100 historical manifests beside the index, as in the original benchmark.
@@ -161,7 +163,11 @@ fn warm(files: usize, runs: usize) {
     println!("  ranking of a repeated search: {}", score_detail(&debug));
     println!("  ranking of a rescanning search: {}", score_detail(&scan_debug));
     let pid = env.daemon_pid().expect("the daemon is running");
+    println!("gitagentd memory after the index build: {after_index}");
     println!("gitagentd memory: {}", memory(pid));
+    // Waits until the daemon has trimmed and its resident size holds.
+    git_agent_tests::soak::settled_footprint(pid);
+    println!("gitagentd memory once idle: {}", memory(pid));
     println!();
 }
 

@@ -10,11 +10,7 @@ fn setup() -> (TestEnv, FakeOpenAi, GitRepo) {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
     fake.configure(&mut env, "sk-e2e-secret-key");
-    let repo = env.repo("project");
-    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
-    repo.commit_all("feat: start the project");
-    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
-    repo.git(&["add", "src/lib.rs"]);
+    let repo = env.staged_repo();
     (env, fake, repo)
 }
 

@@ -10,15 +10,6 @@ use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-fn staged_repo(env: &TestEnv) -> GitRepo {
-    let repo = env.repo("project");
-    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
-    repo.commit_all("feat: start the project");
-    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
-    repo.git(&["add", "src/lib.rs"]);
-    repo
-}
-
 /// `commit-msg` in `repo` with `extra` variables in the caller's
 /// environment only; returns its message.
 fn commit_msg(env: &TestEnv, fake: &FakeOpenAi, repo: &GitRepo, extra: &[(&str, &str)]) -> String {
@@ -36,7 +27,7 @@ fn the_callers_proxy_variables_decide_and_the_daemons_do_not() {
     let proxy = FakeProxy::start();
     let mut env = TestEnv::new();
     fake.configure(&mut env, "sk-proxy-test");
-    let repo = staged_repo(&env);
+    let repo = env.staged_repo();
     // The daemon's own environment names the proxy; the callers' decide.
     let mut daemon = env
         .gitagentd(&["serve"])
@@ -69,7 +60,7 @@ fn an_unusable_proxy_variable_is_a_clear_error() {
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
     fake.configure(&mut env, "sk-proxy-test");
-    let repo = staged_repo(&env);
+    let repo = env.staged_repo();
     env.set_env("ALL_PROXY", "socks5://user:hunter2@127.0.0.1:1");
     let run = env.run_in(repo.path(), &["commit-msg"]);
     let stderr = run.failure();
