@@ -477,6 +477,31 @@ fn a_cancelled_remote_search_publishes_nothing() {
 }
 
 #[test]
+fn a_search_cancelled_mid_pack_publishes_nothing() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    server.hold_mid_pack(true);
+    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
+    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The stalled transfer would give up only after 30 s of silence: the
+    // search ends well before, without waiting for it.
+    let cancelled = std::time::Instant::now();
+    assert!(wait_until(DEADLINE, || env.active_commands() == 0), "the daemon cancelled the stalled fetch");
+    assert!(cancelled.elapsed() < Duration::from_secs(15), "cancelling waited {:?}", cancelled.elapsed());
+    server.release_held();
+    server.hold_mid_pack(false);
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published by a cancelled fetch");
+    assert!(manifests(&env).is_empty(), "an index published by a cancelled fetch");
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+#[test]
 fn agent_progress_reports_the_fetch() {
     let (env, _fake) = setup();
     let (_repo, served, _bare) = upstream(&env);
