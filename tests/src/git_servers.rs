@@ -72,6 +72,11 @@ struct HttpShared {
     credentials: Option<String>,
     /// Cut pack responses after this many bytes and drop the connection.
     die_mid_pack: AtomicBool,
+    /// Send half of each pack response, then hold it until released.
+    hold_mid_pack: AtomicBool,
+    /// Pack responses held so far.
+    held: AtomicUsize,
+    release: tokio::sync::watch::Sender<bool>,
     seen_authorization: Mutex<Vec<String>>,
 }
 
@@ -96,6 +101,9 @@ impl HttpGit {
             requests: AtomicUsize::new(0),
             credentials: credentials.map(str::to_string),
             die_mid_pack: AtomicBool::new(false),
+            hold_mid_pack: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            release: tokio::sync::watch::Sender::new(false),
             seen_authorization: Mutex::new(Vec::new()),
         });
         let listener =
@@ -123,6 +131,22 @@ impl HttpGit {
 
     pub fn die_mid_pack(&self, enabled: bool) {
         self.shared.die_mid_pack.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Makes each pack response send its first half, then wait for
+    /// [`Self::release_held`] before the rest.
+    pub fn hold_mid_pack(&self, enabled: bool) {
+        self.shared.hold_mid_pack.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Pack responses that reached their hold (the first half sent).
+    pub fn held(&self) -> usize {
+        self.shared.held.load(Ordering::SeqCst)
+    }
+
+    /// Lets every held pack response finish.
+    pub fn release_held(&self) {
+        self.shared.release.send_replace(true);
     }
 
     /// Whether any request carried basic-auth credentials.
@@ -213,6 +237,20 @@ async fn cgi(
             Err(std::io::Error::other("the server died mid-pack")),
         ]);
         return response.status(status).body(Body::from_stream(stream)).unwrap();
+    }
+    if is_pack && shared.hold_mid_pack.load(Ordering::SeqCst) {
+        let rest = Bytes::from(content[content.len() / 2..].to_vec());
+        let first = futures_util::stream::iter(vec![Ok::<Bytes, std::io::Error>(Bytes::from(
+            content[..content.len() / 2].to_vec(),
+        ))]);
+        let held = Arc::clone(&shared);
+        let tail = futures_util::stream::once(async move {
+            let mut released = held.release.subscribe();
+            held.held.fetch_add(1, Ordering::SeqCst);
+            let _ = released.wait_for(|released| *released).await;
+            Ok::<Bytes, std::io::Error>(rest)
+        });
+        return response.status(status).body(Body::from_stream(futures_util::StreamExt::chain(first, tail))).unwrap();
     }
     response.status(status).body(Body::from(content)).unwrap()
 }

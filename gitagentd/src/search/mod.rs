@@ -755,8 +755,18 @@ impl SearchService {
         };
         let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
         let freshness = remote::Freshness { reindex, started };
-        let resolved =
-            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt)).await;
+        let resolving =
+            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt));
+        // A transfer checks the interrupt between reads, and a stalled read
+        // returns only when bytes arrive or the transport gives up (reqwest:
+        // 30 s of silence; git:// and ssh: when the connection ends). So a
+        // cancelled search does not wait for it: it returns at once, and
+        // the fetch thread stops at its next read without updating refs or
+        // writing `remote.json`.
+        let resolved = tokio::select! {
+            resolved = resolving => resolved,
+            _ = cancel.cancelled() => return Err(SearchError::Cancelled),
+        };
         watcher.abort();
         if cancel.is_cancelled() {
             return Err(SearchError::Cancelled);

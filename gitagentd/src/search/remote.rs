@@ -29,7 +29,8 @@
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// How long a successful fetch keeps the cache fresh.
@@ -186,7 +187,9 @@ pub struct Freshness {
 }
 
 /// Reports a fetch to the caller (`status=fetching` with sanitized detail).
-pub trait FetchReporter {
+/// `Sync`: while gix receives the pack, the growing totals are reported
+/// from a thread beside it ([`report_transfer`]).
+pub trait FetchReporter: Sync {
     fn fetching(&self, detail: &str);
 }
 
@@ -338,17 +341,236 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         _ => None,
     });
     reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
-    prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
-        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+    let totals = Arc::new(Totals::default());
+    let received = std::thread::scope(|scope| {
+        scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
+        // Ends the reporting thread however the receive ends (a panic
+        // included: the scope would otherwise wait for it forever).
+        let _finish = FinishOnDrop(&totals);
+        prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt)
+    });
+    received.map_err(|error| {
+        if interrupt.load(Ordering::Relaxed) {
             RemoteError::Cancelled
         } else {
             failed(describe(&error))
         }
     })?;
+    reporter.fetching(&totals.detail("received", &remote.sanitized));
     if let Some(target) = head {
         point_head(&repo, &target.to_string()).map_err(failed)?;
     }
     Ok(())
+}
+
+/// How often, at most, growing transfer totals are reported.
+const TRANSFER_REPORT_EVERY: Duration = Duration::from_millis(100);
+
+/// What a fetch has transferred so far, read from gix's progress tree:
+/// the pack bytes read (`read pack`), the objects indexed (`indexing`, out
+/// of the count the pack header announces) and the deltas resolved.
+#[derive(Default)]
+struct Totals {
+    bytes: gix::progress::StepShared,
+    objects: gix::progress::StepShared,
+    expected_objects: AtomicUsize,
+    resolved: gix::progress::StepShared,
+    signal: Mutex<Signal>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Signal {
+    changed: bool,
+    finished: bool,
+}
+
+impl Totals {
+    /// The counter gix's progress node `id` advances, if it is one
+    /// reported; other nodes count on their own.
+    fn counter(&self, id: gix::progress::Id) -> Option<gix::progress::StepShared> {
+        match &id {
+            b"BWRB" => Some(Arc::clone(&self.bytes)),
+            b"IWIO" => Some(Arc::clone(&self.objects)),
+            b"IWRO" => Some(Arc::clone(&self.resolved)),
+            _ => None,
+        }
+    }
+
+    /// Wakes the reporting thread once per batch of changes.
+    fn changed(&self) {
+        let mut signal = self.signal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !signal.changed {
+            signal.changed = true;
+            self.wake.notify_one();
+        }
+    }
+
+    fn finish(&self) {
+        self.signal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).finished = true;
+        self.wake.notify_one();
+    }
+
+    /// `receiving objects from <url>: 120/4000 objects, 1.2 MB`, with
+    /// the resolved deltas once resolution has started.
+    fn detail(&self, verb: &str, sanitized: &str) -> String {
+        let objects = self.objects.load(Ordering::Relaxed);
+        let expected = self.expected_objects.load(Ordering::Relaxed);
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        let mut text = format!("{verb} objects from {sanitized}: ");
+        if expected > 0 {
+            text.push_str(&format!("{objects}/{expected} objects, "));
+        } else {
+            text.push_str(&format!("{objects} objects, "));
+        }
+        text.push_str(&format_bytes(bytes));
+        let resolved = self.resolved.load(Ordering::Relaxed);
+        if resolved > 0 {
+            text.push_str(&format!(", {resolved} resolved"));
+        }
+        text
+    }
+}
+
+fn format_bytes(bytes: usize) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if bytes as f64 >= MIB { format!("{:.1} MiB", bytes as f64 / MIB) } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
+}
+
+/// Marks the transfer finished when dropped.
+struct FinishOnDrop<'a>(&'a Totals);
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+/// Reports the transfer's totals each time they change, at most every
+/// [`TRANSFER_REPORT_EVERY`], until gix's receive returns.
+fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporter) {
+    let lock = || totals.signal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let mut signal = lock();
+        while !signal.changed && !signal.finished {
+            signal = totals.wake.wait(signal).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if signal.finished {
+            return;
+        }
+        signal.changed = false;
+        drop(signal);
+        reporter.fetching(&totals.detail("receiving", sanitized));
+        // Throttle: the next report waits out the interval unless the
+        // transfer ends first.
+        let signal = lock();
+        let (signal, _) = totals
+            .wake
+            .wait_timeout_while(signal, TRANSFER_REPORT_EVERY, |signal| !signal.finished)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if signal.finished {
+            return;
+        }
+    }
+}
+
+/// One node of gix's progress tree during a fetch. The nodes that count
+/// pack bytes, indexed objects and resolved deltas share their counters
+/// with [`Totals`]; every change wakes the reporting thread.
+struct TransferProgress {
+    totals: Arc<Totals>,
+    id: gix::progress::Id,
+    name: Option<String>,
+    counter: gix::progress::StepShared,
+    max: Option<usize>,
+    unit: Option<gix::progress::Unit>,
+}
+
+impl TransferProgress {
+    fn new(totals: Arc<Totals>) -> Self {
+        Self::node(totals, gix::progress::UNKNOWN, None)
+    }
+
+    fn node(totals: Arc<Totals>, id: gix::progress::Id, name: Option<String>) -> Self {
+        let counter = totals.counter(id).unwrap_or_default();
+        Self { totals, id, name, counter, max: None, unit: None }
+    }
+
+    fn reported(&self) -> bool {
+        self.totals.counter(self.id).is_some()
+    }
+}
+
+impl gix::progress::Count for TransferProgress {
+    fn set(&self, step: usize) {
+        self.counter.store(step, Ordering::Relaxed);
+        if self.reported() {
+            self.totals.changed();
+        }
+    }
+
+    fn step(&self) -> usize {
+        self.counter.load(Ordering::Relaxed)
+    }
+
+    fn inc_by(&self, step: usize) {
+        self.counter.fetch_add(step, Ordering::Relaxed);
+        if self.reported() {
+            self.totals.changed();
+        }
+    }
+
+    fn counter(&self) -> gix::progress::StepShared {
+        Arc::clone(&self.counter)
+    }
+}
+
+impl gix::progress::Progress for TransferProgress {
+    fn init(&mut self, max: Option<usize>, unit: Option<gix::progress::Unit>) {
+        self.max = max;
+        self.unit = unit;
+        if &self.id == b"IWIO" {
+            self.totals.expected_objects.store(max.unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+
+    fn unit(&self) -> Option<gix::progress::Unit> {
+        self.unit.clone()
+    }
+
+    fn max(&self) -> Option<usize> {
+        self.max
+    }
+
+    fn set_max(&mut self, max: Option<usize>) -> Option<usize> {
+        std::mem::replace(&mut self.max, max)
+    }
+
+    fn set_name(&mut self, name: String) {
+        self.name = Some(name);
+    }
+
+    fn name(&self) -> Option<String> {
+        self.name.clone()
+    }
+
+    fn id(&self) -> gix::progress::Id {
+        self.id
+    }
+
+    fn message(&self, _level: gix::progress::MessageLevel, _message: String) {}
+}
+
+impl gix::progress::NestedProgress for TransferProgress {
+    type SubProgress = TransferProgress;
+
+    fn add_child(&mut self, name: impl Into<String>) -> Self::SubProgress {
+        self.add_child_with_id(name, gix::progress::UNKNOWN)
+    }
+
+    fn add_child_with_id(&mut self, name: impl Into<String>, id: gix::progress::Id) -> Self::SubProgress {
+        Self::node(Arc::clone(&self.totals), id, Some(name.into()))
+    }
 }
 
 /// An error and its causes on one line (gix keeps the transport's reason
@@ -548,6 +770,81 @@ mod tests {
     struct Quiet;
     impl FetchReporter for Quiet {
         fn fetching(&self, _detail: &str) {}
+    }
+
+    /// Keeps every report.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<String>>);
+    impl FetchReporter for Recorded {
+        fn fetching(&self, detail: &str) {
+            self.0.lock().unwrap().push(detail.to_string());
+        }
+    }
+    impl Recorded {
+        fn all(&self) -> Vec<String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    fn wait_for(mut condition: impl FnMut() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if condition() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    #[test]
+    fn transfer_totals_grow_while_gix_reports_them() {
+        use gix::progress::{Count, NestedProgress, Progress};
+        let totals = Arc::new(Totals::default());
+        let recorded = Recorded::default();
+        std::thread::scope(|scope| {
+            scope.spawn(|| report_transfer(&totals, "git://example.com/r.git", &recorded));
+            let _finish = FinishOnDrop(&totals);
+            // The shape gix-pack gives a fetch: a read pack child, then an
+            // indexing child initialised with the header's object count.
+            let mut root = TransferProgress::new(Arc::clone(&totals));
+            let mut pack = root.add_child("receiving pack");
+            let read = pack.add_child_with_id("read pack", *b"BWRB");
+            let mut indexing = pack.add_child_with_id("indexing", *b"IWIO");
+            indexing.init(Some(40), None);
+            let unrelated = pack.add_child_with_id("decompressing", *b"IWDB");
+            read.inc_by(2048);
+            indexing.inc_by(10);
+            unrelated.inc_by(1 << 30);
+            assert!(wait_for(|| !recorded.all().is_empty()), "the first change is reported");
+            read.inc_by(1024 * 1024);
+            indexing.inc_by(30);
+            let last = "receiving objects from git://example.com/r.git: 40/40 objects, 1.0 MiB";
+            assert!(wait_for(|| recorded.all().last().is_some_and(|text| text == last)), "{:?}", recorded.all());
+        });
+        let reports = recorded.all();
+        let objects: Vec<usize> =
+            reports.iter().map(|text| text.split(": ").nth(1).unwrap().split('/').next().unwrap().parse().unwrap()).collect();
+        assert!(objects.windows(2).all(|pair| pair[0] <= pair[1]), "{reports:?}");
+        assert!(objects[0] <= 10 && objects.last() == Some(&40), "{reports:?}");
+        assert!(!reports.iter().any(|text| text.contains("1024.0 MiB")), "an unreported node leaked: {reports:?}");
+    }
+
+    #[test]
+    fn a_fetch_reports_its_final_transfer_totals() {
+        let temp = tempfile::tempdir().unwrap();
+        let work = upstream(temp.path());
+        let home = temp.path().join("home");
+        let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        let recorded = Recorded::default();
+        let freshness = Freshness { reindex: false, started: SystemTime::now() };
+        resolve(&remote, None, freshness, &recorded, &AtomicBool::new(false)).unwrap();
+        let objects = git(&work, &["rev-list", "--objects", "--all"]).lines().count();
+        let reports = recorded.all();
+        assert_eq!(reports.first().map(String::as_str), Some(format!("listing refs of {}", remote.sanitized).as_str()));
+        let last = reports.last().unwrap();
+        let expected = format!("received objects from {}: {objects}/{objects} objects, ", remote.sanitized);
+        assert!(last.starts_with(&expected), "{reports:?}");
     }
 
     fn git(dir: &Path, args: &[&str]) -> String {

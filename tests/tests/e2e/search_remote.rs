@@ -183,6 +183,35 @@ fn git_daemon_freshness_counts_network_contact() {
     assert!(missing.failure().contains("no-such-branch"), "{}", missing.stderr);
 }
 
+/// gix cannot ask for a `blob:none` filter, so an expression such as
+/// `HEAD~1` on a cold cache resolves after the one main fetch: exactly one
+/// connection and one pack, never a preflight followed by a repeated
+/// unfiltered transfer.
+#[test]
+fn an_expression_on_a_cold_cache_fetches_once() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let daemon = GitDaemon::start(&served);
+    let url = daemon.url("upstream.git");
+    let older = json(&search(&env, &["search", "--remote", &url, "--rev", "HEAD~1", "--min-score", "0.01", "old"]));
+    assert_eq!(older["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim());
+    assert_eq!(daemon.requests(), 1, "one connection for the advertisement and the pack");
+    let packs: Vec<PathBuf> = std::fs::read_dir(remote_dir(&env).join("repo.git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "pack"))
+        .collect();
+    assert_eq!(packs.len(), 1, "{packs:?}");
+    let leftovers: Vec<PathBuf> =
+        std::fs::read_dir(remote_dir(&env)).unwrap().flatten().map(|entry| entry.path()).collect();
+    assert!(
+        leftovers.iter().all(|path| ["repo.git", "remote.json", "search"]
+            .contains(&path.file_name().unwrap().to_str().unwrap())),
+        "temporary storage left behind: {leftovers:?}"
+    );
+}
+
 #[test]
 fn http_credentials_are_used_but_never_written() {
     let (env, _fake) = setup();
@@ -193,9 +222,13 @@ fn http_credentials_are_used_but_never_written() {
     let run = search(&env, &["search", "--remote", &url, "--debug", "--min-score", "0.01", "flags"]);
     let output = json(&run);
     assert!(server.saw_credentials());
-    // --debug reports the fetch with the sanitized URL.
+    // --debug reports the fetch with the sanitized URL, and the transfer's
+    // final totals: every object of the served repository.
     assert!(run.stderr.contains("search_fetch"), "{}", run.stderr);
     assert!(run.stderr.contains(&server.url("upstream.git", None)), "{}", run.stderr);
+    let objects = repo.git(&["rev-list", "--objects", "--all"]).lines().count();
+    let received = format!("received objects from {}: {objects}/{objects} objects, ", server.url("upstream.git", None));
+    assert!(run.stderr.contains(&received), "no {received:?} in:\n{}", run.stderr);
     let sanitized = server.url("upstream.git", None);
     assert_eq!(output["source"]["remote"], sanitized.as_str());
     assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
@@ -438,6 +471,31 @@ fn a_cancelled_remote_search_publishes_nothing() {
     fake.open_gate();
     assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published by a cancelled search");
     assert!(manifests(&env).is_empty(), "an index published by a cancelled search");
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+#[test]
+fn a_search_cancelled_mid_pack_publishes_nothing() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    server.hold_mid_pack(true);
+    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
+    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The stalled transfer would give up only after 30 s of silence: the
+    // search ends well before, without waiting for it.
+    let cancelled = std::time::Instant::now();
+    assert!(wait_until(DEADLINE, || env.active_commands() == 0), "the daemon cancelled the stalled fetch");
+    assert!(cancelled.elapsed() < Duration::from_secs(15), "cancelling waited {:?}", cancelled.elapsed());
+    server.release_held();
+    server.hold_mid_pack(false);
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published by a cancelled fetch");
+    assert!(manifests(&env).is_empty(), "an index published by a cancelled fetch");
     let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
     assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
     assert_eq!(manifests(&env).len(), 1);

@@ -1,0 +1,298 @@
+//! Benchmarks of `git-agent search --remote` against a repository served
+//! by `git daemon` on 127.0.0.1, with an instant fake embeddings server
+//! (every vector the same unit vector):
+//!
+//! - `cold`: a cold remote search (fresh user, empty cache, daemon already
+//!   running) from start to results, beside `git clone --bare` +
+//!   `git ls-tree -r HEAD` + `git cat-file --batch` over every blob the
+//!   search selected (its `--ls-files` list), in the same run. Goal: at
+//!   most 1.3x.
+//! - `warm`: the same remote searched again with a fresh cache, beside a
+//!   filesystem warm search of a checkout of the same tree (same query,
+//!   both primed into replay history). Goal: at most 1.5x, and the git
+//!   daemon serves no request during the warm runs.
+//!
+//! The served repository is one commit of a source tree: `dir` when given,
+//! otherwise crates from the local Cargo registry (`~/.cargo/registry/src`),
+//! taken in name order until at least 2,500 files (no network).
+//!
+//!     cargo build --release --bins && target/release/bench-remote [dir]
+
+use git_agent_tests::TestEnv;
+use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::git_servers::GitDaemon;
+use serde_json::Value;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const QUERY: &str = "where are the bytes of a buffer parsed";
+const MIN_FILES: usize = 2_500;
+const ROUNDS: usize = 3;
+const WARM_RUNS: usize = 30;
+
+fn main() {
+    let source = std::env::args().nth(1).map(PathBuf::from);
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let served = scratch.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let (files, bytes) = build_repository(source.as_deref(), &scratch.path().join("tree"), &served.join("corpus.git"));
+    let daemon = GitDaemon::start(&served);
+    let url = daemon.url("corpus.git");
+    println!("== remote search over git daemon: {files} files, {:.1} MB in one commit, {url}", bytes as f64 / 1e6);
+    let fake = FakeEmbeddings::start();
+    fake.set_mode(Mode::Constant);
+    let remote_env = cold(&fake, &daemon, &url, scratch.path());
+    warm(&fake, &daemon, &url, &remote_env, scratch.path());
+}
+
+fn environment(fake: &FakeEmbeddings) -> TestEnv {
+    let mut env = TestEnv::new();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "256");
+    env.set_env("OPENAI_EMBEDDING_MODEL", "benchmark-model");
+    env
+}
+
+fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
+    let started = Instant::now();
+    let output = env.git_agent_in(dir, args).stderr(Stdio::piped()).output().expect("run git-agent");
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "git-agent {args:?} failed:\n{stderr}");
+    (elapsed, stdout, stderr)
+}
+
+fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    output.stdout
+}
+
+/// Commits the source tree into a work repository and `git clone --bare`s
+/// it to `bare`. Returns the file count and bytes committed.
+fn build_repository(source: Option<&Path>, tree: &Path, bare: &Path) -> (usize, u64) {
+    std::fs::create_dir_all(tree).unwrap();
+    match source {
+        Some(dir) => {
+            copy_tree(dir, tree);
+        }
+        None => {
+            let registry = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cargo/registry/src");
+            let index = std::fs::read_dir(&registry)
+                .unwrap_or_else(|error| panic!("no Cargo registry sources at {}: {error}", registry.display()))
+                .flatten()
+                .map(|entry| entry.path())
+                .find(|path| path.is_dir())
+                .expect("a registry index folder");
+            let mut crates: Vec<PathBuf> = std::fs::read_dir(&index).unwrap().flatten().map(|e| e.path()).collect();
+            crates.sort();
+            let mut copied = 0;
+            for krate in crates {
+                copied += copy_tree(&krate, &tree.join(krate.file_name().unwrap()));
+                if copied >= MIN_FILES {
+                    break;
+                }
+            }
+        }
+    }
+    git(tree, &["init", "-q", "-b", "main"]);
+    git(tree, &["add", "-A", "-f", "."]);
+    git(tree, &["commit", "-q", "-m", "corpus"]);
+    let parent = bare.parent().unwrap();
+    git(parent, &["clone", "-q", "--bare", tree.to_str().unwrap(), bare.to_str().unwrap()]);
+    let listing = String::from_utf8(git(tree, &["ls-tree", "-r", "-l", "HEAD"])).unwrap();
+    let sizes: Vec<u64> = listing
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(3).and_then(|size| size.parse().ok()))
+        .collect();
+    (sizes.len(), sizes.iter().sum())
+}
+
+/// Copies every regular file under `from` (no `.git` folders) to `to`.
+fn copy_tree(from: &Path, to: &Path) -> usize {
+    let mut copied = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(from).unwrap().flatten().collect();
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        if entry.file_name() == ".git" {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => copied += copy_tree(&entry.path(), &target),
+            Ok(kind) if kind.is_file() => {
+                std::fs::create_dir_all(to).unwrap();
+                std::fs::copy(entry.path(), &target).unwrap();
+                copied += 1;
+            }
+            _ => {}
+        }
+    }
+    copied
+}
+
+/// `git clone --bare` + `git ls-tree -r HEAD` + `git cat-file --batch` of
+/// every blob in `selected`: the work a remote search cannot avoid.
+fn baseline(url: &str, scratch: &Path, selected: &[String]) -> (Duration, usize, u64) {
+    let target = scratch.join("baseline.git");
+    let _ = std::fs::remove_dir_all(&target);
+    let started = Instant::now();
+    git(scratch, &["clone", "-q", "--bare", url, target.to_str().unwrap()]);
+    let listing = String::from_utf8(git(&target, &["ls-tree", "-r", "HEAD"])).unwrap();
+    let ids: std::collections::HashMap<&str, &str> = listing
+        .lines()
+        .filter_map(|line| {
+            let (meta, path) = line.split_once('\t')?;
+            Some((path, meta.split_whitespace().nth(2)?))
+        })
+        .collect();
+    let mut input = String::new();
+    for path in selected {
+        let id = ids.get(path.as_str()).unwrap_or_else(|| panic!("{path} is not in the served tree"));
+        input.push_str(id);
+        input.push('\n');
+    }
+    let mut child = Command::new("git")
+        .args(["cat-file", "--batch"])
+        .current_dir(&target)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run git cat-file");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(output.status.success());
+    let elapsed = started.elapsed();
+    (elapsed, selected.len(), output.stdout.len() as u64)
+}
+
+/// Cold remote searches, each in a fresh user (empty cache, running daemon),
+/// alternated with the baseline. Returns the last user, its cache fresh.
+fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) -> TestEnv {
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    let mut last = None;
+    for round in 0..ROUNDS {
+        let env = environment(fake);
+        let work = env.work();
+        // Start the daemon outside the measured time.
+        run(&env, &work, &["search", "--ls-remotes"]);
+        let before = daemon.requests();
+        let (elapsed, stdout, _) = run(&env, &work, &["search", "--remote", url, QUERY]);
+        let output: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(output["retrieval"]["index"], "miss", "{stdout}");
+        assert!(daemon.requests() > before, "the cold search made no request to the git daemon");
+        let listing: Value =
+            serde_json::from_str(&run(&env, &work, &["search", "--ls-files", "--remote", url, "--format", "json"]).1)
+                .unwrap();
+        let selected: Vec<String> = listing["files"]
+            .as_array()
+            .expect("--ls-files lists the selected files")
+            .iter()
+            .map(|path| path.as_str().unwrap().to_string())
+            .collect();
+        let (base, blobs, bytes) = baseline(url, scratch, &selected);
+        // A timed --debug run would add logging; the phases come from a
+        // separate fresh user in the first round.
+        if round == 0 {
+            let probe = environment(fake);
+            let probe_work = probe.work();
+            let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
+            println!("phases of one cold remote search (--debug): {}", phases(&debug));
+        }
+        println!(
+            "round {}: git-agent cold remote search {:.0} ms | git clone --bare + ls-tree -r + cat-file --batch of {blobs} selected blobs ({:.1} MB) {:.0} ms | ratio {:.2}x",
+            round + 1,
+            ms(elapsed),
+            bytes as f64 / 1e6,
+            ms(base),
+            elapsed.as_secs_f64() / base.as_secs_f64()
+        );
+        ours.push(elapsed);
+        theirs.push(base);
+        last = Some(env);
+    }
+    ours.sort();
+    theirs.sort();
+    let (mine, base) = (ours[ours.len() / 2], theirs[theirs.len() / 2]);
+    println!(
+        "cold median: git-agent {:.0} ms, baseline {:.0} ms, ratio {:.2}x (goal <= 1.3x)",
+        ms(mine),
+        ms(base),
+        mine.as_secs_f64() / base.as_secs_f64()
+    );
+    println!();
+    last.expect("at least one round")
+}
+
+/// The `search_timing` and fetch events of a `--debug` run, on one line.
+fn phases(debug: &str) -> String {
+    debug
+        .lines()
+        .filter_map(|line| line.split_once(" INF search_timing step=").map(|(_, rest)| rest.replace(" duration=", "=")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn median_of(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, Duration) {
+    for _ in 0..3 {
+        run(env, dir, args);
+    }
+    let mut times: Vec<Duration> = (0..WARM_RUNS)
+        .map(|_| {
+            let (elapsed, stdout, _) = run(env, dir, args);
+            let output: Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(output["retrieval"]["index"], "hit", "{stdout}");
+            elapsed
+        })
+        .collect();
+    times.sort();
+    (times[times.len() / 2], times[times.len() * 9 / 10])
+}
+
+fn warm(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, remote_env: &TestEnv, scratch: &Path) {
+    // The filesystem side: a checkout of the same commit, indexed.
+    let checkout = scratch.join("checkout");
+    git(scratch, &["clone", "-q", url, checkout.to_str().unwrap()]);
+    let fs_env = environment(fake);
+    run(&fs_env, &checkout, &["search", "--index"]);
+    let (fs_median, fs_p90) = median_of(&fs_env, &checkout, &["search", QUERY]);
+    let requests = daemon.requests();
+    let embeddings = fake.requests();
+    let work = remote_env.work();
+    let (remote_median, remote_p90) = median_of(remote_env, &work, &["search", "--remote", url, QUERY]);
+    let contacts = daemon.requests() - requests;
+    assert_eq!(fake.requests(), embeddings, "warm searches made embeddings calls");
+    println!("== warm search, same tree, query in replay history, {WARM_RUNS} runs each");
+    println!("filesystem: median {:.2} ms  p90 {:.2} ms", ms(fs_median), ms(fs_p90));
+    println!(
+        "remote (fresh cache): median {:.2} ms  p90 {:.2} ms  git daemon requests during the runs: {contacts}",
+        ms(remote_median),
+        ms(remote_p90)
+    );
+    println!(
+        "ratio {:.2}x (goal <= 1.5x), network contact: {} (goal none)",
+        remote_median.as_secs_f64() / fs_median.as_secs_f64(),
+        if contacts == 0 { "none" } else { "YES" }
+    );
+    assert_eq!(contacts, 0, "a warm remote search contacted the git daemon");
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
