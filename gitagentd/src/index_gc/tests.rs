@@ -72,7 +72,7 @@ fn vectors_of(root: &Path, dir: &Path) -> BTreeMap<String, Option<Vec<f32>>> {
     let snapshot: Snapshot = store::load(root, dir, &|| false).expect("load");
     assert!(snapshot.is_complete(), "{} is not complete", dir.display());
     (0..snapshot.records.len())
-        .map(|i| (snapshot.records[i].embedding_input_hash.clone(), snapshot.vector(i).map(<[f32]>::to_vec)))
+        .map(|i| (snapshot.records.get(i).embedding_input_hash(), snapshot.vector(i).map(<[f32]>::to_vec)))
         .collect()
 }
 
