@@ -25,6 +25,13 @@
 //! `remote.json` is written by [`publish`] only once the search built on the
 //! fetch has published its index, so a failed attempt leaves the cache
 //! stale and the next search fetches again instead of trusting it.
+//!
+//! While the pack arrives, the transfer's growing totals (objects indexed
+//! out of the pack header's count, bytes read, deltas resolved) are read
+//! from gix's progress tree ([`TransferProgress`]) and reported from a
+//! thread beside gix's `receive`. gix 0.90 makes objects readable only
+//! once the whole pack is indexed and offers no hook on arriving entries,
+//! so the index is built after the fetch, not while it runs.
 
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use sha2::{Digest, Sha256};
@@ -350,11 +357,7 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt)
     });
     received.map_err(|error| {
-        if interrupt.load(Ordering::Relaxed) {
-            RemoteError::Cancelled
-        } else {
-            failed(describe(&error))
-        }
+        if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
     })?;
     reporter.fetching(&totals.detail("received", &remote.sanitized));
     if let Some(target) = head {
@@ -434,7 +437,11 @@ impl Totals {
 
 fn format_bytes(bytes: usize) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
-    if bytes as f64 >= MIB { format!("{:.1} MiB", bytes as f64 / MIB) } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
+    if bytes as f64 >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB)
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
 }
 
 /// Marks the transfer finished when dropped.
@@ -823,8 +830,10 @@ mod tests {
             assert!(wait_for(|| recorded.all().last().is_some_and(|text| text == last)), "{:?}", recorded.all());
         });
         let reports = recorded.all();
-        let objects: Vec<usize> =
-            reports.iter().map(|text| text.split(": ").nth(1).unwrap().split('/').next().unwrap().parse().unwrap()).collect();
+        let objects: Vec<usize> = reports
+            .iter()
+            .map(|text| text.split(": ").nth(1).unwrap().split('/').next().unwrap().parse().unwrap())
+            .collect();
         assert!(objects.windows(2).all(|pair| pair[0] <= pair[1]), "{reports:?}");
         assert!(objects[0] <= 10 && objects.last() == Some(&40), "{reports:?}");
         assert!(!reports.iter().any(|text| text.contains("1024.0 MiB")), "an unreported node leaked: {reports:?}");

@@ -114,10 +114,8 @@ fn build_repository(source: Option<&Path>, tree: &Path, bare: &Path) -> (usize, 
     let parent = bare.parent().unwrap();
     git(parent, &["clone", "-q", "--bare", tree.to_str().unwrap(), bare.to_str().unwrap()]);
     let listing = String::from_utf8(git(tree, &["ls-tree", "-r", "-l", "HEAD"])).unwrap();
-    let sizes: Vec<u64> = listing
-        .lines()
-        .filter_map(|line| line.split_whitespace().nth(3).and_then(|size| size.parse().ok()))
-        .collect();
+    let sizes: Vec<u64> =
+        listing.lines().filter_map(|line| line.split_whitespace().nth(3).and_then(|size| size.parse().ok())).collect();
     (sizes.len(), sizes.iter().sum())
 }
 

@@ -206,8 +206,9 @@ fn an_expression_on_a_cold_cache_fetches_once() {
     let leftovers: Vec<PathBuf> =
         std::fs::read_dir(remote_dir(&env)).unwrap().flatten().map(|entry| entry.path()).collect();
     assert!(
-        leftovers.iter().all(|path| ["repo.git", "remote.json", "search"]
-            .contains(&path.file_name().unwrap().to_str().unwrap())),
+        leftovers
+            .iter()
+            .all(|path| ["repo.git", "remote.json", "search"].contains(&path.file_name().unwrap().to_str().unwrap())),
         "temporary storage left behind: {leftovers:?}"
     );
 }
