@@ -99,6 +99,10 @@ pub enum SearchError {
     Worker(#[from] crate::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
+    /// A warm-only search found a chunk without a vector; nothing was
+    /// embedded or published.
+    #[error("the search index is not warm")]
+    NotWarm,
 }
 
 impl SearchError {
@@ -257,6 +261,9 @@ pub struct SearchRequest {
     pub no_tests: bool,
     pub reindex: bool,
     pub index_only: bool,
+    /// Explore's warm-only probe: stop before embedding anything when a
+    /// selected chunk has no vector ([`SearchError::NotWarm`]).
+    pub warm_only: bool,
     pub query: String,
     pub min_score: f64,
     pub limit: usize,
@@ -499,6 +506,9 @@ impl SearchService {
             refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled)
         })
         .await??;
+        if request.warm_only && !prepared.missing.is_empty() {
+            return Err(SearchError::NotWarm);
+        }
         let candidate_paths = prepared.candidate_paths.clone();
         let (files, chunks, reused, embedded, skipped) =
             (prepared.files, prepared.chunks, prepared.reused, prepared.embedded_chunks, prepared.skipped);
