@@ -99,8 +99,8 @@ pub enum SearchError {
     Worker(#[from] crate::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
-    /// A warm-only search found a chunk without a vector; nothing was
-    /// embedded or published.
+    /// A warm-only search found a chunk without a vector (or no chunk at
+    /// all); nothing was embedded or published.
     #[error("the search index is not warm")]
     NotWarm,
 }
@@ -506,7 +506,9 @@ impl SearchService {
             refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled)
         })
         .await??;
-        if request.warm_only && !prepared.missing.is_empty() {
+        // Nothing to embed and nothing to rank against: either way there
+        // are no leads, and the query needs no embeddings call.
+        if request.warm_only && (prepared.chunks == 0 || !prepared.missing.is_empty()) {
             return Err(SearchError::NotWarm);
         }
         let candidate_paths = prepared.candidate_paths.clone();

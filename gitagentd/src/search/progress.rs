@@ -89,12 +89,15 @@ struct State {
     progress_shown: bool,
 }
 
+/// Hears a search step's name and duration.
+pub type TimingObserver = Box<dyn Fn(&str, Duration) + Send + Sync>;
+
 /// See the module documentation.
 pub struct Feedback {
     output: Output,
     debug: bool,
     /// Hears every step timing (explore turns them into its phases).
-    timings: Option<Box<dyn Fn(&str, Duration) + Send + Sync>>,
+    timings: Option<TimingObserver>,
     terminal: bool,
     runtime: tokio::runtime::Handle,
     state: Mutex<State>,
@@ -125,7 +128,7 @@ impl Feedback {
     }
 
     /// This reporter, with `observer` hearing every step timing.
-    pub fn with_timings(mut self, observer: Box<dyn Fn(&str, Duration) + Send + Sync>) -> Self {
+    pub fn with_timings(mut self, observer: TimingObserver) -> Self {
         self.timings = Some(observer);
         self
     }

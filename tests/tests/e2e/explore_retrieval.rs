@@ -89,6 +89,17 @@ fn missing_vectors_publish_no_leads_and_build_nothing_then_a_warm_index_gives_le
     let found = leads(&fake.requests()[2].body).expect("warm leads in the subfolder");
     let ranges: Vec<&str> = found.as_array().unwrap().iter().filter_map(|lead| lead["range"].as_str()).collect();
     assert_eq!(ranges, ["two.rs:1-3"], "{found}");
+
+    // A folder without code has nothing to rank: no leads, no query
+    // embedding.
+    let notes = env.work().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("todo.md"), "# todo\n").unwrap();
+    embeddings.reset();
+    fake.push(answer_with("todo.md"));
+    env.run_in(&notes, &["explore", "what", "is", "left?"]).success();
+    assert_eq!(leads(&fake.requests()[3].body), None);
+    assert_eq!(embeddings.requests(), 0);
 }
 
 #[test]
