@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-const DEFAULT_MIN_SCORE: f64 = 0.70;
-const DEFAULT_LIMIT: i64 = 20;
+pub(crate) const DEFAULT_MIN_SCORE: f64 = 0.70;
+pub(crate) const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 100;
 
 impl From<SearchError> for CommandError {
@@ -88,6 +88,7 @@ pub async fn run(
         no_tests: args.no_tests,
         reindex: args.reindex,
         index_only: args.index,
+        warm_only: false,
         query: query.clone(),
         min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
         limit: limit as usize,

@@ -100,6 +100,10 @@ pub enum SearchError {
     Worker(#[from] crate::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
+    /// A warm-only search found a chunk without a vector (or no chunk at
+    /// all); nothing was embedded or published.
+    #[error("the search index is not warm")]
+    NotWarm,
 }
 
 impl SearchError {
@@ -258,6 +262,9 @@ pub struct SearchRequest {
     pub no_tests: bool,
     pub reindex: bool,
     pub index_only: bool,
+    /// Explore's warm-only probe: stop before embedding anything when a
+    /// selected chunk has no vector ([`SearchError::NotWarm`]).
+    pub warm_only: bool,
     pub query: String,
     pub min_score: f64,
     pub limit: usize,
@@ -506,6 +513,11 @@ impl SearchService {
             refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled)
         })
         .await??;
+        // Nothing to embed and nothing to rank against: either way there
+        // are no leads, and the query needs no embeddings call.
+        if request.warm_only && (prepared.chunks == 0 || !prepared.missing.is_empty()) {
+            return Err(SearchError::NotWarm);
+        }
         let candidate_paths = prepared.candidate_paths.clone();
         let (files, chunks, reused, embedded, skipped) =
             (prepared.files, prepared.chunks, prepared.reused, prepared.embedded_chunks, prepared.skipped);

@@ -89,10 +89,15 @@ struct State {
     progress_shown: bool,
 }
 
+/// Hears a search step's name and duration.
+pub type TimingObserver = Box<dyn Fn(&str, Duration) + Send + Sync>;
+
 /// See the module documentation.
 pub struct Feedback {
     output: Output,
     debug: bool,
+    /// Hears every step timing (explore turns them into its phases).
+    timings: Option<TimingObserver>,
     terminal: bool,
     runtime: tokio::runtime::Handle,
     state: Mutex<State>,
@@ -115,10 +120,17 @@ impl Feedback {
         Self {
             output,
             debug,
+            timings: None,
             terminal,
             runtime: tokio::runtime::Handle::current(),
             state: Mutex::new(State { agent, progress_shown: false }),
         }
+    }
+
+    /// This reporter, with `observer` hearing every step timing.
+    pub fn with_timings(mut self, observer: TimingObserver) -> Self {
+        self.timings = Some(observer);
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -322,6 +334,9 @@ impl Reporter for Feedback {
     }
 
     fn timing(&self, step: &str, duration: Duration) {
+        if let Some(observer) = &self.timings {
+            observer(step, duration);
+        }
         self.event("search_timing", &[("step", Field::Str(step.into())), ("duration", Field::Duration(duration))]);
     }
 }

@@ -156,9 +156,11 @@ fn references_are_validated_and_repaired_once() {
     let repo = repo_with_lib(&env);
     fake.push(answer("one() returns 1.", &["src/missing.rs", "src/lib.rs:1-99", "../outside.rs"]));
     fake.push(answer("one() returns 1.", &["src/lib.rs:1-3"]));
-    let run = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]);
+    let run = env.run_in(repo.path(), &["explore", "--debug", "what", "does", "one", "return?"]);
     let stdout = run.success();
     assert!(stdout.contains("\"references\":[\"src/lib.rs:1-3\"]"), "{stdout}");
+    assert_eq!(run.stderr.matches("explore.phase phase=validation ").count(), 2, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("explore.phase phase=repair ").count(), 1, "{}", run.stderr);
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
     let repair = requests[1].input_texts().last().cloned().unwrap_or_default();
@@ -371,6 +373,8 @@ fn five_concurrent_compatible_questions_share_two_conversations() {
     assert_eq!(reporting("phase=batch_collection "), 2);
     assert_eq!(reporting("phase=provider_request "), 2);
     assert_eq!(reporting("phase=result_wait "), 3);
+    assert_eq!(reporting("phase=persistence "), 2);
+    assert_eq!(reporting("phase=join_grace "), 5, "every process reports its own grace");
     let mut ids = Vec::new();
     for (n, output) in outputs.iter().enumerate() {
         let (id, description) = printed(output);
@@ -460,18 +464,24 @@ fn debug_reports_explore_phases_on_stderr_without_changing_stdout() {
     for phase in [
         "phase=setup ",
         "phase=reservation ",
+        "phase=semantic_search ",
+        "phase=join_grace ",
+        "phase=batch_join ",
         "phase=batch_collection ",
         "phase=prompt_setup ",
         "phase=provider_request ",
         "phase=tool ",
         "phase=tool_batch ",
         "phase=agent ",
+        "phase=validation ",
         "phase=answer_processing ",
+        "phase=persistence ",
         "phase=output ",
     ] {
         assert!(run.stderr.contains(&format!("explore.phase {phase}")), "{phase} missing:\n{}", run.stderr);
     }
     assert!(!run.stderr.contains("phase=result_wait"), "the leader does not wait for itself:\n{}", run.stderr);
+    assert!(!run.stderr.contains("phase=repair "), "no repair was needed:\n{}", run.stderr);
     let tool = run.stderr.lines().find(|line| line.contains("explore.phase phase=tool ")).unwrap();
     assert!(tool.contains(" step=1") && tool.contains("list_files"), "{tool}");
     fake.push(answer("one() returns 1.", &["src/lib.rs:1-3"]));

@@ -9,6 +9,8 @@ mod config;
 mod cwd;
 mod daemon;
 mod explore;
+mod explore_follow_up;
+mod explore_retrieval;
 mod follow_up;
 mod index_gc;
 mod inspection;

@@ -4,14 +4,17 @@
 //! parent) are sealed into batches of at most [`MAX_BATCH`] that share
 //! one provider conversation.
 //!
-//! The first member of a key opens a batch and starts its batch task;
-//! later members join it until it is full, which seals it at once, or
-//! until the join grace passes. The batch task, not any member's request,
-//! owns the conversation, so a member that disconnects (its cancellation
-//! fires) is removed before sealing or simply stops waiting afterwards
-//! without failing the others; the conversation is cancelled only when
-//! every member has gone. Each member receives only its own result; a
-//! failure of the batch fails every member with the same error.
+//! Each process first reserves its intent ([`Batcher::reserve`]), before
+//! its semantic retrieval, then joins once it is ready. The first member
+//! to join a key opens a batch and starts its batch task; later members
+//! join it until it is full, which seals it at once, or until no reserved
+//! intent of the key is still getting ready, which seals it too (as does
+//! [`MAX_COLLECTION`] at the latest). The batch task, not any member's
+//! request, owns the conversation, so a member that disconnects (its
+//! cancellation fires) is removed before sealing or simply stops waiting
+//! afterwards without failing the others; the conversation is cancelled
+//! only when every member has gone. Each member receives only its own
+//! result; a failure of the batch fails every member with the same error.
 
 use super::answer::Finding;
 use git_agent_shared::cli::ExploreTarget;
@@ -26,6 +29,10 @@ use tokio_util::sync::CancellationToken;
 
 /// The most questions one provider conversation answers.
 pub const MAX_BATCH: usize = 3;
+
+/// The longest an open batch waits for reserved intents that are still
+/// getting ready (a retrieval queued behind another index build).
+pub const MAX_COLLECTION: Duration = Duration::from_secs(120);
 
 /// What makes questions compatible.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -62,19 +69,32 @@ pub type Runner<Q> = Box<
 struct Open<Q> {
     serial: u64,
     members: Vec<Member<Q>>,
-    /// Hands the members to the batch task when the batch fills up.
-    full: oneshot::Sender<Vec<Member<Q>>>,
+    /// Hands the members to the batch task when the batch seals early.
+    sealed: oneshot::Sender<Vec<Member<Q>>>,
+}
+
+/// One key's state: intents reserved but not yet joined, and the batch
+/// open for joining.
+struct Slot<Q> {
+    pending: usize,
+    open: Option<Open<Q>>,
+}
+
+impl<Q> Default for Slot<Q> {
+    fn default() -> Self {
+        Self { pending: 0, open: None }
+    }
 }
 
 /// The open batches of the daemon, by key.
 pub struct Batcher<Q> {
-    open: Mutex<HashMap<BatchKey, Open<Q>>>,
+    slots: Mutex<HashMap<BatchKey, Slot<Q>>>,
     serial: std::sync::atomic::AtomicU64,
 }
 
 impl<Q> Default for Batcher<Q> {
     fn default() -> Self {
-        Self { open: Mutex::new(HashMap::new()), serial: Default::default() }
+        Self { slots: Mutex::new(HashMap::new()), serial: Default::default() }
     }
 }
 
@@ -92,62 +112,38 @@ pub enum Role {
     Follower,
 }
 
+/// An intent reserved before retrieval: open batches of its key wait for
+/// it until it joins or is dropped.
+pub struct Reservation<Q: Send + 'static> {
+    batcher: Arc<Batcher<Q>>,
+    key: BatchKey,
+    joined: bool,
+}
+
 impl<Q: Send + 'static> Batcher<Q> {
-    /// Adds a question to the open batch of `key`, or opens one whose
-    /// batch task waits up to `grace` for others and then runs `runner`
-    /// (used only when this call opens the batch). Returns the member's
-    /// role and where its result arrives.
-    pub fn join(
-        self: &Arc<Self>,
-        key: BatchKey,
-        item_id: String,
-        question: Q,
-        gone: CancellationToken,
-        grace: Duration,
-        runner: Runner<Q>,
-    ) -> (Role, oneshot::Receiver<MemberResult>) {
-        let (result, receiver) = oneshot::channel();
-        let member = Member { item_id, question, gone: gone.clone(), result };
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(batch) = open.get_mut(&key) {
-            batch.members.push(member);
-            let serial = batch.serial;
-            // A full batch leaves the table at once: nobody else may join.
-            if batch.members.len() >= MAX_BATCH
-                && let Some(batch) = open.remove(&key)
-            {
-                let _ = batch.full.send(batch.members);
-            }
-            drop(open);
-            self.watch_departure(key, serial, gone);
-            return (Role::Follower, receiver);
-        }
-        let serial = self.serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (full, mut filled) = oneshot::channel();
-        open.insert(key.clone(), Open { serial, members: vec![member], full });
-        drop(open);
-        self.watch_departure(key.clone(), serial, gone);
-        let batcher = Arc::clone(self);
-        tokio::spawn(async move {
-            let members = tokio::select! {
-                members = &mut filled => members.unwrap_or_default(),
-                () = tokio::time::sleep(grace) => match batcher.seal(&key, serial) {
-                    Some(members) => members,
-                    // It filled up just as the grace ended.
-                    None => filled.await.unwrap_or_default(),
-                },
-            };
-            run_sealed(members, runner).await;
-        });
-        (Role::Leader, receiver)
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<BatchKey, Slot<Q>>> {
+        self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Takes the members of batch `serial` out of the open table.
-    /// `None` when it already left the table because it filled up.
+    /// Reserves an intent for `key`.
+    pub fn reserve(self: &Arc<Self>, key: BatchKey) -> Reservation<Q> {
+        self.slots().entry(key.clone()).or_default().pending += 1;
+        Reservation { batcher: Arc::clone(self), key, joined: false }
+    }
+
+    /// Takes the members of batch `serial` out of the table. `None` when
+    /// it already sealed.
     fn seal(&self, key: &BatchKey, serial: u64) -> Option<Vec<Member<Q>>> {
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match open.get(key) {
-            Some(batch) if batch.serial == serial => open.remove(key).map(|batch| batch.members),
+        let mut slots = self.slots();
+        let slot = slots.get_mut(key)?;
+        match &slot.open {
+            Some(open) if open.serial == serial => {
+                let members = slot.open.take().map(|open| open.members);
+                if slot.pending == 0 {
+                    slots.remove(key);
+                }
+                members
+            }
             _ => None,
         }
     }
@@ -158,13 +154,98 @@ impl<Q: Send + 'static> Batcher<Q> {
         tokio::spawn(async move {
             gone.cancelled().await;
             let Some(batcher) = batcher.upgrade() else { return };
-            let mut open = batcher.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(batch) = open.get_mut(&key)
-                && batch.serial == serial
+            let mut slots = batcher.slots();
+            if let Some(open) = slots.get_mut(&key).and_then(|slot| slot.open.as_mut())
+                && open.serial == serial
             {
-                batch.members.retain(|member| !member.gone.is_cancelled());
+                open.members.retain(|member| !member.gone.is_cancelled());
             }
         });
+    }
+}
+
+impl<Q: Send + 'static> Reservation<Q> {
+    /// Adds the ready question to the open batch of its key, or opens one
+    /// whose batch task waits for the key's other reserved intents and
+    /// then runs `runner` (used only when this call opens the batch).
+    /// Returns the member's role and where its result arrives.
+    pub fn join(
+        mut self,
+        item_id: String,
+        question: Q,
+        gone: CancellationToken,
+        runner: Runner<Q>,
+    ) -> (Role, oneshot::Receiver<MemberResult>) {
+        self.joined = true;
+        let batcher = Arc::clone(&self.batcher);
+        let key = self.key.clone();
+        let (result, receiver) = oneshot::channel();
+        let member = Member { item_id, question, gone: gone.clone(), result };
+        let mut slots = batcher.slots();
+        let slot = slots.entry(key.clone()).or_default();
+        slot.pending = slot.pending.saturating_sub(1);
+        if let Some(open) = slot.open.as_mut() {
+            open.members.push(member);
+            let serial = open.serial;
+            // A full batch, or one nobody else is getting ready for,
+            // leaves the table at once.
+            if (open.members.len() >= MAX_BATCH || slot.pending == 0)
+                && let Some(open) = slot.open.take()
+            {
+                let _ = open.sealed.send(open.members);
+            }
+            if slot.pending == 0 && slot.open.is_none() {
+                slots.remove(&key);
+            }
+            drop(slots);
+            batcher.watch_departure(key, serial, gone);
+            return (Role::Follower, receiver);
+        }
+        let serial = batcher.serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if slot.pending == 0 {
+            // Alone, and nobody else is coming: sealed already.
+            slots.remove(&key);
+            drop(slots);
+            tokio::spawn(run_sealed(vec![member], runner));
+            return (Role::Leader, receiver);
+        }
+        let (sealed, mut early) = oneshot::channel();
+        slot.open = Some(Open { serial, members: vec![member], sealed });
+        drop(slots);
+        batcher.watch_departure(key.clone(), serial, gone);
+        let waiting = Arc::clone(&batcher);
+        tokio::spawn(async move {
+            let members = tokio::select! {
+                members = &mut early => members.unwrap_or_default(),
+                () = tokio::time::sleep(MAX_COLLECTION) => match waiting.seal(&key, serial) {
+                    Some(members) => members,
+                    // It sealed just as the wait ended.
+                    None => early.await.unwrap_or_default(),
+                },
+            };
+            run_sealed(members, runner).await;
+        });
+        (Role::Leader, receiver)
+    }
+}
+
+impl<Q: Send + 'static> Drop for Reservation<Q> {
+    /// An intent that never joins (its client left, or its retrieval
+    /// failed) stops holding its key's open batch.
+    fn drop(&mut self) {
+        if self.joined {
+            return;
+        }
+        let mut slots = self.batcher.slots();
+        let Some(slot) = slots.get_mut(&self.key) else { return };
+        slot.pending = slot.pending.saturating_sub(1);
+        if slot.pending > 0 {
+            return;
+        }
+        if let Some(open) = slot.open.take() {
+            let _ = open.sealed.send(open.members);
+        }
+        slots.remove(&self.key);
     }
 }
 
@@ -231,18 +312,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn compatible_questions_fill_batches_of_three_and_each_gets_its_own_result() {
+    async fn reserved_intents_fill_batches_of_three_and_each_gets_its_own_result() {
         let batcher = Arc::new(Batcher::<String>::default());
         let sizes = Arc::new(Mutex::new(Vec::new()));
+        let reservations: Vec<_> = (0..5).map(|_| batcher.reserve(key("/w"))).collect();
         let mut receivers = Vec::new();
         let mut roles = Vec::new();
-        for n in 0..5 {
-            let (role, receiver) = batcher.join(
-                key("/w"),
+        for (n, reservation) in reservations.into_iter().enumerate() {
+            let (role, receiver) = reservation.join(
                 format!("ID{n}"),
                 format!("q{n}"),
                 CancellationToken::new(),
-                Duration::from_millis(100),
                 runner(Arc::clone(&sizes)),
             );
             roles.push(role);
@@ -256,57 +336,67 @@ mod tests {
         let mut sizes = sizes.lock().unwrap().clone();
         sizes.sort_unstable();
         assert_eq!(sizes, [2, 3]);
+        assert!(batcher.slots().is_empty(), "nothing is left behind");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_open_batch_waits_for_reserved_intents_until_they_join_or_leave() {
+        let batcher = Arc::new(Batcher::<String>::default());
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let first = batcher.reserve(key("/w"));
+        let slow = batcher.reserve(key("/w"));
+        let leaving = batcher.reserve(key("/w"));
+        let (_, a) = first.join("A".into(), "a".into(), CancellationToken::new(), runner(Arc::clone(&sizes)));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(sizes.lock().unwrap().is_empty(), "still waiting for two reserved intents");
+        drop(leaving);
+        let (role, b) = slow.join("B".into(), "b".into(), CancellationToken::new(), runner(Arc::clone(&sizes)));
+        assert_eq!(role, Role::Follower);
+        assert_eq!(a.await.unwrap().unwrap()[0].description, "a");
+        assert_eq!(b.await.unwrap().unwrap()[0].description, "b");
+        assert_eq!(sizes.lock().unwrap().clone(), [2], "sealed once nobody else was getting ready");
+
+        // Alone with nobody reserved: sealed at once, no waiting.
+        let (role, c) = batcher.reserve(key("/w")).join(
+            "C".into(),
+            "c".into(),
+            CancellationToken::new(),
+            runner(Arc::clone(&sizes)),
+        );
+        assert_eq!(role, Role::Leader);
+        assert_eq!(c.await.unwrap().unwrap()[0].description, "c");
     }
 
     #[tokio::test(start_paused = true)]
     async fn incompatible_keys_never_share_and_departed_members_are_dropped() {
         let batcher = Arc::new(Batcher::<String>::default());
         let sizes = Arc::new(Mutex::new(Vec::new()));
-        let grace = Duration::from_millis(100);
-        let (_, a) = batcher.join(
-            key("/a"),
-            "A".into(),
-            "a".into(),
-            CancellationToken::new(),
-            grace,
-            runner(Arc::clone(&sizes)),
-        );
         let fast = BatchKey { service_tier: Some("priority".into()), ..key("/a") };
-        let (role, b) =
-            batcher.join(fast, "B".into(), "b".into(), CancellationToken::new(), grace, runner(Arc::clone(&sizes)));
+        let (plain_a, fast_b, plain_c) =
+            (batcher.reserve(key("/a")), batcher.reserve(fast), batcher.reserve(key("/a")));
+        let (_, a) = plain_a.join("A".into(), "a".into(), CancellationToken::new(), runner(Arc::clone(&sizes)));
+        let (role, b) = fast_b.join("B".into(), "b".into(), CancellationToken::new(), runner(Arc::clone(&sizes)));
         assert_eq!(role, Role::Leader);
         let gone = CancellationToken::new();
-        let (role, c) =
-            batcher.join(key("/a"), "C".into(), "c".into(), gone.clone(), grace, runner(Arc::clone(&sizes)));
+        let (role, c) = plain_c.join("C".into(), "c".into(), gone.clone(), runner(Arc::clone(&sizes)));
         assert_eq!(role, Role::Follower);
         gone.cancel();
         tokio::task::yield_now().await;
         assert_eq!(a.await.unwrap().unwrap()[0].description, "a");
         assert_eq!(b.await.unwrap().unwrap()[0].description, "b");
         assert!(c.await.is_err(), "a departed member gets nothing");
-        assert_eq!(sizes.lock().unwrap().clone(), [1, 1]);
+        let mut sizes = sizes.lock().unwrap().clone();
+        sizes.sort_unstable();
+        assert_eq!(sizes, [1, 1]);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_batch_failure_fails_every_member() {
         let batcher = Arc::new(Batcher::<String>::default());
         let failing: Runner<String> = Box::new(|_, _| Box::pin(async { Err("the provider failed".to_string()) }));
-        let (_, a) = batcher.join(
-            key("/w"),
-            "A".into(),
-            "a".into(),
-            CancellationToken::new(),
-            Duration::from_millis(10),
-            failing,
-        );
-        let (_, b) = batcher.join(
-            key("/w"),
-            "B".into(),
-            "b".into(),
-            CancellationToken::new(),
-            Duration::from_millis(10),
-            runner(Arc::default()),
-        );
+        let (first, second) = (batcher.reserve(key("/w")), batcher.reserve(key("/w")));
+        let (_, a) = first.join("A".into(), "a".into(), CancellationToken::new(), failing);
+        let (_, b) = second.join("B".into(), "b".into(), CancellationToken::new(), runner(Arc::default()));
         assert_eq!(a.await.unwrap().unwrap_err(), "the provider failed");
         assert_eq!(b.await.unwrap().unwrap_err(), "the provider failed");
     }

@@ -14,13 +14,15 @@ mod answer;
 mod batch;
 mod log;
 mod phases;
+mod retrieval;
+mod session;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
 use crate::agent::{self, AgentTask, Layers, Limits, OutputRules, RunContext};
 use crate::git::{GitError, Repository};
 use crate::guidance::{self, Family, WorktreeReader};
-use crate::provider::{ProviderFlags, RunOptions, TextFormat};
+use crate::provider::{self, Item, ProviderFlags, RunOptions, TextFormat};
 use crate::services::Services;
 use crate::tools::{self, RepoFiles, ToolRegistry};
 use crate::trace::Event;
@@ -28,6 +30,7 @@ use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
 use git_agent_shared::task_record::TaskId;
 use serde::Serialize;
+use session::{Session, SessionStore};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,12 +55,12 @@ struct ExploreResult<'a> {
 struct PromptItem {
     item_id: String,
     question: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    semantic_results: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    semantic_results: Option<serde_json::Value>,
 }
 
-/// The daemon's explore batches; every question is its prompt text.
-pub type ExploreBatcher = batch::Batcher<String>;
+/// The daemon's explore batches.
+pub type ExploreBatcher = batch::Batcher<Question>;
 
 /// How long a new batch waits for compatible questions before it seals
 /// with fewer than three.
@@ -86,11 +89,18 @@ pub async fn run(
     if question.trim().is_empty() {
         return Err(CommandError::Usage("the question is empty\nhint: git-agent explore <question...>".into()));
     }
-    if let Some(id) = &args.follow_up {
-        return Err(unknown_session(id));
-    }
     let root = clean_root(&invocation.cwd);
     let files = open_root(&root, cancel).await?;
+    let project = Arc::new(project(services, invocation, &root, cancel).await?);
+    // A follow-up's parent is checked before any semantic or provider work.
+    let followed = match &args.follow_up {
+        Some(id) => Some(read_parent(&project, id, &root, cancel).await?),
+        None => None,
+    };
+    // Without --for a follow-up keeps its parent's active target; at the
+    // depth limit it starts over as a fresh search under that target.
+    let target = args.target.or_else(|| followed.as_ref().and_then(|session| session.active_target));
+    let parent = followed.filter(Session::can_continue).map(Arc::new);
     let id = TaskId::generate().map_err(CommandError::failed)?.to_string();
     let reporter = Reporter::new(invocation, output, args.debug);
     let sink = TraceSink::new(invocation, output, &reporter, false);
@@ -100,15 +110,38 @@ pub async fn run(
             .with("command", COMMAND)
             .with("root", root.display().to_string())
             .with("git", files.repo().is_some())
-            .with("target", args.target.map_or("universal", ExploreTarget::as_str)),
+            .with("target", target.map_or("universal", ExploreTarget::as_str))
+            .with("parent", parent.as_ref().map_or("", |parent| parent.id.as_str())),
     );
     let setup_done = phases.done("setup", started);
     let key = batch::BatchKey {
         workspace: root.clone(),
         service_tier: args.fast.then(|| "priority".to_string()),
-        target: args.target,
-        parent: None,
+        target,
+        parent: parent.as_ref().map(|parent| parent.id.clone()),
     };
+    // The intent is reserved before retrieval, so an open batch of the
+    // key waits for this question while it searches.
+    let reservation = services.explore.reserve(key);
+    let reserved = phases.done("reservation", setup_done);
+    // Fresh searches (a depth reset too) look for warm semantic leads; a
+    // context-preserving follow-up has its parent's context instead.
+    let mut semantic_results = None;
+    if parent.is_none() {
+        output.progress("explore: searching");
+        let probe = retrieval::probe(services, invocation, output, &phases, &root, &question, cancel).await?;
+        phases.done("semantic_search", reserved);
+        if let retrieval::Probe::Warm(leads) = probe {
+            semantic_results = Some(leads);
+        }
+    }
+    // Compatible questions launched a moment later get to join.
+    let ready = Instant::now();
+    tokio::select! {
+        () = cancel.cancelled() => return Err(CommandError::Failed("the command was cancelled".into())),
+        () = tokio::time::sleep(join_grace()) => {}
+    }
+    let graced = phases.done("join_grace", ready);
     let conversation = Conversation {
         services: Arc::clone(services),
         invocation: invocation.clone(),
@@ -116,20 +149,23 @@ pub async fn run(
         sink: sink.clone(),
         root,
         files,
-        target: args.target,
+        project,
+        parent,
+        target,
         fast: args.fast,
         debug: args.debug,
         phases: phases.clone(),
-        joined: Instant::now(),
+        joined: graced,
     };
-    let runner: batch::Runner<String> =
+    let runner: batch::Runner<Question> =
         Box::new(move |questions, cancel| Box::pin(conversation.run(questions, cancel)));
     // Membership ends with this call: when the caller goes away, or once
     // the result is in (which also ends the batch's watch over it).
     let membership = cancel.child_token();
     let _leave = membership.clone().drop_guard();
-    let (role, result) = services.explore.join(key, id.clone(), question, membership, join_grace(), runner);
-    let reserved = phases.done("reservation", setup_done);
+    let question = Question { text: question, semantic_results };
+    let (role, result) = reservation.join(id.clone(), question, membership, runner);
+    let reserved = phases.done("batch_join", graced);
     output.progress(match role {
         batch::Role::Leader => "explore: collecting the batch",
         batch::Role::Follower => "explore: waiting for the batch leader",
@@ -152,8 +188,57 @@ pub async fn run(
     Ok(())
 }
 
+/// One member's question, as the batch carries it.
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub text: String,
+    /// Unverified leads of the warm semantic search; `None` when there
+    /// were none (a follow-up, or a vector was missing).
+    pub semantic_results: Option<serde_json::Value>,
+}
+
+/// The project an exploration belongs to: where its sessions live and
+/// which `explore.log` records it.
+struct Project {
+    id: String,
+    metadata_dir: PathBuf,
+}
+
+async fn project(
+    services: &Arc<Services>,
+    invocation: &Invocation,
+    root: &Path,
+    cancel: &CancellationToken,
+) -> Result<Project, CommandError> {
+    let metadata_root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
+    let (root, services) = (root.to_path_buf(), Arc::clone(services));
+    crate::blocking::run("the project identity", cancel, move |_| {
+        let project = git_agent_shared::identity::ProjectIdentity::resolve_cached(&root, &services.identities)
+            .map_err(CommandError::failed)?;
+        let id = project.id();
+        Ok(Project { metadata_dir: metadata_root.join(&id), id })
+    })
+    .await?
+}
+
+/// The session a `--follow-up` names, checked against the workspace.
+async fn read_parent(
+    project: &Arc<Project>,
+    id: &str,
+    root: &Path,
+    cancel: &CancellationToken,
+) -> Result<Session, CommandError> {
+    let store = SessionStore::new(&project.metadata_dir);
+    let (id, root) = (id.to_string(), root.to_path_buf());
+    crate::blocking::run("the explore session", cancel, move |_| {
+        store.read_for_follow_up(&id, &root).map_err(CommandError::failed)
+    })
+    .await?
+}
+
 /// What the batch task needs to run the conversation of a sealed batch:
-/// the leader's invocation (provider settings, stderr) and root.
+/// the leader's invocation (provider settings, stderr) and root, and the
+/// parent every member of a follow-up batch shares.
 struct Conversation {
     services: Arc<Services>,
     invocation: Invocation,
@@ -161,6 +246,9 @@ struct Conversation {
     sink: TraceSink,
     root: PathBuf,
     files: Arc<RepoFiles>,
+    project: Arc<Project>,
+    /// The session a context-preserving follow-up continues.
+    parent: Option<Arc<Session>>,
     target: Option<ExploreTarget>,
     fast: bool,
     debug: bool,
@@ -174,34 +262,86 @@ impl Conversation {
     /// ID, or one error for every member.
     async fn run(
         self,
-        questions: Vec<(String, String)>,
+        questions: Vec<(String, Question)>,
         cancel: CancellationToken,
     ) -> Result<HashMap<String, Vec<Finding>>, String> {
         self.answer(questions, &cancel).await.map_err(|error| error.to_string())
     }
 
+    /// Whether the batch's warm leads need the deferred synchronization.
+    async fn needs_sync(&self, items: &[PromptItem], cancel: &CancellationToken) -> bool {
+        if items.iter().all(|item| item.semantic_results.is_none()) {
+            return false;
+        }
+        let (invocation, root) = (self.invocation.clone(), self.root.clone());
+        crate::blocking::run("the index remote setting", cancel, move |_| retrieval::needs_sync(&invocation, &root))
+            .await
+            .unwrap_or(false)
+    }
+
     async fn answer(
         &self,
-        questions: Vec<(String, String)>,
+        questions: Vec<(String, Question)>,
         cancel: &CancellationToken,
     ) -> Result<HashMap<String, Vec<Finding>>, CommandError> {
         let mut items: Vec<PromptItem> = questions
             .into_iter()
-            .map(|(item_id, question)| PromptItem { item_id, question, semantic_results: String::new() })
+            .map(|(item_id, question)| PromptItem {
+                item_id,
+                question: question.text,
+                semantic_results: question.semantic_results,
+            })
             .collect();
         items.sort_by(|a, b| a.item_id.cmp(&b.item_id));
         let collected = self.phases.done("batch_collection", self.joined);
-        record_disposition(&self.services, &self.invocation, &self.output, &self.root, &items, cancel).await;
+        let parent = self.parent.as_deref();
+        record_disposition(&self.project, &self.invocation, &self.output, &self.root, parent, &items, cancel).await;
         let settings = settings(self.fast, self.debug);
-        // One prompt-cache key per batch, from its first sorted item ID.
-        let provider = generation::provider(&self.services, &self.invocation, &settings, &items[0].item_id).await?;
-        let task = assemble(&self.root, &self.files, self.target, &items, cancel).await?;
-        let rules = output_rules(&self.files, &items);
+        // A follow-up keeps its lineage's key; an initial batch derives one
+        // from its first sorted item ID, shared by every sibling.
+        let prompt_cache_key = match parent {
+            Some(parent) => parent.prompt_cache_key.clone(),
+            None => git_agent_shared::identity::sha256_hex(format!("explore:{}", items[0].item_id).as_bytes()),
+        };
+        let provider =
+            generation::provider_with_key(&self.services, &self.invocation, &settings, prompt_cache_key.clone())
+                .await?;
+        // The system prompt stays target-neutral once a lineage has it.
+        let instruction_target = parent.and_then(|parent| parent.instruction_target).or(self.target);
+        let request = Request { instruction_target, target: self.target, parent, items: &items };
+        let task = assemble(&self.root, &self.files, &request, cancel).await?;
+        let rules = output_rules(&self.files, &items, &self.phases);
         let prepared = self.phases.done("prompt_setup", collected);
         let trace = self.phases.loop_trace();
         let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
-        let outcome = agent::run(&context, &task, Some(&rules)).await.map_err(CommandError::failed)?;
-        let finished = self.phases.done("agent", prepared);
+        let agent_run = async {
+            let outcome = agent::run(&context, &task, Some(&rules)).await;
+            (outcome, self.phases.done("agent", prepared))
+        };
+        // Warm leads are confirmed by one index-only synchronization
+        // beside the conversation; both end before anything persists.
+        let (outcome, synced) = if self.needs_sync(&items, cancel).await {
+            let sync = async {
+                let since = Instant::now();
+                let synced = retrieval::deferred_sync(
+                    &self.services,
+                    &self.invocation,
+                    &self.output,
+                    &self.phases,
+                    &self.root,
+                    cancel,
+                )
+                .await;
+                self.phases.done("index_sync", since);
+                synced
+            };
+            tokio::join!(agent_run, sync)
+        } else {
+            (agent_run.await, Ok(()))
+        };
+        let (outcome, finished) = outcome;
+        let outcome = outcome.map_err(CommandError::failed)?;
+        synced?;
         self.sink.event(
             Event::new("batch")
                 .with("size", items.len())
@@ -209,9 +349,33 @@ impl Conversation {
                 .with("tool_calls", outcome.tool_calls)
                 .with("repair_calls", outcome.repair_calls),
         );
-        let answers = answer::parse(&outcome.text).map_err(CommandError::Failed)?.into_iter().collect();
-        self.phases.done("answer_processing", finished);
-        Ok(answers)
+        let mut answers = answer::parse(&outcome.text).map_err(CommandError::Failed)?;
+        let processed = self.phases.done("answer_processing", finished);
+        let history = provider::items_to_json(&outcome.conversation);
+        let mut sessions = Vec::with_capacity(items.len());
+        for item in &items {
+            let findings = answers.get(&item.item_id).cloned().ok_or_else(|| {
+                CommandError::Failed(format!("the batch answer has no findings for {}", item.item_id))
+            })?;
+            sessions.push(Session {
+                version: session::SESSION_VERSION,
+                id: item.item_id.clone(),
+                parent_id: parent.map(|parent| parent.id.clone()).unwrap_or_default(),
+                depth: parent.map_or(0, |parent| parent.depth + 1),
+                workspace: self.root.display().to_string(),
+                prompt_cache_key: prompt_cache_key.clone(),
+                instruction_target,
+                active_target: self.target,
+                items: findings,
+                history: history.clone(),
+            });
+        }
+        let store = SessionStore::new(&self.project.metadata_dir);
+        crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions))
+            .await?
+            .map_err(CommandError::failed)?;
+        self.phases.done("persistence", processed);
+        Ok(items.iter().filter_map(|item| answers.remove_entry(&item.item_id)).collect())
     }
 }
 
@@ -252,46 +416,33 @@ async fn open_root(root: &Path, cancel: &CancellationToken) -> Result<Arc<RepoFi
 /// Appends the sealed batch to `explore.log`, best effort: a failure is
 /// reported on stderr and never changes the result.
 async fn record_disposition(
-    services: &Arc<Services>,
+    project: &Arc<Project>,
     invocation: &Invocation,
     output: &Output,
     root: &Path,
+    parent: Option<&Session>,
     items: &[PromptItem],
     cancel: &CancellationToken,
 ) {
     let Ok(state_dir) = git_agent_shared::paths::state_dir(&invocation.env) else { return };
     let ids: Vec<String> = items.iter().map(|item| item.item_id.clone()).collect();
-    let (root, services) = (root.to_path_buf(), Arc::clone(services));
+    let (root, project) = (root.to_path_buf(), Arc::clone(project));
+    let (parent_id, depth) = parent.map_or((None, 0), |parent| (Some(parent.id.clone()), parent.depth + 1));
     let recorded = crate::blocking::run("the explore log", cancel, move |_| {
-        let project = git_agent_shared::identity::ProjectIdentity::resolve_cached(&root, &services.identities)
-            .map_err(|error| error.to_string())?;
-        let project_id = project.id();
         let disposition = log::Disposition {
-            project_id: &project_id,
+            project_id: &project.id,
             workspace: &root,
             batch: &ids[0],
             items: &ids,
-            parent: None,
-            depth: 0,
+            parent: parent_id.as_deref(),
+            depth,
         };
-        log::append(&log::path(&state_dir, &project_id), &disposition).map_err(|error| error.to_string())
+        log::append(&log::path(&state_dir, &project.id), &disposition)
     })
     .await;
     if let Ok(Err(error)) = recorded {
         output.stderr(format!("warning: {error}\n"));
     }
-}
-
-/// Why a `--follow-up` ID cannot be used.
-fn unknown_session(id: &str) -> CommandError {
-    if TaskId::parse(id).is_err() {
-        return CommandError::Failed(format!(
-            "invalid explore search ID {id:?}\nhint: pass the \"id\" of an earlier git-agent explore result"
-        ));
-    }
-    CommandError::Failed(format!(
-        "unknown explore search ID {id}: no session of that ID in this project\nhint: run git-agent explore without --follow-up"
-    ))
 }
 
 /// The provider settings: no deadline, `--fast` as `service_tier` only.
@@ -333,15 +484,67 @@ fn target_instruction(target: ExploreTarget) -> &'static str {
     }
 }
 
+/// What one exploration asks.
+struct Request<'a> {
+    /// The target whose system prompt the conversation carries.
+    instruction_target: Option<ExploreTarget>,
+    /// The target these questions are asked under.
+    target: Option<ExploreTarget>,
+    /// The session a context-preserving follow-up continues.
+    parent: Option<&'a Session>,
+    items: &'a [PromptItem],
+}
+
 /// The request of one exploration: the prompts, guidance resolved at the
-/// root, the rooted tools and the answer schema.
+/// root, the rooted tools and the answer schema. A follow-up replays its
+/// parent's conversation, adds the one target-change message when the
+/// target differs from the parent's active one, then the new questions.
 async fn assemble(
     root: &Path,
     files: &Arc<RepoFiles>,
-    target: Option<ExploreTarget>,
-    items: &[PromptItem],
+    request: &Request<'_>,
     cancel: &CancellationToken,
 ) -> Result<AgentTask, CommandError> {
+    let mut registry = ToolRegistry::new();
+    registry.extend(tools::repository::tools(files));
+    registry.extend(tools::history::tools(files));
+    let limits = Limits::default();
+    let text_format = Some(TextFormat {
+        name: "explore_answers".into(),
+        description: Some("Grounded findings for every question of an explore batch.".into()),
+        schema: answer::schema(),
+    });
+    let system = system_prompt(request.instruction_target).trim().to_string();
+    if let Some(parent) = request.parent {
+        let mut history = provider::items_from_json(&parent.history).ok_or_else(|| {
+            CommandError::Failed(format!("explore search ID {} has no replayable conversation", parent.id))
+        })?;
+        if let Some(target) = request.target.filter(|target| Some(*target) != parent.active_target) {
+            history.push(Item::developer(target_changed(target)));
+        }
+        let input = serde_json::to_string_pretty(&serde_json::json!({
+            "parent": {"search_id": parent.id, "selected_items": parent.items},
+            "items": request.items,
+        }))
+        .map_err(CommandError::failed)?;
+        let user = generation::data_frame_prompt(
+            "explore-follow-up",
+            include_str!("prompts/follow-up.md.j2"),
+            "exploration_input",
+            &input,
+            None,
+        )?;
+        history.push(Item::user(user));
+        return Ok(AgentTask {
+            layers: Layers { system, ..Layers::default() },
+            tools: registry,
+            text_format,
+            parallel_tool_calls: true,
+            limits,
+            web_search: None,
+            history,
+        });
+    }
     let guidance = {
         let root = files.root().to_path_buf();
         crate::blocking::run("the guidance reader", cancel, move |_| {
@@ -349,10 +552,6 @@ async fn assemble(
         })
         .await?
     };
-    let mut registry = ToolRegistry::new();
-    registry.extend(tools::repository::tools(files));
-    registry.extend(tools::history::tools(files));
-    let limits = Limits::default();
     let family = if guidance.sources.is_empty() { Family::Auto } else { guidance.family };
     let environment = generation::environment(&EnvironmentContext {
         cwd: root,
@@ -363,7 +562,8 @@ async fn assemble(
         limits,
         stdout_contract: "one JSON object built by git-agent from your answers; reply with the schema's JSON only",
     })?;
-    let input = serde_json::to_string_pretty(&serde_json::json!({ "items": items })).map_err(CommandError::failed)?;
+    let input =
+        serde_json::to_string_pretty(&serde_json::json!({ "items": request.items })).map_err(CommandError::failed)?;
     let user = generation::data_frame_prompt(
         "explore-user",
         include_str!("prompts/user.md.j2"),
@@ -373,20 +573,20 @@ async fn assemble(
     )?;
     Ok(AgentTask {
         layers: Layers {
-            system: system_prompt(target).trim().to_string(),
+            system,
             tool_policy: generation::tool_policy(),
             environment,
             skills: String::new(),
             guidance: guidance.render(),
-            task_instructions: target.map(|target| target_instruction(target).trim().to_string()).into_iter().collect(),
+            task_instructions: request
+                .target
+                .map(|target| target_instruction(target).trim().to_string())
+                .into_iter()
+                .collect(),
             user,
         },
         tools: registry,
-        text_format: Some(TextFormat {
-            name: "explore_answers".into(),
-            description: Some("Grounded findings for every question of an explore batch.".into()),
-            schema: answer::schema(),
-        }),
+        text_format,
         parallel_tool_calls: true,
         limits,
         web_search: None,
@@ -394,19 +594,31 @@ async fn assemble(
     })
 }
 
+/// The developer message of a follow-up that changes the target: the
+/// target's instruction, announced as a change.
+fn target_changed(target: ExploreTarget) -> String {
+    let instruction = target_instruction(target).trim();
+    let guidance = instruction.strip_prefix("Query target: ").unwrap_or(instruction);
+    format!("Query target changed: {guidance}")
+}
+
 /// The answer must parse, answer exactly the batch's items, and name
 /// references that exist beneath the root.
-fn output_rules(files: &Arc<RepoFiles>, items: &[PromptItem]) -> OutputRules {
+fn output_rules(files: &Arc<RepoFiles>, items: &[PromptItem], phases: &phases::Phases) -> OutputRules {
     let ids: Vec<String> = items.iter().map(|item| item.item_id.clone()).collect();
     let files = Arc::clone(files);
+    let phases = phases.clone();
     let validate = move |text: &str| {
+        let since = Instant::now();
         // Checking references reads files; the loop calls validators on a
         // runtime worker, so tell the runtime this one is blocking.
         let check = || answer::validate(text, &ids, &files);
-        match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        let errors = match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
             Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(check),
             _ => check(),
-        }
+        };
+        phases.done("validation", since);
+        errors
     };
     OutputRules { shape: Box::new(|text: &str| text.trim().to_string()), validate: Box::new(validate) }
 }
@@ -432,9 +644,10 @@ mod tests {
     }
 
     #[test]
-    fn follow_up_ids_are_checked_before_any_work() {
-        assert!(unknown_session("nope").to_string().contains("invalid explore search ID"));
-        let valid = TaskId::generate().unwrap().to_string();
-        assert!(unknown_session(&valid).to_string().contains("unknown explore search ID"));
+    fn a_target_change_announces_the_new_target_with_its_guidance() {
+        let text = target_changed(ExploreTarget::Diagnose);
+        let guidance =
+            target_instruction(ExploreTarget::Diagnose).trim().trim_start_matches("Query target: diagnose. ");
+        assert!(text.starts_with("Query target changed: diagnose. ") && text.ends_with(guidance), "{text}");
     }
 }

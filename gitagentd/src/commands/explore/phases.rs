@@ -1,8 +1,11 @@
 //! `--debug` timings: `explore.phase` events with the phase, its
 //! `duration_ms` and the `elapsed_ms` since command entry (plus the model
 //! `step`, and the `tool` of individual tool timings). Each process
-//! reports only the work it owns: the batch's leader the collection,
-//! provider, tool and answer phases; a follower its `result_wait`.
+//! reports only the work it owns: every process its setup, reservation,
+//! semantic search, join grace and batch join; the batch's leader the
+//! collection, provider, tool, validation, repair, answer and persistence
+//! phases (and the deferred index synchronization); a follower its
+//! `result_wait`.
 //! Without `--debug` the reporter drops them; they never touch stdout.
 
 use super::super::generation::TraceSink;
@@ -28,6 +31,12 @@ impl Phases {
         let now = Instant::now();
         self.sink.event(event(phase, now - since, now - self.started));
         now
+    }
+
+    /// Reports `phase` as having taken `duration` until now (a step of a
+    /// search, timed by the search itself).
+    pub fn report(&self, phase: &str, duration: Duration) {
+        self.sink.event(event(phase, duration, self.started.elapsed()));
     }
 
     /// Reports a phase of model step `step`, optionally of one tool.
@@ -57,7 +66,13 @@ impl Phases {
                         if let Some(since) = state.request.take() {
                             phases.done_in_step("provider_request", since, state.step, None);
                         }
+                        if let Some(since) = state.repair.take() {
+                            phases.done("repair", since);
+                        }
                     }
+                    // The repair pass: from the rejected answer to the
+                    // repaired one's response.
+                    "validation" if text(&event, "decision") == "repair" => state.repair = Some(now),
                     "tool-call" => {
                         state.batch.get_or_insert(now);
                         state.calls.insert(text(&event, "call_id"), now);
@@ -84,6 +99,7 @@ impl Phases {
 struct LoopState {
     step: i64,
     request: Option<Instant>,
+    repair: Option<Instant>,
     batch: Option<Instant>,
     calls: HashMap<String, Instant>,
 }

@@ -88,13 +88,25 @@ pub async fn provider(
     settings: &Generation,
     cache_scope: &str,
 ) -> Result<Provider, CommandError> {
+    let key = git_agent_shared::identity::sha256_hex(cache_scope.as_bytes());
+    provider_with_key(services, invocation, settings, key).await
+}
+
+/// Like [`provider`], with the prompt-cache key itself (a lineage that
+/// keeps one key across runs, such as explore's follow-ups).
+pub async fn provider_with_key(
+    services: &Services,
+    invocation: &Invocation,
+    settings: &Generation,
+    prompt_cache_key: String,
+) -> Result<Provider, CommandError> {
     // Resolving reads `~/.codex/auth.json`: off the runtime.
     let (env, flags) = (invocation.env.clone(), settings.provider_flags.clone());
     let config = crate::blocking::run_to_end("the provider settings", move || provider::config::resolve(&env, &flags))
         .await?
         .map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
-    run_options.prompt_cache_key = Some(git_agent_shared::identity::sha256_hex(cache_scope.as_bytes()));
+    run_options.prompt_cache_key = Some(prompt_cache_key);
     Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
 }
 

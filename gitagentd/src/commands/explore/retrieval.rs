@@ -1,0 +1,166 @@
+//! Explore's semantic leads: before its question joins a batch, a fresh
+//! explore runs a warm-only filesystem search of the exploration root
+//! with the default limits and the code-only filter. When every selected
+//! chunk already has a vector, the ranked results go to the batch as
+//! unverified leads; when one is missing the probe stops before any
+//! embedding and the question goes without leads (the index is never
+//! built in the foreground). After a batch with warm leads is collected,
+//! its leader runs one ordinary index-only synchronization beside the
+//! provider conversation when an index remote is configured for a
+//! project with an origin ([`deferred_sync`]); its outcome is waited for
+//! before any session is persisted.
+
+use super::phases::Phases;
+use super::{CommandError, Invocation, Output};
+use crate::search::{self, SearchError, SearchRequest, progress::Feedback, settings};
+use crate::services::Services;
+use git_agent_shared::environment::vars;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio_util::sync::CancellationToken;
+
+/// One lead as the model sees it.
+#[derive(Debug, Serialize)]
+struct Lead {
+    /// `path:start-end`, relative to the exploration root.
+    range: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    symbol: Option<String>,
+    relatedness: f64,
+    excerpt: String,
+}
+
+/// What the probe found.
+pub enum Probe {
+    /// Every selected chunk had a vector: the ranked leads (possibly none).
+    Warm(serde_json::Value),
+    /// A vector was missing, or embeddings are not configured: no leads.
+    Cold,
+}
+
+/// The shared settings of the probe and the deferred synchronization.
+fn request(
+    invocation: &Invocation,
+    root: &Path,
+    question: &str,
+    index_only: bool,
+) -> Result<Option<SearchRequest>, SearchError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let embedding = match settings::resolve(&settings::SettingFlags::default(), &invocation.env, cores) {
+        Ok(embedding) => embedding,
+        // Without embedding credentials there is no index to read.
+        Err(settings::SettingsError::Environment(_)) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let selection = search::select(root, &invocation.env, &[])?;
+    Ok(Some(SearchRequest {
+        selection,
+        code_only: true,
+        no_tests: false,
+        reindex: false,
+        index_only,
+        warm_only: !index_only,
+        query: question.to_string(),
+        min_score: super::super::search::DEFAULT_MIN_SCORE,
+        limit: super::super::search::DEFAULT_LIMIT as usize,
+        settings: embedding,
+        ranking: settings::ranking(&invocation.env)?,
+        temp_dir: temp_dir(invocation),
+        started: SystemTime::now(),
+        remote: None,
+    }))
+}
+
+fn temp_dir(invocation: &Invocation) -> PathBuf {
+    invocation.env.absolute_dir(vars::TMPDIR).filter(|dir| dir.is_dir()).unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// Search progress for explore: nothing on the console but the transient
+/// waiting line, and each search step as a `<prefix>.<step>` phase.
+fn feedback(invocation: &Invocation, output: &Output, phases: &Phases, prefix: &'static str) -> Arc<Feedback> {
+    let phases = phases.clone();
+    let feedback = Feedback::new(output.clone(), false, false, invocation.stderr_is_terminal, &temp_dir(invocation))
+        .with_timings(Box::new(move |step, duration| phases.report(&format!("{prefix}.{step}"), duration)));
+    Arc::new(feedback)
+}
+
+/// The warm-only probe of `question` at `root`.
+pub async fn probe(
+    services: &Arc<Services>,
+    invocation: &Invocation,
+    output: &Output,
+    phases: &Phases,
+    root: &Path,
+    question: &str,
+    cancel: &CancellationToken,
+) -> Result<Probe, CommandError> {
+    let (env_invocation, root_owned, question_owned) = (invocation.clone(), root.to_path_buf(), question.to_string());
+    let request = crate::blocking::run("the explore search scope", cancel, move |_| {
+        request(&env_invocation, &root_owned, &question_owned, false)
+    })
+    .await??;
+    let Some(request) = request else { return Ok(Probe::Cold) };
+    let prefix = request.selection.root.clone();
+    let feedback = feedback(invocation, output, phases, "semantic_search");
+    let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
+    feedback.finish(None);
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(SearchError::NotWarm) => return Ok(Probe::Cold),
+        Err(error) => return Err(error.into()),
+    };
+    // Search paths are relative to the index root; leads are relative to
+    // the exploration root beneath it.
+    let below = root.strip_prefix(&prefix).ok().map(|rel| rel.to_string_lossy().replace('\\', "/"));
+    let leads: Vec<Lead> = outcome
+        .hits
+        .iter()
+        .filter_map(|hit| {
+            let path = match below.as_deref() {
+                None | Some("") => hit.path.as_str(),
+                Some(rel) => hit.path.strip_prefix(rel)?.strip_prefix('/')?,
+            };
+            Some(Lead {
+                range: format!("{path}:{}-{}", hit.start_line, hit.end_line),
+                symbol: hit.symbol.as_ref().map(|symbol| format!("{} {}", symbol.kind, symbol.name)),
+                relatedness: (hit.scores.rank * 1000.0).round() / 1000.0,
+                excerpt: hit.excerpt.clone(),
+            })
+        })
+        .collect();
+    Ok(Probe::Warm(serde_json::to_value(leads).map_err(CommandError::failed)?))
+}
+
+/// Whether a batch with warm leads needs the deferred synchronization:
+/// an index remote is configured and the project has an origin.
+pub fn needs_sync(invocation: &Invocation, root: &Path) -> bool {
+    let Ok(path) = git_agent_shared::paths::config_file(&invocation.env) else { return false };
+    let configured =
+        git_agent_shared::config_file::ConfigFile::load(&path).is_ok_and(|config| !config.index.remote.is_empty());
+    configured
+        && git_agent_shared::identity::ProjectIdentity::resolve(root).is_ok_and(|identity| identity.origin.is_some())
+}
+
+/// The one ordinary index-only synchronization of a batch's workspace,
+/// after its collection.
+pub async fn deferred_sync(
+    services: &Arc<Services>,
+    invocation: &Invocation,
+    output: &Output,
+    phases: &Phases,
+    root: &Path,
+    cancel: &CancellationToken,
+) -> Result<(), CommandError> {
+    let (env_invocation, root_owned) = (invocation.clone(), root.to_path_buf());
+    let request = crate::blocking::run("the explore search scope", cancel, move |_| {
+        request(&env_invocation, &root_owned, "", true)
+    })
+    .await??;
+    let Some(request) = request else { return Ok(()) };
+    let feedback = feedback(invocation, output, phases, "index_sync");
+    let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
+    feedback.finish(result.as_ref().err().map(ToString::to_string).as_deref());
+    result.map(|_| ()).map_err(CommandError::from)
+}
