@@ -270,7 +270,7 @@ impl TaskService {
             None => None,
         };
         let (mode, revision) = match &parent {
-            Some(parent) => (parent.mode, None),
+            Some(parent) => (parent.mode, parent.revision.clone()),
             None if args.codebase => (Mode::Codebase, None),
             None if args.staged => (Mode::Staged, None),
             None if args.base.is_some() => (Mode::Base, args.base.clone()),
@@ -296,7 +296,7 @@ impl TaskService {
         let (written, prepared) = tokio::join!(
             write(&record_path, &record),
             blocking::run_to_end("the inspection scope", move || match follow_up_launch {
-                true => prepare::prepare_follow_up(&prepare_cwd, mode, &prepare_env),
+                true => prepare::prepare_follow_up(&prepare_cwd, mode, revision.as_deref(), &prepare_env),
                 false => prepare::prepare_with(&prepare_cwd, mode, revision.as_deref(), &prepare_env),
             })
         );
@@ -361,6 +361,7 @@ impl TaskService {
                 .and_then(ParentTurn::reasoning_effort)
                 .unwrap_or_else(|| budget::reasoning_effort(command, depth, args.generation.reasoning_effort())),
             budget: plan,
+            depth,
             operator_hint: match &parent {
                 Some(_) => None,
                 None => args.operator_hint().as_deref().and_then(OperatorHint::new),
@@ -692,18 +693,22 @@ impl Worker {
     /// The replayable turn of a provider-backed success (a dry run has no
     /// conversation, so it cannot be followed up).
     fn turn(&self, outcome: EngineOutcome) -> Option<Value> {
-        if outcome.conversation.is_empty() {
+        if outcome.leaves.is_empty() || outcome.leaves.iter().any(|leaf| leaf.conversation.is_empty()) {
             return None;
         }
+        let prepared = &self.request.prepared;
+        // `--base` keeps the ref as given; `--commit` keeps the commit.
+        let revision = prepared.range.as_ref().map(|range| match prepared.mode {
+            Mode::Commit => range.target_commit.clone(),
+            _ => range.requested.clone(),
+        });
         let turn = TurnRecord {
             lineage: &self.lineage,
-            mode: self.request.prepared.mode,
-            workspace: &self.request.prepared.root,
+            mode: prepared.mode,
+            revision,
+            workspace: &prepared.root,
             depth: self.depth,
-            model: &self.request.model,
-            reasoning_effort: self.request.reasoning_effort,
-            turn_state: outcome.turn_state,
-            conversation: outcome.conversation,
+            leaves: outcome.leaves,
         };
         serde_json::to_value(turn.metadata()).ok()
     }

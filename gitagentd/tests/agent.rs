@@ -321,3 +321,68 @@ async fn forced_finalization_offers_neither_hosted_nor_local_tools() {
     assert!(last.get("tools").is_none() && last.get("max_tool_calls").is_none(), "{last}");
     assert!(!last["include"].to_string().contains("web_search"), "{last}");
 }
+
+fn control() -> gitagentd::provider::ToolSpec {
+    gitagentd::provider::ToolSpec {
+        name: "branch".into(),
+        description: "terminal control".into(),
+        parameters: schema::strict::<schema::NoArguments>(),
+    }
+}
+
+async fn run_with_control(fake: &FakeOpenAi, task: &AgentTask) -> Result<agent::Node, AgentError> {
+    let provider = provider(fake);
+    let trace = |_| {};
+    let context = RunContext { provider: &provider, cancel: CancellationToken::new(), deadline: None, trace: &trace };
+    let spec = control();
+    tokio::time::timeout(Duration::from_secs(20), agent::run_node(&context, task, None, Some(&spec)))
+        .await
+        .expect("both ordinary calls must be in flight together, or the rendezvous never completes")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinary_calls_beside_a_control_call_run_concurrently_and_join_before_it_is_accepted() {
+    let fake = FakeOpenAi::start();
+    let calls = [("c1", "second", "{}"), ("c2", "branch", "{}"), ("c3", "first", "{}")];
+    fake.push(Reply::Events(events::tool_calls(&calls, json!({"input_tokens": 7}))));
+    let (mut tools, log) = rendezvous_tools(2);
+    let checked = Arc::new(Mutex::new(Vec::new()));
+    let (seen, ran) = (Arc::clone(&checked), Arc::clone(&log));
+    tools.guard_batches(Arc::new(move || {
+        seen.lock().unwrap().push(ran.lock().unwrap().len());
+        Box::pin(async { Ok(()) })
+    }));
+    let node = run_with_control(&fake, &task(tools, Limits::default(), "go".into())).await.unwrap();
+    let agent::Node::Branch(call) = node else { panic!("the control call retires the conversation") };
+    assert_eq!((call.call_id.as_str(), call.arguments.as_str()), ("c2", "{}"));
+    assert_eq!(*checked.lock().unwrap(), vec![2], "the snapshot check follows the joined calls");
+    assert_eq!((call.outcome.tool_calls, call.outcome.steps), (3, 1), "the control call is one budget unit");
+    let encoded = gitagentd::provider::items_to_json(&call.conversation);
+    let outputs: Vec<&str> = encoded
+        .iter()
+        .filter(|item| item["type"] == "function_call_output")
+        .map(|item| item["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs, ["c1", "c3"], "ordinary outputs in provider order; the control call has none yet");
+    assert!(encoded.iter().any(|item| item["type"] == "function_call" && item["call_id"] == "c2"));
+    assert_eq!(fake.requests().len(), 1, "a retired conversation makes no further request");
+    assert!(fake.requests()[0].tool_names().contains(&"branch".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_snapshot_check_refuses_a_lone_control_call() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "branch", "{}")], json!({}))));
+    let (mut tools, _log) = rendezvous_tools(2);
+    tools.guard_batches(Arc::new(|| Box::pin(async { Err(gitagentd::tools::ToolError::Cancelled) })));
+    let result = run_with_control(&fake, &task(tools, Limits::default(), "go".into())).await;
+    assert!(matches!(result, Err(AgentError::Cancelled)), "{result:?}");
+}
+
+#[tokio::test]
+async fn two_control_calls_in_one_response_are_refused() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "branch", "{}"), ("c2", "branch", "{}")], json!({}))));
+    let result = run_with_control(&fake, &task(ToolRegistry::new(), Limits::default(), "go".into())).await;
+    assert!(matches!(result, Err(AgentError::InvalidBatch(BatchError::SeveralControlCalls { .. }))), "{result:?}");
+}

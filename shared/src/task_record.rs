@@ -144,6 +144,11 @@ pub struct TurnMetadata {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub parent_id: String,
     pub mode: String,
+    /// What a `base` or `commit` turn compares: the `--base` ref as given
+    /// (a follow-up reviews the branch as it is then), or the resolved
+    /// commit of `--commit`; empty for the other modes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub revision: String,
     /// The repository work tree the turn inspected.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub workspace: String,

@@ -40,17 +40,32 @@ pub enum BatchError {
     UnknownTool { name: String, call_id: String },
     #[error("the call id {call_id} is used twice")]
     ReusedCallId { call_id: String },
+    #[error("one response may call {name:?} at most once")]
+    SeveralControlCalls { name: String },
 }
 
-pub(super) fn validate(calls: &[FunctionCall], tools: &ToolRegistry, seen: &Seen) -> Result<Batch, BatchError> {
+/// Admits a response's calls: every call names an offered tool (or the
+/// terminal `control` function, at most once) with a fresh id.
+pub(super) fn validate(
+    calls: &[FunctionCall],
+    tools: &ToolRegistry,
+    control: Option<&str>,
+    seen: &Seen,
+) -> Result<Batch, BatchError> {
     let mut ids = HashSet::new();
     let mut signatures = HashSet::new();
     let mut repeated_tool = None;
+    let mut controls = 0;
     for call in calls {
         if call.call_id.trim().is_empty() {
             return Err(BatchError::MissingCallId { name: call.name.clone() });
         }
-        if tools.get(&call.name).is_none() {
+        if Some(call.name.as_str()) == control {
+            controls += 1;
+            if controls > 1 {
+                return Err(BatchError::SeveralControlCalls { name: call.name.clone() });
+            }
+        } else if tools.get(&call.name).is_none() {
             return Err(BatchError::UnknownTool { name: call.name.clone(), call_id: call.call_id.clone() });
         }
         if seen.ids.contains(&call.call_id) || !ids.insert(call.call_id.clone()) {

@@ -10,6 +10,12 @@
 //! The loop knows tools only through [`ToolRegistry`] and the provider
 //! only through domain values; it never writes to the caller directly but
 //! reports through a trace sink.
+//!
+//! [`run_node`] may also offer one terminal control function (review's
+//! `branch`) on normal steps. The loop never runs it: the ordinary calls
+//! of the same response run and join first (and the batch guard rechecks
+//! the snapshot), then the conversation retires and hands the call back
+//! as [`Node::Branch`] for the caller to fan out.
 
 mod batch;
 pub use batch::BatchError;
@@ -18,7 +24,8 @@ mod request;
 pub use request::{AgentTask, Layers};
 
 use crate::provider::{
-    FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, Usage,
+    FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, ToolSpec,
+    Usage,
 };
 use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
 use crate::trace::Event;
@@ -160,10 +167,51 @@ struct Conversation<'a> {
     seen: batch::Seen,
     /// Hosted search for normal steps, until the provider rejects it.
     web_search: Option<HostedSearch>,
+    /// The terminal control function normal steps offer, if any.
+    control: Option<&'a ToolSpec>,
+}
+
+/// How one conversation ended: with a validated answer, or retired by the
+/// terminal control call it made.
+#[derive(Debug)]
+pub enum Node {
+    Final(Outcome),
+    Branch(ControlCall),
+}
+
+/// An accepted terminal control call and the conversation that made it.
+#[derive(Debug, Clone)]
+pub struct ControlCall {
+    pub call_id: String,
+    pub arguments: String,
+    /// The provider-visible conversation up to the call: its response
+    /// (the control call included) and the outputs of the ordinary calls
+    /// beside it, in provider order. The control call has no output yet;
+    /// each child appends its own.
+    pub conversation: Vec<Item>,
+    /// The retired conversation's counters: its steps, usage and tool
+    /// calls (the control call counts as one).
+    pub outcome: Outcome,
 }
 
 /// Runs `task` to a final, validated text.
 pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRules>) -> Result<Outcome, AgentError> {
+    match run_node(ctx, task, rules, None).await? {
+        Node::Final(outcome) => Ok(outcome),
+        // Without a control function no call can retire the conversation.
+        Node::Branch(_) => Err(AgentError::NoOutput { step: 0 }),
+    }
+}
+
+/// Runs `task` like [`run`], offering `control` beside the registry's tools
+/// on every normal step (never on forced finalization or repair). A
+/// response that calls it ends the conversation with [`Node::Branch`].
+pub async fn run_node(
+    ctx: &RunContext<'_>,
+    task: &AgentTask,
+    rules: Option<&OutputRules>,
+    control: Option<&ToolSpec>,
+) -> Result<Node, AgentError> {
     let mut conversation = Conversation {
         ctx,
         task,
@@ -172,20 +220,33 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
         outcome: Outcome::default(),
         seen: batch::Seen::default(),
         web_search: task.web_search,
+        control,
     };
-    let (text, items) = conversation.run_tools_loop().await?;
+    let (text, items) = match conversation.run_tools_loop().await? {
+        Ended::Answer(text, items) => (text, items),
+        Ended::Control(call) => {
+            let mut outcome = conversation.outcome;
+            outcome.conversation = conversation.items;
+            return Ok(Node::Branch(ControlCall {
+                call_id: call.call_id,
+                arguments: call.arguments,
+                conversation: outcome.conversation.clone(),
+                outcome,
+            }));
+        }
+    };
     conversation.items = items;
     let Some(rules) = rules else {
         conversation.outcome.text = text;
         conversation.outcome.conversation = conversation.items;
-        return Ok(conversation.outcome);
+        return Ok(Node::Final(conversation.outcome));
     };
     let shaped = (rules.shape)(&text);
     let errors = (rules.validate)(&shaped);
     if errors.is_empty() {
         conversation.outcome.text = shaped;
         conversation.outcome.conversation = conversation.items;
-        return Ok(conversation.outcome);
+        return Ok(Node::Final(conversation.outcome));
     }
     (ctx.trace)(
         Event::new("validation").with("decision", "repair").with("errors", crate::trace::Value::List(errors.clone())),
@@ -206,34 +267,50 @@ pub async fn run(ctx: &RunContext<'_>, task: &AgentTask, rules: Option<&OutputRu
     conversation.items.extend(answer_items(&response));
     conversation.outcome.text = shaped;
     conversation.outcome.conversation = conversation.items;
-    Ok(conversation.outcome)
+    Ok(Node::Final(conversation.outcome))
+}
+
+/// How the tool loop ended.
+enum Ended {
+    /// A text answer and the conversation including it.
+    Answer(String, Vec<Item>),
+    /// The terminal control call, after the ordinary calls beside it ran.
+    Control(FunctionCall),
 }
 
 impl Conversation<'_> {
     /// Steps until the model answers with text; returns the text and the
     /// conversation including that answer.
-    async fn run_tools_loop(&mut self) -> Result<(String, Vec<Item>), AgentError> {
+    async fn run_tools_loop(&mut self) -> Result<Ended, AgentError> {
         let limits = self.task.limits;
         let tools = &self.task.tools;
+        let control = self.control;
+        let specs = || {
+            let mut specs = tools.specs();
+            specs.extend(control.cloned());
+            specs
+        };
+        let control_name = control.map(|spec| spec.name.as_str());
         for step in 1..=limits.max_steps {
             let status = request::budget_status(step, limits, self.outcome.tool_calls)?;
             self.items.push(Item::developer(status).with_cache_breakpoint());
             if step == 1 {
-                let estimated = self.estimate(tools.specs());
+                let estimated = self.estimate(specs());
                 if estimated >= limits.context_tokens {
                     return Err(AgentError::ContextTooLarge { estimated, limit: limits.context_tokens });
                 }
             }
-            let response = self.normal_step(tools.specs()).await?;
+            let response = self.normal_step(specs()).await?;
             if response.tool_calls.is_empty() {
                 if response.text.trim().is_empty() {
                     return Err(AgentError::NoOutput { step: self.outcome.steps });
                 }
                 let mut items = self.items.clone();
                 items.extend(answer_items(&response));
-                return Ok((response.text, items));
+                return Ok(Ended::Answer(response.text, items));
             }
-            let batch = batch::validate(&response.tool_calls, tools, &self.seen).map_err(AgentError::InvalidBatch)?;
+            let batch = batch::validate(&response.tool_calls, tools, control_name, &self.seen)
+                .map_err(AgentError::InvalidBatch)?;
             self.append_calls(&response);
             if response.usage.input_tokens >= limits.context_tokens {
                 let ceiling = Ceiling::Context { used: response.usage.input_tokens, limit: limits.context_tokens };
@@ -250,8 +327,21 @@ impl Conversation<'_> {
                 return self.finalize(ceiling).await;
             }
             self.seen.remember(&batch.calls);
-            self.execute(&batch.calls).await?;
-            let next = self.estimate(tools.specs());
+            let (ordinary, control): (Vec<FunctionCall>, Vec<FunctionCall>) =
+                batch.calls.into_iter().partition(|call| Some(call.name.as_str()) != control_name);
+            if !ordinary.is_empty() {
+                self.execute(&ordinary).await?;
+            }
+            if let Some(call) = control.into_iter().next() {
+                // The snapshot is rechecked before the call is accepted,
+                // even when no ordinary call ran beside it.
+                if ordinary.is_empty() {
+                    self.check_batch().await?;
+                }
+                self.outcome.tool_calls += 1;
+                return Ok(Ended::Control(call));
+            }
+            let next = self.estimate(specs());
             if next >= limits.context_tokens {
                 return self.finalize(Ceiling::Context { used: next, limit: limits.context_tokens }).await;
             }
@@ -406,16 +496,7 @@ impl Conversation<'_> {
         };
         // Whatever the calls read must still describe the state the task
         // is bound to once they have all returned.
-        if let Some(guard) = self.task.tools.batch_guard() {
-            let checked = tokio::select! {
-                biased;
-                () = self.ctx.cancel.cancelled() => return Err(self.ctx.stopped()),
-                checked = guard() => checked,
-            };
-            if checked.is_err() {
-                return Err(self.ctx.stopped());
-            }
-        }
+        self.check_batch().await?;
         self.outcome.tool_time += started.elapsed();
         for (call, result) in calls.iter().zip(results) {
             let (output, truncated) = match result {
@@ -436,8 +517,19 @@ impl Conversation<'_> {
         Ok(())
     }
 
+    /// Runs the registry's batch guard, if any: a failure stops the loop.
+    async fn check_batch(&self) -> Result<(), AgentError> {
+        let Some(guard) = self.task.tools.batch_guard() else { return Ok(()) };
+        let checked = tokio::select! {
+            biased;
+            () = self.ctx.cancel.cancelled() => return Err(self.ctx.stopped()),
+            checked = guard() => checked,
+        };
+        checked.map_err(|_| self.ctx.stopped())
+    }
+
     /// The tool-free final request after a ceiling.
-    async fn finalize(&mut self, ceiling: Ceiling) -> Result<(String, Vec<Item>), AgentError> {
+    async fn finalize(&mut self, ceiling: Ceiling) -> Result<Ended, AgentError> {
         let limits = self.task.limits;
         (self.ctx.trace)(
             Event::new("budget")
@@ -468,7 +560,7 @@ impl Conversation<'_> {
         }
         let mut items = self.items.clone();
         items.extend(answer_items(&response));
-        Ok((response.text, items))
+        Ok(Ended::Answer(response.text, items))
     }
 }
 

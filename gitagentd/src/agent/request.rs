@@ -43,6 +43,7 @@ impl Layers {
 }
 
 /// Everything the loop needs for one task.
+#[derive(Clone)]
 pub struct AgentTask {
     pub layers: Layers,
     /// Layer 7.

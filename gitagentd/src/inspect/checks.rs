@@ -533,6 +533,10 @@ pub struct ClippyPlan {
     pub invocations: Vec<ClippyInvocation>,
     /// Root-relative changed paths that may carry diagnostics.
     pub scope: BTreeSet<String>,
+    /// The target lines each changed `.rs` path added or rewrote
+    /// (inclusive ranges): a diagnostic must start on one of them, so an
+    /// unchanged line of a changed file adds nothing to the report.
+    pub lines: BTreeMap<String, Vec<(i64, i64)>>,
     /// Cargo's target folder, private, under the metadata root.
     pub target_dir: PathBuf,
     pub snapshot: Option<std::sync::Arc<tempfile::TempDir>>,
@@ -578,9 +582,47 @@ pub fn plan_clippy(
             .map(|(manifest_dir, packages)| ClippyInvocation { manifest_dir, packages })
             .collect(),
         scope: prepared.paths.iter().cloned().collect(),
+        lines: prepared
+            .paths
+            .iter()
+            .filter(|path| path.ends_with(".rs"))
+            .map(|path| (path.clone(), changed_lines(prepared, git_env, path)))
+            .collect(),
         target_dir: target_dir.to_path_buf(),
         snapshot,
     }))
+}
+
+/// The target lines `path` added or rewrote against the base: the new
+/// side of its zero-context hunks.
+fn changed_lines(prepared: &PreparedScope, git_env: &GitEnv, path: &str) -> Vec<(i64, i64)> {
+    use super::report::{Source, read_source};
+    let target = match prepared.mode {
+        Mode::Staged => Source::Index,
+        Mode::Base | Mode::Commit => Source::Target,
+        Mode::Uncommitted | Mode::Codebase => Source::Worktree,
+    };
+    let Some(new) = read_source(prepared, git_env, target, path) else { return Vec::new() };
+    let old = read_source(prepared, git_env, Source::Head, path).unwrap_or_default();
+    let mut ranges = Vec::new();
+    let content = crate::git::patch::Content::Bytes { old: &old, new: &new };
+    crate::git::patch::write_content_hunks(content, 0, &mut |line| {
+        ranges.extend(hunk_target(line));
+        true
+    });
+    ranges
+}
+
+/// The inclusive target range of a hunk header (`@@ -a,b +c,d @@`); none
+/// for a header that only deletes (`d` = 0) or a line that is no header.
+fn hunk_target(line: &str) -> Option<(i64, i64)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let target = rest.split_whitespace().nth(1)?.strip_prefix('+')?;
+    let (start, count) = match target.split_once(',') {
+        Some((start, count)) => (start.parse::<i64>().ok()?, count.parse::<i64>().ok()?),
+        None => (target.parse::<i64>().ok()?, 1),
+    };
+    (count > 0).then_some((start, start + count - 1))
 }
 
 /// The package owning a changed `.rs` file and the folder cargo runs in.
@@ -789,6 +831,10 @@ fn normalize_clippy(plan: &ClippyPlan, invocation: &ClippyInvocation, message: C
     if !relative.ends_with(".rs") || !plan.scope.contains(&relative) {
         return None;
     }
+    let changed = plan.lines.get(&relative)?;
+    if !changed.iter().any(|(start, end)| (*start..=*end).contains(&span.line_start)) {
+        return None;
+    }
     Some(Diagnostic {
         path: relative,
         line: span.line_start,
@@ -983,6 +1029,36 @@ mod tests {
         assert_eq!(plan.invocations.len(), 2, "{:?}", plan.invocations);
     }
 
+    #[test]
+    fn codebase_module_discovery_fails_on_an_unreadable_folder_unless_it_is_ignored() {
+        let fixture = Fixture::new();
+        fixture.write("kept/go.mod", "module example.test/kept\n");
+        fixture.write("kept/k.go", "package kept\n");
+        fixture.commit_all("initial");
+        // A folder whose path is longer than PATH_MAX: no process can list
+        // it by path, root included (tests may run as root, which reads
+        // any mode). `mkdir -p` creates it one component at a time.
+        let component = "d".repeat(250);
+        let deep = vec![component.as_str(); 18].join("/");
+        let made = std::process::Command::new("mkdir")
+            .args(["-p", &deep])
+            .current_dir(fixture.repo().join("kept"))
+            .status()
+            .expect("run mkdir");
+        assert!(made.success(), "mkdir -p {deep}");
+        let path = fake_linter(fixture.dir.path());
+        let prepared = fixture.prepare(Mode::Codebase).unwrap();
+        let error = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap_err();
+        assert!(matches!(&error, PlanError::Access { message } if message.contains("too long")), "{error}");
+
+        let excludes = fixture.home().join(".config/git/ignore");
+        std::fs::create_dir_all(excludes.parent().unwrap()).unwrap();
+        std::fs::write(&excludes, format!("kept/{component}/\n")).unwrap();
+        let plan = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap().unwrap();
+        let root = std::fs::canonicalize(fixture.repo()).unwrap();
+        assert_eq!(plan.invocations, [Invocation { module_root: root.join("kept"), target: "./...".into() }]);
+    }
+
     /// The caller's environment as far as cargo needs it.
     fn rust_env() -> git_agent_shared::Environment {
         let mut vars = std::collections::BTreeMap::new();
@@ -1006,12 +1082,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn clippy_findings_are_limited_to_changed_files() {
+    async fn clippy_findings_are_limited_to_changed_lines() {
         let fixture = Fixture::new();
         tiny_crate(&fixture, "");
         fixture.write("Cargo.lock", "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n[[package]]\nname = \"tiny\"\nversion = \"0.1.0\"\n");
+        fixture.write("src/changed.rs", "pub fn a() -> i32 {\n    1\n}\n\npub fn b() -> i32 {\n    return 3;\n}\n");
         fixture.commit_all("initial");
-        fixture.write("src/changed.rs", "pub fn a() -> i32 {\n    return 2;\n}\n");
+        // Line 2 changes; `b`'s needless return on line 6 stays as it was.
+        fixture.write(
+            "src/changed.rs",
+            "pub fn a() -> i32 {\n    return 2;\n}\n\npub fn b() -> i32 {\n    return 3;\n}\n",
+        );
         fixture.write("README.md", "changed\n");
         let env = rust_env();
         let target = fixture.dir.path().join("clippy-target");
@@ -1027,8 +1108,9 @@ mod tests {
         assert_eq!(
             result.diagnostics.iter().map(|d| (d.path.as_str(), d.line, d.code.as_str())).collect::<Vec<_>>(),
             [("src/changed.rs", 2, "clippy::needless_return")],
-            "the unchanged lib.rs has the same lint but is not in scope: {result:?}"
+            "the unchanged lib.rs and the unchanged line 6 have the same lint but are not in scope: {result:?}"
         );
+        assert_eq!(plan.lines["src/changed.rs"], [(2, 2)]);
         result.validate().unwrap();
         assert!(target.is_dir() && !root.join("target").exists(), "cargo builds in the private target folder only");
         let status = fixture.git(&["status", "--porcelain"]);
@@ -1083,6 +1165,14 @@ mod tests {
         );
         let codebase = fixture.prepare(Mode::Codebase).unwrap();
         assert!(plan_clippy(&codebase, rust_env().get("PATH"), &fixture.env(), &target).unwrap().is_none());
+    }
+
+    #[test]
+    fn hunk_headers_give_the_changed_target_lines() {
+        assert_eq!(hunk_target("@@ -1,2 +3,4 @@ fn x"), Some((3, 6)));
+        assert_eq!(hunk_target("@@ -5 +7 @@"), Some((7, 7)));
+        assert_eq!(hunk_target("@@ -5,2 +4,0 @@"), None, "a pure deletion changes no target line");
+        assert_eq!(hunk_target("+added line"), None);
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct InspectionRequest {
     pub cwd: std::path::PathBuf,
     pub prepared: Arc<PreparedScope>,
     pub budget: BudgetPlan,
+    /// `--depth` (inherited by a follow-up): the budget and the branch
+    /// policy.
+    pub depth: git_agent_shared::cli::Depth,
     pub model: String,
     pub reasoning_effort: &'static str,
     pub operator_hint: Option<OperatorHint>,
@@ -51,13 +54,25 @@ pub struct InspectionRequest {
 /// What a follow-up continues from its parent turn.
 #[derive(Debug, Clone)]
 pub struct FollowUp {
-    /// The parent's complete replayable provider input, its answer included.
-    pub history: Vec<crate::provider::Item>,
-    /// The parent's complete final report.
+    /// Every terminal leaf of the parent (one for an unbranched parent),
+    /// each continued concurrently as a root of the new inspection.
+    pub roots: Vec<FollowUpRoot>,
+    /// The parent's complete final report (merged, for a branched parent).
     pub previous_report: serde_json::Value,
     /// The new prompt (argv joined with single spaces).
     pub prompt: String,
-    /// The parent's `x-codex-turn-state`, for a context-preserving turn.
+}
+
+/// One parent leaf a follow-up continues.
+#[derive(Debug, Clone)]
+pub struct FollowUpRoot {
+    /// The leaf's reporting responsibility; empty for an unbranched parent.
+    pub scope: String,
+    pub model: String,
+    pub reasoning_effort: String,
+    /// The leaf's complete replayable provider input, its answer included.
+    pub history: Vec<crate::provider::Item>,
+    /// The leaf's `x-codex-turn-state`, for a context-preserving turn.
     pub turn_state: Option<String>,
 }
 
@@ -76,16 +91,28 @@ pub struct EngineOutcome {
     /// Provider-reported usage summed over every request of the task
     /// (every conversation, schema repair and forced finalization).
     pub usage: crate::provider::Usage,
-    /// Child conversations created by branch fan-out (none yet: fan-out
-    /// is not implemented).
+    /// Child conversations created by branch fan-out.
     pub branches_created: u64,
-    /// The provider-visible conversation a follow-up replays (record
-    /// JSON, [`crate::provider::items_to_json`]); empty for a dry run.
-    pub conversation: Vec<serde_json::Value>,
-    /// The last `x-codex-turn-state` of the lineage, if any.
-    pub turn_state: Option<String>,
+    /// Every terminal conversation a follow-up continues, in leaf order;
+    /// empty for a dry run.
+    pub leaves: Vec<LeafTurn>,
     /// Usage, skills and tool counts for the post-inspection hooks.
     pub metrics: super::metrics::InspectionMetrics,
+}
+
+/// One terminal conversation of a finished inspection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeafTurn {
+    /// The branch responsibility it reported on; empty for an unbranched
+    /// inspection.
+    pub scope: String,
+    pub model: String,
+    pub reasoning_effort: String,
+    /// Its last `x-codex-turn-state`, if any.
+    pub turn_state: Option<String>,
+    /// Its provider-visible conversation, answer included (record JSON,
+    /// [`crate::provider::items_to_json`]).
+    pub conversation: Vec<serde_json::Value>,
 }
 
 /// Why an engine produced no report.

@@ -6,9 +6,14 @@
 //! parent's cache key and turn state; the next one resets the lineage
 //! (depth zero, no parent, a new cache key, no turn state) while still
 //! inheriting the whole input and report. The parent record is only
-//! read, so simultaneous follow-ups become independent siblings.
+//! read, so simultaneous follow-ups become independent siblings. A
+//! branched parent is continued leaf by leaf: every terminal leaf becomes
+//! a root of the new inspection with its own model, effort and turn
+//! state. A `--base` or `--commit` parent keeps its revision, so the
+//! follow-up prepares the same kind of range (with a fingerprint of its
+//! own).
 
-use super::engine::{FollowUp, lineage_cache_key};
+use super::engine::{FollowUp, FollowUpRoot, LeafTurn, lineage_cache_key};
 use super::prepare::Mode;
 use crate::provider;
 use git_agent_shared::cli::Depth;
@@ -35,10 +40,6 @@ pub enum FollowUpError {
         "task {id} is not follow-up eligible: its record has no replayable turn (it was a dry run or was written by an older git-agent)\nhint: start a new `git-agent {command}`"
     )]
     NotEligible { id: String, command: &'static str },
-    #[error(
-        "task {id} has {leaves} branch leaves; continuing a branched task is not supported yet\nhint: start a new `git-agent {command}`"
-    )]
-    Branched { id: String, leaves: usize, command: &'static str },
     #[error("task {id} inspected another workspace ({parent}), not {current}\nhint: run the follow-up from {parent}")]
     OtherWorkspace { id: String, parent: String, current: String },
 }
@@ -50,6 +51,8 @@ pub struct ParentTurn {
     pub turn: TurnMetadata,
     pub report: Value,
     pub mode: Mode,
+    /// The `--base` ref or `--commit` commit of a range parent.
+    pub revision: Option<String>,
     pub depth: Depth,
 }
 
@@ -96,25 +99,28 @@ pub fn find_parent(
     if !turn.follow_up_eligible() {
         return Err(not_eligible());
     }
-    if turn.leaves.len() > 1 {
-        return Err(FollowUpError::Branched { id: id.to_string(), leaves: turn.leaves.len(), command: wanted });
-    }
     let mode = match turn.mode.as_str() {
         "uncommitted" => Mode::Uncommitted,
         "staged" => Mode::Staged,
         "codebase" => Mode::Codebase,
+        "base" => Mode::Base,
+        "commit" => Mode::Commit,
         _ => return Err(not_eligible()),
     };
+    let revision = (!turn.revision.is_empty()).then(|| turn.revision.clone());
+    if mode.is_commit_range() != revision.is_some() {
+        return Err(not_eligible());
+    }
     let depth = match turn.review_depth.as_str() {
         "fast" => Depth::Fast,
         "balanced" => Depth::Balanced,
         "thorough" => Depth::Thorough,
         _ => return Err(not_eligible()),
     };
-    if provider::items_from_json(&replay_input(&turn, &turn.leaves[0])).is_none() {
+    if turn.leaves.iter().any(|leaf| provider::items_from_json(&replay_input(&turn, leaf)).is_none()) {
         return Err(not_eligible());
     }
-    Ok(ParentTurn { id, turn, report, mode, depth })
+    Ok(ParentTurn { id, turn, report, mode, revision, depth })
 }
 
 impl ParentTurn {
@@ -143,25 +149,43 @@ impl ParentTurn {
         Err(FollowUpError::OtherWorkspace { id: self.id.to_string(), parent: self.turn.workspace.clone(), current })
     }
 
-    /// The model and reasoning effort the parent's leaf used.
+    /// The model and reasoning effort the parent's (first) leaf used: the
+    /// task's own, for its record and hooks.
     pub fn model(&self) -> &str {
-        &self.leaf().model
+        &self.turn.leaves[0].model
     }
 
     pub fn reasoning_effort(&self) -> Option<&'static str> {
-        ["low", "medium", "high", "xhigh"].into_iter().find(|effort| *effort == self.leaf().reasoning_effort)
+        effort(&self.turn.leaves[0].reasoning_effort)
     }
 
-    /// What the engine continues: the parent's whole conversation, its
-    /// report and the new prompt.
+    /// What the engine continues: every leaf's whole conversation, the
+    /// (merged) report and the new prompt. Each leaf keeps its turn state
+    /// only in a context-preserving turn.
     pub fn follow_up(&self, prompt: String, lineage: &Lineage) -> FollowUp {
-        let history = provider::items_from_json(&replay_input(&self.turn, self.leaf())).unwrap_or_default();
-        FollowUp { history, previous_report: self.report.clone(), prompt, turn_state: lineage.turn_state.clone() }
+        let preserving = lineage.parent_id.is_some();
+        let roots = self
+            .turn
+            .leaves
+            .iter()
+            .map(|leaf| FollowUpRoot {
+                scope: leaf.scope.clone(),
+                model: leaf.model.clone(),
+                reasoning_effort: leaf.reasoning_effort.clone(),
+                history: provider::items_from_json(&replay_input(&self.turn, leaf)).unwrap_or_default(),
+                turn_state: (preserving && !leaf.turn_state.is_empty()).then(|| leaf.turn_state.clone()),
+            })
+            .collect();
+        FollowUp { roots, previous_report: self.report.clone(), prompt }
     }
 
     fn leaf(&self) -> &TurnLeaf {
         &self.turn.leaves[0]
     }
+}
+
+fn effort(text: &str) -> Option<&'static str> {
+    ["low", "medium", "high", "xhigh"].into_iter().find(|effort| *effort == text)
 }
 
 /// A leaf's complete input: the common prefix, then its own suffix.
@@ -173,35 +197,50 @@ fn replay_input(turn: &TurnMetadata, leaf: &TurnLeaf) -> Vec<Value> {
 pub struct TurnRecord<'a> {
     pub lineage: &'a Lineage,
     pub mode: Mode,
+    /// The revision a range mode compares (see [`TurnMetadata::revision`]).
+    pub revision: Option<String>,
     pub workspace: &'a Path,
     pub depth: Depth,
-    pub model: &'a str,
-    pub reasoning_effort: &'a str,
-    pub turn_state: Option<String>,
-    pub conversation: Vec<Value>,
+    pub leaves: Vec<LeafTurn>,
 }
 
 impl TurnRecord<'_> {
-    /// The record's `turn`: one leaf, its whole conversation stored as the
-    /// common prefix.
+    /// The record's `turn`: the input every leaf shares stored once, then
+    /// each leaf's own suffix.
     pub fn metadata(self) -> TurnMetadata {
+        let shared = common_prefix(&self.leaves);
+        let input = self.leaves.first().map(|leaf| leaf.conversation[..shared].to_vec()).unwrap_or_default();
         TurnMetadata {
             parent_id: self.lineage.parent_id.clone().unwrap_or_default(),
             mode: self.mode.as_str().into(),
+            revision: self.revision.unwrap_or_default(),
             workspace: self.workspace.display().to_string(),
             review_depth: self.depth.as_str().into(),
             depth: self.lineage.depth,
             prompt_cache_key: self.lineage.prompt_cache_key.clone(),
-            input: self.conversation,
-            leaves: vec![TurnLeaf {
-                scope: String::new(),
-                model: self.model.into(),
-                reasoning_effort: self.reasoning_effort.into(),
-                turn_state: self.turn_state.unwrap_or_default(),
-                input: Vec::new(),
-            }],
+            input,
+            leaves: self
+                .leaves
+                .into_iter()
+                .map(|leaf| TurnLeaf {
+                    scope: leaf.scope,
+                    model: leaf.model,
+                    reasoning_effort: leaf.reasoning_effort,
+                    turn_state: leaf.turn_state.unwrap_or_default(),
+                    input: leaf.conversation[shared..].to_vec(),
+                })
+                .collect(),
         }
     }
+}
+
+/// How many leading items every leaf's conversation shares. A single
+/// leaf shares all of it, so its whole conversation is the prefix.
+fn common_prefix(leaves: &[LeafTurn]) -> usize {
+    let Some((first, rest)) = leaves.split_first() else { return 0 };
+    rest.iter().fold(first.conversation.len(), |shared, leaf| {
+        first.conversation.iter().zip(&leaf.conversation).take(shared).take_while(|(a, b)| a == b).count()
+    })
 }
 
 #[cfg(test)]
@@ -264,6 +303,85 @@ mod tests {
         assert!(matches!(error, FollowUpError::OtherCommand { .. }), "{error}");
     }
 
+    fn message(text: &str) -> Value {
+        serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]})
+    }
+
+    fn leaf(scope: &str, conversation: Vec<Value>) -> LeafTurn {
+        LeafTurn {
+            scope: scope.into(),
+            model: format!("model-{scope}"),
+            reasoning_effort: "low".into(),
+            turn_state: Some(format!("state-{scope}")),
+            conversation,
+        }
+    }
+
+    #[test]
+    fn a_branched_turn_stores_its_shared_prefix_once_and_continues_every_leaf() {
+        let dir = tempfile::tempdir().unwrap();
+        let (task, fork) = (message("task"), message("fork"));
+        let leaves = vec![
+            leaf("a", vec![task.clone(), fork.clone(), message("a1"), message("a2")]),
+            leaf("b", vec![task.clone(), fork.clone(), message("b1")]),
+        ];
+        let lineage = Lineage::initial(TaskCommand::Review, PARENT);
+        let record = TurnRecord {
+            lineage: &lineage,
+            mode: Mode::Uncommitted,
+            revision: None,
+            workspace: Path::new("/work/repo"),
+            depth: Depth::Thorough,
+            leaves,
+        };
+        let turn = record.metadata();
+        assert_eq!(turn.input, vec![task.clone(), fork.clone()], "the common prefix");
+        assert_eq!(turn.leaves[0].input, vec![message("a1"), message("a2")]);
+        assert_eq!(turn.leaves[1].input, vec![message("b1")]);
+        assert_eq!((turn.leaves[1].scope.as_str(), turn.leaves[1].turn_state.as_str()), ("b", "state-b"));
+
+        store(dir.path(), 4, Some(serde_json::to_value(&turn).unwrap()));
+        let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).expect("a branched parent");
+        let lineage = parent.lineage(TaskCommand::Review, "NEWIDNEWIDNEWIDNEWIDNEWIDN");
+        let follow_up = parent.follow_up("again".into(), &lineage);
+        let roots: Vec<(&str, &str, usize, Option<&str>)> = follow_up
+            .roots
+            .iter()
+            .map(|root| (root.scope.as_str(), root.model.as_str(), root.history.len(), root.turn_state.as_deref()))
+            .collect();
+        assert_eq!(roots, [("a", "model-a", 4, Some("state-a")), ("b", "model-b", 3, Some("state-b"))]);
+
+        let single = TurnRecord {
+            lineage: &lineage,
+            mode: Mode::Staged,
+            revision: None,
+            workspace: Path::new("/work/repo"),
+            depth: Depth::Fast,
+            leaves: vec![leaf("", vec![task.clone(), fork.clone()])],
+        }
+        .metadata();
+        assert_eq!((single.input.len(), single.leaves[0].input.len()), (2, 0), "one leaf is all prefix");
+    }
+
+    #[test]
+    fn range_parents_keep_their_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut turn = eligible_turn(0);
+        turn.mode = "base".into();
+        store(dir.path(), 4, Some(serde_json::to_value(&turn).unwrap()));
+        let error = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap_err();
+        assert!(matches!(error, FollowUpError::NotEligible { .. }), "a range turn without its revision: {error}");
+        turn.revision = "main".into();
+        store(dir.path(), 4, Some(serde_json::to_value(&turn).unwrap()));
+        let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap();
+        assert_eq!((parent.mode, parent.revision.as_deref()), (Mode::Base, Some("main")));
+        turn.mode = "commit".into();
+        turn.revision = "0123456789abcdef0123456789abcdef01234567".into();
+        store(dir.path(), 4, Some(serde_json::to_value(&turn).unwrap()));
+        let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap();
+        assert_eq!(parent.mode, Mode::Commit);
+    }
+
     #[test]
     fn the_lineage_is_kept_for_three_follow_ups_then_reset() {
         let dir = tempfile::tempdir().unwrap();
@@ -280,7 +398,10 @@ mod tests {
                 assert_eq!(lineage.turn_state, None);
             }
             let follow_up = parent.follow_up("again".into(), &lineage);
-            assert_eq!(follow_up.history.len(), 1, "the whole input is inherited either way");
+            assert_eq!(follow_up.roots.len(), 1);
+            assert_eq!(follow_up.roots[0].history.len(), 1, "the whole input is inherited either way");
+            let state = follow_up.roots[0].turn_state.as_deref();
+            assert_eq!(state, (depth < MAX_FOLLOW_UP_DEPTH).then_some("s"), "a reset inherits no turn state");
         }
     }
 }

@@ -95,6 +95,10 @@ impl MetricsCollector {
                     state.pending_skills.insert(text(event, "call_id").to_string(), locator);
                 }
             }
+            // An accepted branch call is a local control call.
+            kind if kind == super::branch::FANOUT_EVENT => {
+                *state.tools.entry(super::branch::BRANCH.to_string()).or_default() += 1;
+            }
             "tool-output" => {
                 let name = text(event, "name").to_string();
                 let locator = state.pending_skills.remove(text(event, "call_id"));
@@ -113,11 +117,14 @@ impl MetricsCollector {
         }
     }
 
-    /// The metrics so far, with `usage` summed by the loop. Branches stay
-    /// empty until fan-out reports them.
-    pub fn snapshot(&self, usage: &crate::provider::Usage) -> InspectionMetrics {
+    /// The metrics so far, with `usage` summed over every conversation and
+    /// the branch conversations fan-out created.
+    pub fn snapshot(&self, usage: &crate::provider::Usage, branches: Vec<BranchMetric>) -> InspectionMetrics {
         let usage = UsageMetric::from(usage);
-        let Ok(state) = self.state.lock() else { return InspectionMetrics { usage, ..InspectionMetrics::default() } };
+        let branches_created = branches.len() as u64;
+        let Ok(state) = self.state.lock() else {
+            return InspectionMetrics { usage, branches_created, branches, ..InspectionMetrics::default() };
+        };
         InspectionMetrics {
             usage,
             used_skills: state.skills.clone(),
@@ -126,8 +133,8 @@ impl MetricsCollector {
                 .iter()
                 .map(|(name, count)| ToolCallMetric { name: name.clone(), count: *count })
                 .collect(),
-            branches_created: 0,
-            branches: Vec::new(),
+            branches_created,
+            branches,
         }
     }
 }
@@ -188,7 +195,15 @@ mod tests {
             reasoning_tokens: 2,
             total_tokens: 165,
         };
-        let metrics = collector.snapshot(&usage);
+        collector.observe(&Event::new("branch.fanout").with("parent", "root"));
+        let branch = BranchMetric {
+            id: "b1".into(),
+            parent_id: "root".into(),
+            model: "m".into(),
+            reasoning_effort: "low".into(),
+            usage: UsageMetric::default(),
+        };
+        let metrics = collector.snapshot(&usage, vec![branch.clone()]);
         assert_eq!(
             metrics.usage,
             UsageMetric {
@@ -205,10 +220,11 @@ mod tests {
         assert_eq!(
             metrics.tool_calls,
             [
+                ToolCallMetric { name: "branch".into(), count: 1 },
                 ToolCallMetric { name: "read_file".into(), count: 1 },
                 ToolCallMetric { name: "skills_read".into(), count: 3 }
             ]
         );
-        assert_eq!((metrics.branches_created, metrics.branches.len()), (0, 0));
+        assert_eq!((metrics.branches_created, metrics.branches), (1, vec![branch]));
     }
 }

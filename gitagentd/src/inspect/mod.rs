@@ -4,6 +4,7 @@
 //! seam, and the provider-backed engine that runs the inspection on the
 //! agent loop. Nothing here knows the gRPC wire or the task table.
 
+pub mod branch;
 pub mod budget;
 pub mod checks;
 pub mod contextpack;

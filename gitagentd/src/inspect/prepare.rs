@@ -167,10 +167,15 @@ pub fn prepare_with(
     prepare_scope(cwd, mode, revision, git_env, false)
 }
 
-/// [`prepare`] for a `--follow-up`, where an empty diff is a valid scope:
-/// the parent's findings may all be fixed.
-pub fn prepare_follow_up(cwd: &Path, mode: Mode, git_env: &GitEnv) -> Result<PreparedScope, PrepareError> {
-    prepare_scope(cwd, mode, None, git_env, true)
+/// [`prepare_with`] for a `--follow-up`, where an empty diff is a valid
+/// scope: the parent's findings may all be fixed.
+pub fn prepare_follow_up(
+    cwd: &Path,
+    mode: Mode,
+    revision: Option<&str>,
+    git_env: &GitEnv,
+) -> Result<PreparedScope, PrepareError> {
+    prepare_scope(cwd, mode, revision, git_env, true)
 }
 
 fn prepare_scope(

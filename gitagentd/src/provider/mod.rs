@@ -113,6 +113,20 @@ pub fn items_from_json(values: &[serde_json::Value]) -> Option<Vec<Item>> {
     values.iter().map(wire::decode_item).collect()
 }
 
+/// The items another model can continue from: a forked conversation keeps
+/// messages, function calls and their exact outputs, but drops reasoning
+/// and hosted search items, which only the model that produced them reads.
+pub fn portable_items(items: &[Item]) -> Vec<Item> {
+    items
+        .iter()
+        .filter(|item| match item {
+            Item::Replay(ReplayItem(value)) => !matches!(value["type"].as_str(), Some("reasoning" | "web_search_call")),
+            _ => true,
+        })
+        .cloned()
+        .collect()
+}
+
 /// An output item of the provider, opaque outside this module.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayItem(serde_json::Value);
@@ -351,6 +365,28 @@ impl Provider {
         let endpoint = endpoint_kind(&config);
         let turn_state = Mutex::new(options.turn_state.clone());
         Self { http, config, options, endpoint, turn_id: random_id(), turn_state }
+    }
+
+    /// A provider for another conversation of the same inspection (a
+    /// branch child, or a continued leaf): the same client, endpoint,
+    /// credentials, cache key and turn identity, with its own model and
+    /// reasoning effort, seeded with `turn_state` (an immediate child
+    /// replays its parent's).
+    pub fn fork(&self, model: &str, reasoning_effort: &str, turn_state: Option<String>) -> Self {
+        let mut config = self.config.clone();
+        config.model = model.to_string();
+        let mut options = self.options.clone();
+        options.reasoning_effort = Some(reasoning_effort.to_string());
+        options.turn_state = turn_state;
+        let turn_state = Mutex::new(options.turn_state.clone());
+        Self {
+            http: self.http.clone(),
+            config,
+            options,
+            endpoint: self.endpoint,
+            turn_id: self.turn_id.clone(),
+            turn_state,
+        }
     }
 
     /// Whether requests authenticate with a ChatGPT sign-in (rather than

@@ -6,9 +6,11 @@
 //! parent are siblings; other commands, workspaces and turn-less records
 //! are refused.
 
-use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
 use git_agent_tests::{GitRepo, TestEnv};
 use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 const KEY: &str = "sk-e2e-follow-up-secret";
 const REPORT: &str = r#"{"summary":"Looks fine.","recommendation":"APPROVE","findings":[]}"#;
@@ -161,4 +163,129 @@ fn a_follow_up_after_every_change_is_gone_inspects_the_empty_scope() {
     let last = fake.requests().pop().unwrap();
     let texts = last.input_texts();
     assert!(texts.iter().any(|text| text.contains("is it fixed?")), "argv joined with spaces: {texts:?}");
+}
+
+/// The branch a request continues: the `branch_id` of the last branch
+/// result in its input, or `root`.
+fn node_of(body: &Value) -> String {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "function_call_output")
+        .filter_map(|item| serde_json::from_str::<Value>(item["output"].as_str()?).ok())
+        .filter_map(|output| output["branch_id"].as_str().map(str::to_string))
+        .next_back()
+        .unwrap_or_else(|| "root".to_string())
+}
+
+/// Answers every request from the script of the conversation it
+/// continues, whatever order concurrent conversations arrive in.
+fn scripted(fake: &FakeOpenAi, script: HashMap<&'static str, Vec<Vec<Value>>>, requests: usize) {
+    let script = Arc::new(Mutex::new(script));
+    let responder = Responder::new(move |body: &Value| {
+        let node = node_of(body);
+        let mut script = script.lock().unwrap();
+        let steps = script.get_mut(node.as_str()).unwrap_or_else(|| panic!("no script for {node}"));
+        steps.remove(0)
+    });
+    for _ in 0..requests {
+        fake.push(Reply::Computed(responder.clone()));
+    }
+}
+
+#[test]
+fn a_branched_parent_is_continued_leaf_by_leaf_and_aggregated() {
+    let (env, fake, repo) = setup();
+    let branch = json!({"branches": [
+        {"scope": "Arithmetic", "path_hints": ["src"], "model": "inherit", "reasoning_effort": "inherit"},
+        {"scope": "Docs", "path_hints": [], "model": "gpt-5.6-luna", "reasoning_effort": "low"},
+    ]})
+    .to_string();
+    let mut script = HashMap::new();
+    script.insert("root", vec![events::tool_calls(&[("r1", "branch", &branch)], json!({}))]);
+    script.insert(
+        "b1",
+        vec![
+            events::text_reply(&report("math first"), json!({})),
+            events::text_reply(&report("math again"), json!({})),
+        ],
+    );
+    script.insert(
+        "b2",
+        vec![
+            events::text_reply(&report("docs first"), json!({})),
+            events::text_reply(&report("docs again"), json!({})),
+        ],
+    );
+    scripted(&fake, script, 5);
+    let launch = |args: &[&str]| {
+        let stdout = env.run_in(repo.path(), args).success();
+        let id = serde_json::from_str::<Value>(&stdout).unwrap()["id"].as_str().unwrap().to_string();
+        let printed: Value =
+            serde_json::from_str(&env.run_in(repo.path(), &["review", "--wait", &id]).success()).unwrap();
+        (id, printed)
+    };
+    let (parent, printed) = launch(&["review", "--depth", "fast"]);
+    assert_eq!(printed["summary"], "Arithmetic: math first\nDocs: docs first");
+    let parent_turn = turn(&env, &repo, &parent);
+    let scopes: Vec<&str> =
+        parent_turn["leaves"].as_array().unwrap().iter().map(|l| l["scope"].as_str().unwrap()).collect();
+    assert_eq!(scopes, ["Arithmetic", "Docs"]);
+    assert_eq!(parent_turn["leaves"][1]["model"], "gpt-5.6-luna");
+
+    let (child, printed) = launch(&["review", "--follow-up", &parent, "check", "again"]);
+    assert_eq!(printed["summary"], "Arithmetic: math again\nDocs: docs again", "every leaf continued, then merged");
+    let child_turn = turn(&env, &repo, &child);
+    assert_eq!((child_turn["parent_id"].as_str(), child_turn["depth"].as_u64()), (Some(parent.as_str()), Some(1)));
+    assert_eq!(child_turn["leaves"].as_array().unwrap().len(), 2);
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    let initial: HashMap<String, &Value> = requests[..3].iter().map(|r| (node_of(&r.body), &r.body)).collect();
+    for request in &requests[3..] {
+        let node = node_of(&request.body);
+        let leaf = initial[&node];
+        let input = request.body["input"].as_array().unwrap();
+        let before = leaf["input"].as_array().unwrap();
+        assert_eq!(&input[..before.len()], &before[..], "{node} continues its own leaf, not a sibling's");
+        let texts = request.input_texts();
+        assert!(texts.iter().any(|t| t.contains("Arithmetic: math first") && t.contains("check again")), "{texts:?}");
+        assert!(request.tool_names().contains(&"branch".to_string()), "a continued leaf may branch again");
+        assert_eq!(request.body["model"], leaf["model"]);
+    }
+}
+
+#[test]
+fn a_follow_up_of_a_base_review_prepares_the_branch_as_it_is_then() {
+    let (env, fake, repo) = setup();
+    repo.git(&["checkout", "--", "src/lib.rs"]);
+    repo.git(&["branch", "-M", "main"]);
+    repo.git(&["checkout", "-b", "feature"]);
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    43\n}\n");
+    repo.commit_all("feature: 43");
+    let parent = finished(&env, &fake, &repo, &["review", "--base", "main"], &report("base"));
+    let parent_turn = turn(&env, &repo, &parent);
+    assert_eq!((parent_turn["mode"].as_str(), parent_turn["revision"].as_str()), (Some("base"), Some("main")));
+
+    repo.write("src/extra.rs", "pub fn extra() {}\n");
+    repo.commit_all("feature: extra");
+    let child = finished(&env, &fake, &repo, &["review", "--follow-up", &parent, "and", "now?"], &report("again"));
+    let child_turn = turn(&env, &repo, &child);
+    assert_eq!((child_turn["mode"].as_str(), child_turn["revision"].as_str()), (Some("base"), Some("main")));
+    let last = fake.requests().pop().unwrap();
+    let texts = last.input_texts();
+    let fresh = texts.iter().rev().find(|t| t.contains("<prepared_review_context>")).unwrap();
+    assert!(fresh.contains("src/extra.rs") && fresh.contains("+    43"), "the branch against main now: {fresh}");
+
+    let commit = finished(&env, &fake, &repo, &["review", "--commit", "HEAD~1"], &report("commit"));
+    let commit_turn = turn(&env, &repo, &commit);
+    let reviewed = repo.git(&["rev-parse", "HEAD~1"]);
+    assert_eq!(commit_turn["revision"].as_str(), Some(reviewed.trim()), "--commit keeps the resolved commit");
+    repo.write("src/later.rs", "pub fn later() {}\n");
+    repo.commit_all("later");
+    finished(&env, &fake, &repo, &["review", "--follow-up", &commit, "again"], &report("commit again"));
+    let last = fake.requests().pop().unwrap();
+    let fresh = last.input_texts().into_iter().rev().find(|t| t.contains("<prepared_review_context>")).unwrap();
+    assert!(fresh.contains("+    43") && !fresh.contains("later.rs"), "the same commit: {fresh}");
 }

@@ -19,11 +19,12 @@
 //! endpoint) and capped before the task record stores it.
 
 mod tools;
+mod tree;
 
-use super::engine::{EngineFailure, EngineFuture, EngineOutcome, InspectionEngine, InspectionRequest};
+use super::engine::{EngineFailure, EngineFuture, EngineOutcome, InspectionEngine, InspectionRequest, LeafTurn};
 use super::prepare::{Mode, PreparedScope};
 use super::report;
-use crate::agent::{self, AgentError, AgentTask, Layers, Limits, OutputRules, RunContext};
+use crate::agent::{AgentError, AgentTask, Layers, Limits, OutputRules};
 use crate::commands::generation::{self, EnvironmentContext};
 use crate::git::Repository;
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
@@ -84,6 +85,10 @@ pub enum InspectionError {
     ContextTooLarge { command: &'static str, estimated: u64, limit: u64 },
     #[error(transparent)]
     Agent(AgentError),
+    #[error(transparent)]
+    Branch(#[from] super::branch::BranchError),
+    #[error(transparent)]
+    Merge(#[from] super::branch::MergeError),
 }
 
 /// Runs inspections on the agent loop with the daemon's shared HTTP
@@ -151,42 +156,111 @@ impl ProviderEngine {
         let drift = DriftSlot::new(token.clone());
         let mut task = assemble(request, &drift, &token).await?;
         task.web_search = Some(hosted_search(request.max_web_searches, provider.chatgpt_auth()));
+        let roots = roots(request, &provider, &task)?;
+        task.history = Vec::new();
 
         let metrics = super::metrics::MetricsCollector::default();
         let trace = |event: Event| {
             metrics.observe(&event);
             status.observe(&event);
         };
-        let context = RunContext { provider: &provider, cancel: token.clone(), deadline, trace: &trace };
         let rules = output_rules(request, &drift);
-        let result = agent::run(&context, &task, Some(&rules)).await;
+        let policy = super::branch::Policy::of(request.depth);
+        let tree = tree::Tree::new(command, policy, &task, &rules, token.clone(), deadline, &trace);
+        let result = tree.grow(roots).await;
+        let merged = result.and_then(|grown| {
+            let leaves: Vec<_> = grown
+                .leaves
+                .iter()
+                .map(|leaf| super::branch::LeafReport { scope: leaf.scope.clone(), text: leaf.text.clone() })
+                .collect();
+            if leaves.len() > 1 {
+                status.phase("aggregating_branches");
+            }
+            let text = super::branch::merge(command, &leaves).map_err(tree::TreeError::Merge)?;
+            if leaves.len() > 1 {
+                let errors = (rules.validate)(&text);
+                if !errors.is_empty() {
+                    return Err(tree::TreeError::Merge(super::branch::MergeError::Invalid(errors)));
+                }
+            }
+            Ok((text, grown))
+        });
         token.cancel();
         if let Some(message) = drift.take() {
             return Err(InspectionError::Drift(message));
         }
         let command = command.as_str();
-        let outcome = result.map_err(|error| match error {
-            AgentError::DeadlineExceeded => {
+        let (text, grown) = merged.map_err(|error| match error {
+            tree::TreeError::Agent(AgentError::DeadlineExceeded) => {
                 InspectionError::Deadline { command, timeout: request.timeout.unwrap_or_default() }
             }
-            AgentError::Cancelled => InspectionError::Cancelled { command },
-            AgentError::ContextTooLarge { estimated, limit } => {
+            tree::TreeError::Agent(AgentError::Cancelled) => InspectionError::Cancelled { command },
+            tree::TreeError::Agent(AgentError::ContextTooLarge { estimated, limit }) => {
                 InspectionError::ContextTooLarge { command, estimated, limit }
             }
-            other => InspectionError::Agent(other),
+            tree::TreeError::Agent(other) => InspectionError::Agent(other),
+            tree::TreeError::Branch(error) => InspectionError::Branch(error),
+            tree::TreeError::Merge(error) => InspectionError::Merge(error),
         })?;
         status.phase("validated");
+        let branches = tree.branches();
         Ok(EngineOutcome {
-            report_text: outcome.text,
-            tool_calls: u64::from(outcome.tool_calls),
-            repair_calls: u64::from(outcome.repair_calls),
-            usage: outcome.usage,
-            branches_created: 0,
-            conversation: provider::items_to_json(&outcome.conversation),
-            turn_state: provider.turn_state(),
-            metrics: metrics.snapshot(&outcome.usage),
+            report_text: text,
+            tool_calls: u64::from(grown.tool_calls),
+            repair_calls: u64::from(grown.repair_calls),
+            usage: grown.usage,
+            branches_created: branches.len() as u64,
+            metrics: metrics.snapshot(&grown.usage, branches),
+            leaves: grown
+                .leaves
+                .into_iter()
+                .map(|leaf| LeafTurn {
+                    scope: leaf.scope,
+                    model: leaf.model,
+                    reasoning_effort: leaf.reasoning_effort,
+                    turn_state: leaf.turn_state,
+                    conversation: provider::items_to_json(&leaf.conversation),
+                })
+                .collect(),
         })
     }
+}
+
+/// The roots of the tree: one fresh conversation, or for a follow-up
+/// every leaf of the parent, each continued with the fresh repository
+/// context and the previous report with the new prompt.
+fn roots(
+    request: &InspectionRequest,
+    provider: &Provider,
+    task: &AgentTask,
+) -> Result<Vec<tree::Start>, InspectionError> {
+    let Some(follow_up) = &request.follow_up else {
+        return Ok(vec![tree::Start {
+            id: "root".into(),
+            depth: 0,
+            scope: String::new(),
+            provider: provider.fork(&request.model, request.reasoning_effort, None),
+            reasoning_effort: request.reasoning_effort.to_string(),
+            history: task.history.clone(),
+        }]);
+    };
+    let many = follow_up.roots.len() > 1;
+    follow_up
+        .roots
+        .iter()
+        .enumerate()
+        .map(|(index, root)| {
+            Ok(tree::Start {
+                id: if many { format!("root.{}", index + 1) } else { "root".into() },
+                depth: 0,
+                scope: root.scope.clone(),
+                provider: provider.fork(&root.model, &root.reasoning_effort, root.turn_state.clone()),
+                reasoning_effort: root.reasoning_effort.clone(),
+                history: follow_up_history(request.command, &request.prepared, follow_up, &root.history)?,
+            })
+        })
+        .collect()
 }
 
 /// Hosted web search for every normal step: `--max-web-searches` when
@@ -207,7 +281,8 @@ fn run_options(request: &InspectionRequest) -> RunOptions {
         reasoning_summary: Some("auto".to_string()),
         service_tier: request.priority.then(|| "priority".to_string()),
         prompt_cache_key: Some(request.prompt_cache_key.clone()),
-        turn_state: request.follow_up.as_ref().and_then(|follow_up| follow_up.turn_state.clone()),
+        // Each conversation's provider is forked with its own turn state.
+        turn_state: None,
     }
 }
 
@@ -290,10 +365,6 @@ async fn assemble(
         ),
     })?;
     let format = report::text_format(request.command);
-    let history = match &request.follow_up {
-        Some(follow_up) => follow_up_history(request.command, &prepared, follow_up)?,
-        None => Vec::new(),
-    };
     Ok(AgentTask {
         layers: Layers {
             system: system_prompt(request.command).to_string(),
@@ -313,7 +384,7 @@ async fn assemble(
         parallel_tool_calls: true,
         limits,
         web_search: None,
-        history,
+        history: Vec::new(),
     })
 }
 
@@ -324,6 +395,7 @@ fn follow_up_history(
     command: TaskCommand,
     prepared: &PreparedScope,
     follow_up: &super::engine::FollowUp,
+    parent: &[provider::Item],
 ) -> Result<Vec<provider::Item>, crate::prompt::PromptError> {
     let context = match prepared.rendered_prompt_context() {
         Some(json) => json.replace("</prepared_review_context", "<\\/prepared_review_context"),
@@ -343,7 +415,7 @@ fn follow_up_history(
             "prompt": follow_up.prompt.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"),
         }),
     )?;
-    let mut history = follow_up.history.clone();
+    let mut history = parent.to_vec();
     history.push(provider::Item::user(fresh));
     history.push(provider::Item::user(ask));
     Ok(history)

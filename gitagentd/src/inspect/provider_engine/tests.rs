@@ -25,6 +25,7 @@ pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint:
         cwd: fixture.repo(),
         prepared,
         budget,
+        depth: Depth::Balanced,
         model: "gpt-5.6-sol".into(),
         reasoning_effort: "medium",
         operator_hint: hint.and_then(OperatorHint::new),
@@ -258,13 +259,6 @@ fn run_options_ask_for_summaries_and_key_the_cache_by_task() {
     assert_eq!(key.len(), 64);
     assert_eq!(options.turn_state, None);
     assert_ne!(crate::inspect::engine::lineage_cache_key(TaskCommand::Review, "OTHEROTHEROTHEROTHEROTHERO"), key);
-    request.follow_up = Some(crate::inspect::engine::FollowUp {
-        history: Vec::new(),
-        previous_report: serde_json::json!({}),
-        prompt: "again".into(),
-        turn_state: Some("sticky".into()),
-    });
-    assert_eq!(run_options(&request).turn_state.as_deref(), Some("sticky"), "a follow-up replays the turn state");
 }
 
 #[test]
@@ -273,4 +267,290 @@ fn hosted_search_is_capped_at_four_with_an_api_key_and_uncapped_with_chatgpt() {
     assert_eq!(hosted_search(None, true), HostedSearch { max_calls: None });
     assert_eq!(hosted_search(Some(7), false), HostedSearch { max_calls: Some(7) });
     assert_eq!(hosted_search(Some(2), true), HostedSearch { max_calls: Some(2) });
+}
+
+/// Branch fan-out against the fake Responses server: every request is
+/// answered by the script of the conversation it belongs to, so children
+/// running concurrently get their own answers whatever order they arrive
+/// in.
+mod fan_out {
+    use super::*;
+    use crate::inspect::engine::EngineFailure;
+    use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
+    use serde_json::{Value, json};
+    use std::collections::HashMap;
+
+    type Script = HashMap<&'static str, Vec<Vec<Value>>>;
+
+    /// The conversation a request belongs to: the `branch_id` of the last
+    /// branch result in its input, or `root`.
+    fn node_of(body: &Value) -> String {
+        body["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|item| item["type"] == "function_call_output")
+            .filter_map(|item| serde_json::from_str::<Value>(item["output"].as_str()?).ok())
+            .filter_map(|output| output["branch_id"].as_str().map(str::to_string))
+            .next_back()
+            .unwrap_or_else(|| "root".to_string())
+    }
+
+    fn tools_of(body: &Value) -> Vec<String> {
+        body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+    }
+
+    /// Starts the fake with `script`; `before` runs when a conversation's
+    /// step is answered (to change the repository mid-step).
+    fn serve(script: Script, before: impl Fn(&str) + Send + Sync + 'static) -> FakeOpenAi {
+        let fake = FakeOpenAi::start();
+        let script = Arc::new(Mutex::new(script));
+        let responder = Responder::new(move |body: &Value| {
+            let node = node_of(body);
+            before(&node);
+            let mut script = script.lock().unwrap();
+            let steps = script.get_mut(node.as_str()).unwrap_or_else(|| panic!("no script for {node}"));
+            assert!(!steps.is_empty(), "{node} asked for more steps than scripted");
+            steps.remove(0)
+        });
+        for _ in 0..16 {
+            fake.push(Reply::Computed(responder.clone()));
+        }
+        fake
+    }
+
+    fn finding(severity: &str, title: &str) -> Value {
+        json!({"severity": severity, "aspect": "correctness", "title": title, "impact": "i",
+               "evidences": [{"title": "e", "path": "src/lib.rs", "line_start": 2, "line_end": 2}],
+               "proposed_fix": "f"})
+    }
+
+    fn report(summary: &str, findings: Vec<Value>) -> Vec<Value> {
+        let recommendation = match findings.iter().filter_map(|f| f["severity"].as_str()).next() {
+            Some("CRITICAL" | "HIGH") => "FIX",
+            Some(_) => "COMMENT",
+            None => "APPROVE",
+        };
+        let text = json!({"summary": summary, "recommendation": recommendation, "findings": findings}).to_string();
+        events::text_reply(&text, events::usage(100, 10, 5))
+    }
+
+    fn child(scope: &str, model: &str, effort: &str) -> Value {
+        json!({"scope": scope, "path_hints": ["src"], "model": model, "reasoning_effort": effort})
+    }
+
+    fn branch(children: Vec<Value>) -> String {
+        json!({"branches": children}).to_string()
+    }
+
+    fn fake_request(fixture: &Fixture, fake: &FakeOpenAi, depth: Depth) -> InspectionRequest {
+        let mut request = request(fixture, TaskCommand::Review, Mode::Uncommitted, None);
+        let mut vars = request.env.vars().clone();
+        vars.insert("OPENAI_BASE_URL".into(), fake.url());
+        request.env = Environment::new(vars);
+        request.depth = depth;
+        request
+    }
+
+    async fn inspect(request: &InspectionRequest) -> Result<EngineOutcome, EngineFailure> {
+        let engine = ProviderEngine::new(Arc::new(HttpClients::default()));
+        let progress = |_: &str| {};
+        tokio::time::timeout(Duration::from_secs(60), engine.run(request, &progress, CancellationToken::new()))
+            .await
+            .expect("the inspection ends")
+    }
+
+    fn requests_of(fake: &FakeOpenAi, node: &str) -> Vec<Value> {
+        fake.requests().into_iter().map(|r| r.body).filter(|body| node_of(body) == node).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_balanced_review_branches_once_with_ordinary_calls_joined_first_and_merges_its_leaves() {
+        let fixture = fixture();
+        let calls = [
+            ("c1", "read_file", read_file_args("null")),
+            (
+                "c2",
+                "branch",
+                branch(vec![
+                    child("Parser", "inherit", "inherit"),
+                    child("Storage", "inherit", "inherit"),
+                    child("Hooks", "gpt-5.6-terra", "high"),
+                ]),
+            ),
+            ("c3", "review_changes", r#"{"offset":0,"limit":10}"#.to_string()),
+        ];
+        let calls: Vec<(&str, &str, &str)> = calls.iter().map(|(id, name, args)| (*id, *name, args.as_str())).collect();
+        let mut script = Script::new();
+        script.insert(
+            "root",
+            vec![
+                events::tool_calls(&[("h1", "branch_help", "{}")], events::usage(50, 0, 1)),
+                events::tool_calls(&calls, events::usage(60, 0, 2)),
+            ],
+        );
+        script.insert("b1", vec![report("parser ok", vec![finding("LOW", "parser-low")])]);
+        script.insert("b2", vec![report("storage broken", vec![finding("HIGH", "storage-high")])]);
+        script.insert("b3", vec![report("hooks fine", vec![])]);
+        let fake = serve(script, |_| {});
+        let request = fake_request(&fixture, &fake, Depth::Balanced);
+        let outcome = inspect(&request).await.expect("a merged report");
+
+        let merged: Value = serde_json::from_str(&outcome.report_text).unwrap();
+        assert_eq!(merged["summary"], "Parser: parser ok\nStorage: storage broken\nHooks: hooks fine");
+        assert_eq!(merged["recommendation"], "FIX");
+        let titles: Vec<&str> =
+            merged["findings"].as_array().unwrap().iter().map(|f| f["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, ["storage-high", "parser-low"], "leaf order, then stable severity order");
+
+        let root = requests_of(&fake, "root");
+        assert_eq!(root.len(), 2);
+        for body in &root {
+            let tools = tools_of(body);
+            assert!(tools.contains(&"branch".to_string()) && tools.contains(&"branch_help".to_string()), "{tools:?}");
+        }
+        let help = root[1]["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["call_id"] == "h1" && item["type"] == "function_call_output")
+            .unwrap();
+        assert!(
+            help["output"]
+                .as_str()
+                .unwrap()
+                .contains("\"allowed_reasoning_efforts\":[\"inherit\",\"low\",\"medium\",\"high\",\"xhigh\"]")
+        );
+        for node in ["b1", "b2", "b3"] {
+            let bodies = requests_of(&fake, node);
+            assert_eq!(bodies.len(), 1, "{node}");
+            let tools = tools_of(&bodies[0]);
+            assert!(!tools.iter().any(|name| name.starts_with("branch")), "depth 1 is balanced's limit: {tools:?}");
+            let input = bodies[0]["input"].as_array().unwrap();
+            let outputs: Vec<&str> = input
+                .iter()
+                .filter(|item| item["type"] == "function_call_output")
+                .map(|item| item["call_id"].as_str().unwrap())
+                .collect();
+            assert_eq!(outputs, ["h1", "c1", "c3", "c2"], "ordinary outputs in provider order, then the branch result");
+            let branch_output = input.iter().rfind(|item| item["type"] == "function_call_output").unwrap();
+            let result: Value = serde_json::from_str(branch_output["output"].as_str().unwrap()).unwrap();
+            assert_eq!((result["branch_id"].as_str(), result["parent_branch_id"].as_str()), (Some(node), Some("root")));
+            assert_eq!(result["depth"], 1);
+            assert_eq!(result["sibling_scopes"].as_array().unwrap().len(), 2);
+            let prefix = root[1]["input"].as_array().unwrap();
+            assert_eq!(&input[..prefix.len()], &prefix[..], "{node} continues the provider-visible conversation");
+        }
+        let hooks = &requests_of(&fake, "b3")[0];
+        assert_eq!(
+            (hooks["model"].as_str(), hooks["reasoning"]["effort"].as_str()),
+            (Some("gpt-5.6-terra"), Some("high"))
+        );
+        let parser = &requests_of(&fake, "b1")[0];
+        assert_eq!(
+            (parser["model"].as_str(), parser["reasoning"]["effort"].as_str()),
+            (Some("gpt-5.6-sol"), Some("medium"))
+        );
+
+        assert_eq!(outcome.branches_created, 3);
+        let metrics = &outcome.metrics;
+        let branches: Vec<(&str, &str, &str, u64)> = metrics
+            .branches
+            .iter()
+            .map(|b| (b.id.as_str(), b.parent_id.as_str(), b.model.as_str(), b.usage.input_tokens))
+            .collect();
+        assert_eq!(
+            branches,
+            [
+                ("b1", "root", "gpt-5.6-sol", 100),
+                ("b2", "root", "gpt-5.6-sol", 100),
+                ("b3", "root", "gpt-5.6-terra", 100)
+            ]
+        );
+        assert_eq!(metrics.usage.input_tokens, 50 + 60 + 300, "usage over every conversation");
+        let count = |name: &str| metrics.tool_calls.iter().find(|t| t.name == name).map_or(0, |t| t.count);
+        assert_eq!((count("branch"), count("branch_help"), count("read_file"), count("review_changes")), (1, 1, 1, 1));
+        assert_eq!(outcome.tool_calls, 4, "the branch call is one budget unit");
+        let scopes: Vec<&str> = outcome.leaves.iter().map(|leaf| leaf.scope.as_str()).collect();
+        assert_eq!(scopes, ["Parser", "Storage", "Hooks"]);
+        assert_eq!(outcome.leaves[2].model, "gpt-5.6-terra");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_thorough_review_branches_again_at_depth_one_and_never_at_two() {
+        let fixture = fixture();
+        let mut script = Script::new();
+        let two = |a: &str, b: &str| branch(vec![child(a, "inherit", "inherit"), child(b, "inherit", "low")]);
+        script.insert("root", vec![events::tool_calls(&[("r1", "branch", &two("Core", "Docs"))], json!({}))]);
+        script.insert("b1", vec![events::tool_calls(&[("d1", "branch", &two("Core API", "Core tests"))], json!({}))]);
+        script.insert("b2", vec![report("docs fine", vec![])]);
+        script.insert("b3", vec![report("api", vec![finding("MEDIUM", "api-medium")])]);
+        script.insert("b4", vec![report("tests", vec![])]);
+        let fake = serve(script, |_| {});
+        let outcome = inspect(&fake_request(&fixture, &fake, Depth::Thorough)).await.expect("a merged report");
+        let merged: Value = serde_json::from_str(&outcome.report_text).unwrap();
+        assert_eq!(merged["summary"], "Core API: api\nCore tests: tests\nDocs: docs fine", "recursive child order");
+        assert_eq!(merged["recommendation"], "COMMENT");
+        let tree: Vec<(&str, &str, &str)> = outcome
+            .metrics
+            .branches
+            .iter()
+            .map(|b| (b.id.as_str(), b.parent_id.as_str(), b.reasoning_effort.as_str()))
+            .collect();
+        assert_eq!(
+            tree,
+            [("b1", "root", "medium"), ("b2", "root", "low"), ("b3", "b1", "medium"), ("b4", "b1", "low")]
+        );
+        assert!(tools_of(&requests_of(&fake, "b1")[0]).contains(&"branch".to_string()), "depth 1 < thorough's 2");
+        for node in ["b3", "b4"] {
+            let tools = tools_of(&requests_of(&fake, node)[0]);
+            assert!(!tools.iter().any(|name| name.starts_with("branch")), "{node} is at depth 2: {tools:?}");
+        }
+        assert_eq!(outcome.branches_created, 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn branching_beyond_the_policy_fails_the_task() {
+        let fixture = fixture();
+        let mut script = Script::new();
+        let three = branch(vec![child("a", "inherit", "inherit"); 3]);
+        script.insert("root", vec![events::tool_calls(&[("r1", "branch", &three)], json!({}))]);
+        let fake = serve(script, |_| {});
+        let failure = inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.unwrap_err();
+        assert!(failure.message.contains("requires 2 to 2 children"), "{}", failure.message);
+        assert_eq!(fake.requests().len(), 1, "no child starts");
+
+        // A child at the depth limit is not offered `branch` and cannot call it.
+        let mut script = Script::new();
+        let two = branch(vec![child("a", "inherit", "inherit"), child("b", "inherit", "inherit")]);
+        script.insert("root", vec![events::tool_calls(&[("r1", "branch", &two)], json!({}))]);
+        script.insert("b1", vec![events::tool_calls(&[("x1", "branch", &two)], json!({}))]);
+        script.insert("b2", vec![report("fine", vec![])]);
+        let fake = serve(script, |_| {});
+        let failure = inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.unwrap_err();
+        assert!(failure.message.contains("\"branch\" is not a tool this request offers"), "{}", failure.message);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drift_during_the_branch_step_fails_the_node_before_fan_out() {
+        let fixture = fixture();
+        let mut script = Script::new();
+        let two = branch(vec![child("a", "inherit", "inherit"), child("b", "inherit", "inherit")]);
+        let read = read_file_args("null");
+        script
+            .insert("root", vec![events::tool_calls(&[("c1", "read_file", &read), ("c2", "branch", &two)], json!({}))]);
+        let file = fixture.repo().join("src/lib.rs");
+        let fake = serve(script, move |node| {
+            if node == "root" {
+                std::fs::write(&file, "changed while the model answered\n").unwrap();
+            }
+        });
+        let failure = inspect(&fake_request(&fixture, &fake, Depth::Balanced)).await.unwrap_err();
+        assert!(
+            failure.message.starts_with("authoritative repository state changed since launch"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(fake.requests().len(), 1, "no child starts");
+    }
 }
