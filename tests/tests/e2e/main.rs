@@ -23,3 +23,4 @@ mod search_index;
 mod search_migrate;
 mod search_remote;
 mod search_revision;
+mod task_http;
