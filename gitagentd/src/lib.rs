@@ -13,6 +13,7 @@ mod control;
 pub mod git;
 #[cfg(test)]
 mod golden;
+pub mod grpc_authority;
 pub mod guidance;
 pub mod inspect;
 pub mod listener;

@@ -5,6 +5,7 @@
 //! repairs the `:authority` some stock gRPC clients send); anything else is
 //! plain HTTP/1.1 for the read-only task view ([`task_http`](crate::task_http)).
 
+use crate::grpc_authority::AuthorityRepair;
 use crate::tasks::TaskService;
 use std::io;
 use std::pin::Pin;
@@ -71,7 +72,7 @@ fn admitted(stream: &UnixStream, own_uid: u32) -> bool {
 /// listener and the sender at shutdown ends tonic's incoming stream.
 pub async fn accept(
     listener: UnixListener,
-    grpc: mpsc::Sender<io::Result<Prefixed<UnixStream>>>,
+    grpc: mpsc::Sender<io::Result<AuthorityRepair<UnixStream>>>,
     tasks: Arc<TaskService>,
     shutdown: CancellationToken,
 ) {
@@ -110,7 +111,7 @@ pub async fn accept(
             };
             match protocol {
                 Protocol::Grpc => {
-                    let _ = grpc.send(Ok(Prefixed::new(first, stream))).await;
+                    let _ = grpc.send(Ok(AuthorityRepair::new(stream, first))).await;
                 }
                 Protocol::Http1 | Protocol::Undecided => {
                     crate::task_http::serve(Prefixed::new(first, stream), tasks, shutdown).await;
@@ -178,15 +179,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// tonic's connection info for the daemon's sockets, as for a bare stream.
-impl tonic::transport::server::Connected for Prefixed<UnixStream> {
-    type ConnectInfo = tonic::transport::server::UdsConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
     }
 }
 
