@@ -1,6 +1,7 @@
 //! The gitagent.v1 server: the only module that knows tonic and the wire
 //! types. It converts requests into domain [`Invocation`]s, streams domain
-//! [`Event`]s back as `RunEvent`s, refuses peers of another uid, and owns
+//! [`Event`]s back as `RunEvent`s (the accept loop in [`crate::listener`]
+//! refuses peers of another uid and serves HTTP/1.1 task views), and owns
 //! shutdown: on SIGTERM, SIGINT, a `Shutdown` call or the idle period it
 //! gives up the socket address at once and drains the work in flight.
 
@@ -18,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_stream::wrappers::UnixListenerStream;
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -73,21 +73,11 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         let _ = warm.http_clients.get(&Default::default(), crate::provider::ClientKind::Responses);
     }));
 
-    let own_uid = nix::unistd::geteuid().as_raw();
-    let incoming = UnixListenerStream::new(listener).filter_map(move |connection| match connection {
-        Ok(stream) => match stream.peer_cred() {
-            Ok(credentials) if credentials.uid() == own_uid => Some(Ok(stream)),
-            Ok(credentials) => {
-                tracing::warn!(uid = credentials.uid(), "refused a connection from another user");
-                None
-            }
-            Err(error) => {
-                tracing::warn!(%error, "refused a connection without peer credentials");
-                None
-            }
-        },
-        Err(error) => Some(Err(error)),
-    });
+    // The accept loop checks each peer's uid, serves HTTP/1.1 task views
+    // itself and hands gRPC connections to tonic through this channel.
+    let (grpc, incoming) = tokio::sync::mpsc::channel(16);
+    let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
+    tokio::spawn(crate::listener::accept(listener, grpc, Arc::clone(&daemon.services.tasks), shutdown.clone()));
 
     // Release the address as soon as shutdown starts, so a replacement can
     // listen while this process drains.
@@ -201,6 +191,7 @@ fn task_status(error: TaskError) -> Status {
     match error {
         TaskError::Usage(message) => Status::invalid_argument(message),
         TaskError::Failed(message) => Status::aborted(message),
+        TaskError::NotFound(message) => Status::not_found(message),
     }
 }
 
@@ -332,7 +323,7 @@ impl GitAgent for Daemon {
         let outcome = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
             Ok(report) => pb::task_outcome::Outcome::ReportJson(report),
             Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
-            Err(TaskError::Failed(message)) => pb::task_outcome::Outcome::Error(message),
+            Err(TaskError::Failed(message) | TaskError::NotFound(message)) => pb::task_outcome::Outcome::Error(message),
         };
         Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome) }))
     }
@@ -352,7 +343,7 @@ impl GitAgent for Daemon {
         let (current, receiver) =
             self.services.tasks.watch(&task.id, &task.command, env.as_ref()).await.map_err(|error| match error {
                 TaskError::Usage(message) => Status::invalid_argument(message),
-                TaskError::Failed(message) => Status::not_found(message),
+                TaskError::Failed(message) | TaskError::NotFound(message) => Status::not_found(message),
             })?;
         let stream = async_stream_of(current, receiver);
         Ok(Response::new(Box::pin(stream)))

@@ -56,8 +56,9 @@ const OPEN_TABLES: usize = 4;
 
 type Table = Arc<Mutex<rusqlite::Connection>>;
 
-/// A task's state as the table and watchers see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A task's state as the table and watchers see it. Its JSON form (the
+/// socket's HTTP task view) uses the field names of the gRPC `TaskStatus`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TaskStatus {
     pub id: String,
     pub command: String,
@@ -65,7 +66,9 @@ pub struct TaskStatus {
     /// running, succeeded or failed.
     pub state: String,
     pub phase: String,
+    #[serde(rename = "started_unix_millis")]
     pub started_ms: i64,
+    #[serde(rename = "updated_unix_millis")]
     pub updated_ms: i64,
     /// Why a post-inspection hook failed, once one has (live tasks only:
     /// the table does not store it).
@@ -94,6 +97,9 @@ pub enum TaskError {
     /// The launch or the wait failed: exit 1.
     #[error("{0}")]
     Failed(String),
+    /// No record of the task exists under the metadata root.
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl TaskError {
@@ -544,7 +550,10 @@ impl TaskService {
 
 /// The status of a task this daemon does not run, from its durable record.
 fn stored_status(metadata_root: &Path, id: &TaskId, command: &str) -> Result<TaskStatus, TaskError> {
-    let path = task_record::find_record(metadata_root, id).map_err(TaskError::failed)?;
+    let path = task_record::find_record(metadata_root, id).map_err(|error| match error {
+        task_record::RecordError::Unknown { .. } => TaskError::NotFound(error.to_string()),
+        error => TaskError::failed(error),
+    })?;
     let record = task_record::read_record(&path, id).map_err(TaskError::failed)?;
     if !command.is_empty() && record.command != command {
         return Err(TaskError::Failed(format!("background task {id} belongs to {}, not {command}", record.command)));
