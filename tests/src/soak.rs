@@ -147,7 +147,8 @@ pub fn resident_by_mapping(pid: u32) -> Vec<(String, u64)> {
         if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) && !first.ends_with(':') {
             // A mapping header: address perms offset dev inode [name].
             let name = fields.nth(4).map(str::to_string).unwrap_or_else(|| "[anon]".to_string());
-            current = std::path::Path::new(&name).file_name().map_or(name.clone(), |n| n.to_string_lossy().into_owned());
+            current =
+                std::path::Path::new(&name).file_name().map_or(name.clone(), |n| n.to_string_lossy().into_owned());
         } else if first == "Rss:" {
             let kib: u64 = fields.next().and_then(|value| value.parse().ok()).unwrap_or(0);
             *totals.entry(current.clone()).or_default() += kib;

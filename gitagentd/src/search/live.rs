@@ -46,16 +46,7 @@ impl FileContent {
         chunks: Vec<ChunkDraft>,
         body: BodyRef,
     ) -> Self {
-        Self {
-            path,
-            stat,
-            read_started_ns,
-            max_input_chars,
-            chunks,
-            body,
-            blob: None,
-            terms: OnceLock::new(),
-        }
+        Self { path, stat, read_started_ns, max_input_chars, chunks, body, blob: None, terms: OnceLock::new() }
     }
 
     /// This version, read from the committed blob `blob`.

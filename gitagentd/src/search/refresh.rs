@@ -542,11 +542,9 @@ fn is_unchanged(
     }
     for (path, stat) in others {
         if let Some(entry) = live.paths.get(path) {
-            if !entry
-                .records
-                .iter()
-                .all(|&index| record_matches_stat(live.snapshot.records.get(index), stat) && live.norms[index].is_some())
-            {
+            if !entry.records.iter().all(|&index| {
+                record_matches_stat(live.snapshot.records.get(index), stat) && live.norms[index].is_some()
+            }) {
                 return false;
             }
             with_records += 1;
@@ -1030,7 +1028,8 @@ mod tests {
         write_old(&tree.path().join("notes.md"), "# Notes\n\nOther text.\n");
         let changed = refresh(tree.path(), metadata.path(), Some(again));
         assert_ne!(changed.snapshot.manifest.created_at, built.snapshot.manifest.created_at);
-        let notes = changed.snapshot.records.to_index_records().into_iter().find(|record| record.path == "notes.md").unwrap();
+        let notes =
+            changed.snapshot.records.to_index_records().into_iter().find(|record| record.path == "notes.md").unwrap();
         assert_eq!(notes.content_hash, hex(&Sha256::digest(b"# Notes\n\nOther text.")));
     }
 

@@ -262,7 +262,8 @@ impl RepoFiles {
     /// checked path leads to, so it is refused before a byte is read.
     fn confirm_opened(&self, file: &std::fs::File, path: &str) -> Result<(), ToolError> {
         use std::os::unix::fs::MetadataExt;
-        let opened = file.metadata().map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
+        let opened =
+            file.metadata().map_err(|error| ToolError::Recoverable(format!("{path}: {}", io_reason(&error))))?;
         if !opened.is_file() {
             return Err(ToolError::Recoverable(format!("{path}: not a regular file")));
         }
