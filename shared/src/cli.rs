@@ -57,6 +57,9 @@ pub enum Command {
     /// Answer a codebase question with grounded findings; stdout is one JSON object.
     Explore(ExploreArgs),
 
+    /// Serve search, explore, review and task tools to coding agents over MCP (stdio).
+    Mcp,
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -575,7 +578,7 @@ impl Command {
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
         match self {
-            Command::Completions { .. } => true,
+            Command::Completions { .. } | Command::Mcp => true,
             Command::Review(args) | Command::Simplify(args) => args.help_agent,
             _ => false,
         }

@@ -13,6 +13,7 @@ mod follow_up;
 mod inspection;
 mod install;
 mod line_counts;
+mod mcp;
 mod pr_message;
 mod project_id;
 mod proxy;
