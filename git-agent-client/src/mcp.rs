@@ -192,6 +192,9 @@ impl From<DaemonError> for ToolFailure {
 
 type ToolResult = Result<Vec<ContentBlock>, ToolFailure>;
 
+/// The names of [`tools`], in their order.
+const TOOL_NAMES: [&str; 7] = ["search", "explore", "review", "simplify", "task_wait", "task_status", "project_id"];
+
 /// The tools, their descriptions and input schemas.
 fn tools() -> Result<Vec<Tool>, String> {
     let read_only = || ToolAnnotations::new().read_only(true);
@@ -270,20 +273,12 @@ impl ServerHandler for McpServer {
             .and_then(|meta| meta.get_progress_token())
             .or_else(|| context.meta.get_progress_token())
             .map(|token| Progress::new(context.peer.clone(), token));
+        if !TOOL_NAMES.contains(&request.name.as_ref()) {
+            return Err(McpError::invalid_params(format!("unknown tool {:?}", request.name), None));
+        }
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let call = Call { server: self, progress, cancel: context.ct.clone() };
-        let outcome = match request.name.as_ref() {
-            "search" => call.search(parse(&request.name, arguments)?).await,
-            "explore" => call.explore(parse(&request.name, arguments)?).await,
-            "review" => call.inspect("review", parse(&request.name, arguments)?).await,
-            "simplify" => call.inspect("simplify", parse(&request.name, arguments)?).await,
-            "task_wait" => call.task_wait(parse(&request.name, arguments)?).await,
-            "task_status" => call.task_status(parse(&request.name, arguments)?).await,
-            "project_id" => call.project_id(parse(&request.name, arguments)?).await,
-            other => {
-                return Err(McpError::invalid_params(format!("unknown tool {other:?}"), None));
-            }
-        };
+        let outcome = call.dispatch(&request.name, arguments).await;
         Ok(match outcome {
             Ok(content) => CallToolResult::success(content),
             Err(ToolFailure(text)) => CallToolResult::error(vec![ContentBlock::text(text)]),
@@ -294,15 +289,12 @@ impl ServerHandler for McpServer {
 
 /// The tool's arguments, or a tool error naming what is wrong with them
 /// (a tool error rather than a protocol error, so the model reads it).
-fn parse<T: serde::de::DeserializeOwned>(
-    tool: &str,
-    arguments: serde_json::Value,
-) -> Result<Result<T, ToolFailure>, McpError> {
-    Ok(serde_json::from_value(arguments).map_err(|error| {
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: serde_json::Value) -> Result<T, ToolFailure> {
+    serde_json::from_value(arguments).map_err(|error| {
         ToolFailure(format!(
             "error: invalid arguments for {tool}: {error}\nhint: see the tool's input schema (tools/list)"
         ))
-    }))
+    })
 }
 
 /// Progress notifications for one call that asked for them.
@@ -350,8 +342,18 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    async fn search(mut self, input: Result<SearchInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn dispatch(self, tool: &str, arguments: serde_json::Value) -> ToolResult {
+        match tool {
+            "search" => self.search(parse(tool, arguments)?).await,
+            "explore" => self.explore(parse(tool, arguments)?).await,
+            "review" | "simplify" => self.inspect(tool, parse(tool, arguments)?).await,
+            "task_wait" => self.task_wait(parse(tool, arguments)?).await,
+            "task_status" => self.task_status(parse(tool, arguments)?).await,
+            _ => self.project_id(parse(tool, arguments)?).await,
+        }
+    }
+
+    async fn search(mut self, input: SearchInput) -> ToolResult {
         let mut args = vec!["search".to_string(), "--format".into(), "json".into()];
         push_option(&mut args, "--scope", input.scope);
         push_option(&mut args, "--limit", input.limit.map(|limit| limit.to_string()));
@@ -365,8 +367,7 @@ impl Call<'_> {
         self.run(invocation).await
     }
 
-    async fn explore(mut self, input: Result<ExploreInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn explore(mut self, input: ExploreInput) -> ToolResult {
         let mut args = vec!["explore".to_string()];
         let target = input.target.map(|target| {
             match target {
@@ -385,8 +386,7 @@ impl Call<'_> {
         self.run(invocation).await
     }
 
-    async fn project_id(mut self, input: Result<ProjectIdInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn project_id(mut self, input: ProjectIdInput) -> ToolResult {
         let invocation = self.server.invocation(vec!["project_id".into()], input.cwd.as_deref())?;
         let mut content = self.run(invocation).await?;
         // The CLI's trailing newline is not part of the identifier.
@@ -399,8 +399,7 @@ impl Call<'_> {
     }
 
     /// `review` / `simplify`: a detached launch through `LaunchTask`.
-    async fn inspect(self, command: &str, input: Result<InspectInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn inspect(self, command: &str, input: InspectInput) -> ToolResult {
         let mut args = vec![command.to_string()];
         if let Some(mode) = input.mode {
             args.push(
@@ -440,8 +439,7 @@ impl Call<'_> {
         Ok(vec![ContentBlock::text(launch.to_string())])
     }
 
-    async fn task_status(self, input: Result<TaskStatusInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn task_status(self, input: TaskStatusInput) -> ToolResult {
         let invocation = self.server.invocation(Vec::new(), input.cwd.as_deref())?;
         let (status, _) = self.watch(&input.id, invocation).await?;
         Ok(vec![ContentBlock::text(status_json(&status).to_string())])
@@ -450,8 +448,7 @@ impl Call<'_> {
     /// The stored report. A running task is waited for (with `waiting`
     /// progress from the task's phases), or with `block: false` is a tool
     /// error naming its phase.
-    async fn task_wait(mut self, input: Result<TaskWaitInput, ToolFailure>) -> ToolResult {
-        let input = input?;
+    async fn task_wait(mut self, input: TaskWaitInput) -> ToolResult {
         let invocation = self.server.invocation(Vec::new(), input.cwd.as_deref())?;
         let (status, mut updates) = self.watch(&input.id, invocation.clone()).await?;
         if status.state == "running" {
@@ -653,6 +650,12 @@ mod tests {
             assert_eq!(schema["additionalProperties"], false, "{}: {schema}", tool.name);
             assert!(schema["properties"]["cwd"].is_object(), "{}: every tool takes cwd", tool.name);
         }
+    }
+
+    #[test]
+    fn tool_names_match_the_tools() {
+        let names: Vec<String> = tools().unwrap().into_iter().map(|tool| tool.name.into_owned()).collect();
+        assert_eq!(names, TOOL_NAMES);
     }
 
     #[test]
