@@ -127,10 +127,10 @@ fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
 
 /// The `total=` of the daemon's `search_index` debug event.
 fn search_total(debug: &str) -> Duration {
+    // The event's fields follow on indented continuation lines.
     let value = debug
-        .lines()
-        .filter(|line| line.contains(" INF search_index "))
-        .find_map(|line| line.split_whitespace().find_map(|field| field.strip_prefix("total=")))
+        .split_once(" INF search_index")
+        .and_then(|(_, fields)| fields.split_whitespace().find_map(|field| field.strip_prefix("total=")))
         .unwrap_or_else(|| panic!("the daemon's --debug output has no search_index total:\n{debug}"));
     git_agent_shared::timefmt::parse_go_duration(value)
         .unwrap_or_else(|error| panic!("the search_index total {value:?}: {error}"))
