@@ -59,7 +59,7 @@ fn check_socket_folder(socket: &Path, expected_uid: u32) -> Result<(), DaemonErr
 }
 
 /// The socket of the invocation, once its folder is known to be private.
-fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> {
+pub(crate) fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> {
     let socket = paths::socket_path(env).map_err(|error| DaemonError::Setup(error.to_string()))?;
     check_socket_folder(&socket, private_fs::current_uid())?;
     Ok(socket)
@@ -101,6 +101,30 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
                 replaced = true;
             }
             Err(status) => return Err(DaemonError::Rpc(status.message().to_string())),
+        }
+    }
+}
+
+/// Makes one call on the daemon, as every command does: the daemon is
+/// started when nothing answers, replaced once when it is of another build
+/// (FAILED_PRECONDITION), and called again once when the connection broke
+/// before it answered. The daemon's own answer, error or not, is returned.
+pub(crate) async fn call<T, F, Fut>(socket: &Path, mut call: F) -> Result<Result<T, tonic::Status>, DaemonError>
+where
+    F: FnMut(GitAgentClient<Channel>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let mut replaced = false;
+    loop {
+        let channel = connect_or_start(socket).await?;
+        let mut client = gitagent_proto::client(channel);
+        match call(client.clone()).await {
+            Err(status) if status.code() == Code::FailedPrecondition && !replaced => {
+                replaced = true;
+                replace(&mut client, socket).await?;
+            }
+            Err(status) if daemon_went_away(&status) && !replaced => replaced = true,
+            answer => return Ok(answer),
         }
     }
 }

@@ -7,6 +7,7 @@
 mod actions;
 mod daemon;
 mod invocation;
+mod mcp;
 mod render;
 
 use clap::Parser;
@@ -71,6 +72,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
                     None => daemon::launch(invocation).await,
                 }
             }
+            Command::Mcp => Ok(mcp::serve(invocation).await),
             _ => daemon::run(invocation).await,
         }
     };

@@ -61,6 +61,9 @@ pub enum Command {
     #[command(override_usage = INDEX_USAGE)]
     Index(IndexArgs),
 
+    /// Serve search, explore, review and task tools to coding agents over MCP (stdio).
+    Mcp,
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -660,7 +663,7 @@ impl Command {
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
         match self {
-            Command::Completions { .. } => true,
+            Command::Completions { .. } | Command::Mcp => true,
             Command::Review(args) | Command::Simplify(args) => args.help_agent,
             _ => false,
         }

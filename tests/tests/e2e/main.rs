@@ -17,6 +17,7 @@ mod index_gc;
 mod inspection;
 mod install;
 mod line_counts;
+mod mcp;
 mod pr_message;
 mod project_id;
 mod proxy;
