@@ -21,7 +21,13 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(error) => {
-            let _ = error.print();
+            let args: Vec<String> = argv.iter().skip(1).map(|arg| arg.to_string_lossy().into_owned()).collect();
+            match git_agent_shared::cli::index_usage(&args) {
+                Some(usage) if error.use_stderr() => eprintln!("{usage}"),
+                _ => {
+                    let _ = error.print();
+                }
+            }
             return error.exit_code();
         }
     };

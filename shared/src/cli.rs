@@ -57,6 +57,10 @@ pub enum Command {
     /// Answer a codebase question with grounded findings; stdout is one JSON object.
     Explore(ExploreArgs),
 
+    /// Share search indexes through the index.remote repository (sync, migrate, gc).
+    #[command(override_usage = INDEX_USAGE)]
+    Index(IndexArgs),
+
     /// Print a shell completion script for bash, zsh or fish.
     #[command(hide = true)]
     Completions {
@@ -79,6 +83,87 @@ pub struct ConfigArgs {
     /// The new value; without it the current value is printed.
     #[arg(value_name = "git-url")]
     pub value: Option<String>,
+}
+
+/// `git-agent index <sync|migrate|gc>`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    #[command(subcommand)]
+    pub command: IndexCommand,
+}
+
+/// The index maintenance commands. Their usage errors are exact lines of
+/// the specification, see [`index_usage`].
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Export every completed revision index to index.remote.
+    #[command(override_usage = INDEX_USAGE_SYNC)]
+    Sync,
+
+    /// Convert the index.remote repository from schema v1 to schema v2.
+    #[command(override_usage = INDEX_USAGE_MIGRATE)]
+    Migrate(IndexMigrateArgs),
+
+    /// Remove unreachable index data, locally and in index.remote.
+    #[command(override_usage = INDEX_USAGE_GC)]
+    Gc(IndexGcArgs),
+}
+
+/// `git-agent index migrate --to v2 [--dry-run]`.
+#[derive(Debug, Args)]
+pub struct IndexMigrateArgs {
+    /// The target schema; only v2 exists.
+    #[arg(long, value_name = "version", value_parser = ["v2"], required = true)]
+    pub to: String,
+
+    /// Build and validate the migration in temporary storage; commit and push nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `git-agent index gc [--dry-run]`.
+#[derive(Debug, Args)]
+pub struct IndexGcArgs {
+    /// Report what would be removed; change no byte and no modification time.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+const INDEX_USAGE: &str =
+    "git-agent index sync\n       git-agent index migrate --to v2 [--dry-run]\n       git-agent index gc [--dry-run]";
+const INDEX_USAGE_SYNC: &str = "git-agent index sync";
+const INDEX_USAGE_MIGRATE: &str = "git-agent index migrate --to v2 [--dry-run]";
+const INDEX_USAGE_GC: &str = "git-agent index gc [--dry-run]";
+
+/// The specification's exact usage error for a malformed `git-agent index`
+/// command line (`args` after the program name and `--cwd`), or `None`
+/// when `args` is not an index command. Clap's own message would name the
+/// offending argument; the specification wants the one usage line of the
+/// subcommand (all three when the subcommand itself is wrong).
+/// A leading `--cwd <directory>` or `--cwd=<directory>` is skipped, so the
+/// client can pass its whole argument list.
+pub fn index_usage<S: AsRef<str>>(args: &[S]) -> Option<String> {
+    let mut words = args.iter().map(AsRef::as_ref).peekable();
+    match words.peek() {
+        Some(&"--cwd") => {
+            words.next();
+            words.next();
+        }
+        Some(word) if word.starts_with("--cwd=") => {
+            words.next();
+        }
+        _ => {}
+    }
+    if words.next() != Some("index") {
+        return None;
+    }
+    let usage = match words.next() {
+        Some("sync") => INDEX_USAGE_SYNC,
+        Some("migrate") => INDEX_USAGE_MIGRATE,
+        Some("gc") => INDEX_USAGE_GC,
+        _ => INDEX_USAGE,
+    };
+    Some(format!("usage: {usage}"))
 }
 
 /// `git-agent pr-message [generation flags]`.
@@ -603,6 +688,67 @@ pub fn write_completions(shell: &str, out: &mut dyn std::io::Write) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn index(args: &[&str]) -> Result<IndexCommand, clap::Error> {
+        let argv: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        match parse_command(&argv)? {
+            Command::Index(args) => Ok(args.command),
+            other => panic!("not an index command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn index_subcommands_parse() {
+        assert!(matches!(index(&["index", "sync"]).unwrap(), IndexCommand::Sync));
+        assert!(matches!(index(&["index", "gc"]).unwrap(), IndexCommand::Gc(IndexGcArgs { dry_run: false })));
+        assert!(matches!(index(&["index", "gc", "--dry-run"]).unwrap(), IndexCommand::Gc(IndexGcArgs { dry_run: true })));
+        let IndexCommand::Migrate(migrate) = index(&["index", "migrate", "--dry-run", "--to", "v2"]).unwrap() else {
+            panic!("not a migration");
+        };
+        assert_eq!((migrate.to.as_str(), migrate.dry_run), ("v2", true));
+        let IndexCommand::Migrate(migrate) = index(&["index", "migrate", "--to", "v2"]).unwrap() else {
+            panic!("not a migration");
+        };
+        assert!(!migrate.dry_run);
+    }
+
+    #[test]
+    fn malformed_index_command_lines_are_refused() {
+        for args in [
+            &["index"][..],
+            &["index", "prune"],
+            &["index", "sync", "extra"],
+            &["index", "sync", "--dry-run"],
+            &["index", "migrate"],
+            &["index", "migrate", "--to", "v3"],
+            &["index", "migrate", "--to"],
+            &["index", "migrate", "--to", "v2", "--to", "v2"],
+            &["index", "migrate", "--to", "v2", "--dry-run", "--dry-run"],
+            &["index", "gc", "--dry-run", "--dry-run"],
+            &["index", "gc", "--remote", "x"],
+            &["index", "gc", "extra"],
+            &["index", "gc", "--force"],
+        ] {
+            assert!(index(args).is_err(), "{args:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn index_usage_names_the_subcommand_line() {
+        assert_eq!(index_usage(&["index", "gc", "--remote"]).as_deref(), Some("usage: git-agent index gc [--dry-run]"));
+        assert_eq!(
+            index_usage(&["--cwd", "/tmp", "index", "migrate", "--to", "v3"]).as_deref(),
+            Some("usage: git-agent index migrate --to v2 [--dry-run]")
+        );
+        assert_eq!(index_usage(&["--cwd=/tmp", "index", "sync", "x"]).as_deref(), Some("usage: git-agent index sync"));
+        assert_eq!(
+            index_usage(&["index", "prune"]).as_deref(),
+            Some(
+                "usage: git-agent index sync\n       git-agent index migrate --to v2 [--dry-run]\n       git-agent index gc [--dry-run]"
+            )
+        );
+        assert_eq!(index_usage(&["search", "index"]), None);
+    }
 
     #[test]
     fn definition_is_consistent() {
