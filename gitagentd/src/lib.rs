@@ -14,6 +14,7 @@ pub mod git;
 #[cfg(test)]
 mod golden;
 pub mod guidance;
+pub mod index_sync;
 pub mod inspect;
 mod logging;
 pub mod memory;
