@@ -701,7 +701,10 @@ mod tests {
     fn index_subcommands_parse() {
         assert!(matches!(index(&["index", "sync"]).unwrap(), IndexCommand::Sync));
         assert!(matches!(index(&["index", "gc"]).unwrap(), IndexCommand::Gc(IndexGcArgs { dry_run: false })));
-        assert!(matches!(index(&["index", "gc", "--dry-run"]).unwrap(), IndexCommand::Gc(IndexGcArgs { dry_run: true })));
+        assert!(matches!(
+            index(&["index", "gc", "--dry-run"]).unwrap(),
+            IndexCommand::Gc(IndexGcArgs { dry_run: true })
+        ));
         let IndexCommand::Migrate(migrate) = index(&["index", "migrate", "--dry-run", "--to", "v2"]).unwrap() else {
             panic!("not a migration");
         };

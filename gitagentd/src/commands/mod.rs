@@ -142,9 +142,10 @@ async fn dispatch(
     cancel: &CancellationToken,
 ) -> Result<(), CommandError> {
     let command = cli::parse_command(&invocation.args).map_err(|error| {
-        CommandError::Usage(cli::index_usage(&invocation.args).unwrap_or_else(|| {
-            error.to_string().trim_end().trim_start_matches("error: ").to_string()
-        }))
+        CommandError::Usage(
+            cli::index_usage(&invocation.args)
+                .unwrap_or_else(|| error.to_string().trim_end().trim_start_matches("error: ").to_string()),
+        )
     })?;
     match command {
         Command::ProjectId => project_id::run(services, invocation, output).await,

@@ -23,9 +23,7 @@ pub async fn run(
         IndexCommand::Gc(args) => gc::run(services, invocation, output, cancel, args).await,
         IndexCommand::Sync | IndexCommand::Migrate(_) => {
             let _remote = configured_remote(invocation).await?;
-            Err(CommandError::Failed(
-                "sharing indexes through index.remote is not available in this build yet".into(),
-            ))
+            Err(CommandError::Failed("sharing indexes through index.remote is not available in this build yet".into()))
         }
     }
 }
