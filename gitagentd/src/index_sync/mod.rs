@@ -8,13 +8,16 @@
 //! - [`pack`]: schema-v2 content-addressed vector packs;
 //! - [`manifest`]: schema-v1 snapshots and schema-v2 manifests, validated field by field;
 //! - [`merge`]: the merge rules of concurrent writers;
-//! - [`tree`]: the allowed paths of the work tree (anything else is an unsafe tree).
+//! - [`tree`]: the allowed paths of the work tree (anything else is an unsafe tree);
+//! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip.
 
 pub mod keys;
 pub mod manifest;
 pub mod merge;
 pub mod pack;
+pub mod repo;
 pub mod schema;
+pub mod sync;
 pub mod tree;
 
 #[cfg(test)]
