@@ -12,6 +12,7 @@
 //! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip.
 
 pub mod keys;
+pub mod local;
 pub mod manifest;
 pub mod merge;
 pub mod pack;

@@ -29,8 +29,10 @@ pub struct Export {
 pub struct Published {
     /// Indexes exported.
     pub indexes: usize,
-    /// Records the exported indexes hold on the remote afterwards.
+    /// Records of the exported indexes.
     pub records: usize,
+    /// Indexes that could not be exported.
+    pub skipped: usize,
     /// Whether a commit was pushed (false: the remote already had everything).
     pub pushed: bool,
 }
@@ -93,33 +95,58 @@ impl Endpoint {
 
     /// Publishes `exports` with at most one commit and one successful push.
     pub async fn publish(&self, exports: Vec<Export>, cancel: &CancellationToken) -> Result<Published, SyncError> {
+        self.publish_from(Arc::new(exports), Arc::new(|_| {}), cancel).await
+    }
+
+    /// Publishes what `source` lists, reporting each phase to `progress`.
+    /// A rejected push replays the whole source on the new remote tip.
+    pub async fn publish_from(
+        &self,
+        source: Arc<dyn ExportSource>,
+        progress: Arc<dyn Fn(Phase) + Send + Sync>,
+        cancel: &CancellationToken,
+    ) -> Result<Published, SyncError> {
         let _lock = self.lock(cancel).await?;
-        let exports = Arc::new(exports);
         for _ in 0..PUSH_ATTEMPTS {
             let endpoint = self.clone();
-            let batch = Arc::clone(&exports);
+            let source = Arc::clone(&source);
+            let report = Arc::clone(&progress);
             let interrupt = interrupt_on(cancel);
             let flag = Arc::clone(&interrupt.flag);
             let staged = crate::blocking::run_to_end("the index sync repository", move || {
+                report(Phase::Fetching);
                 let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
                 let tip = repo.fetch(&flag)?;
                 let mut staged = repo.stage(&tip)?;
-                let mut records = 0;
-                for export in batch.iter() {
-                    records += staged.export(&export.target, export.records.clone())?;
+                report(Phase::Scanning);
+                let total = source.len();
+                let mut published = Published::default();
+                for index in 0..total {
+                    if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(SyncError::Cancelled);
+                    }
+                    match source.load(index) {
+                        Some(export) => {
+                            staged.export(&export.target, export.records.clone())?;
+                            published.indexes += 1;
+                            published.records += export.records.len();
+                        }
+                        None => published.skipped += 1,
+                    }
+                    report(Phase::Syncing { done: index + 1, total });
                 }
                 let branch = staged.branch().to_string();
                 let commit = staged.commit(COMMIT_MESSAGE)?;
-                Ok::<_, SyncError>((branch, commit, records))
+                Ok::<_, SyncError>((branch, commit, published))
             })
             .await
             .map_err(|_| SyncError::Cancelled)??;
             drop(interrupt);
-            let (branch, commit, records) = staged;
-            let published = |pushed| Published { indexes: exports.len(), records, pushed };
+            let (branch, commit, mut published) = staged;
             let Some(commit) = commit else {
-                return Ok(published(false));
+                return Ok(published);
             };
+            progress(Phase::Pushing);
             match repo::push(&self.dir, &self.remote, &self.env, &branch, commit, cancel).await? {
                 PushOutcome::Pushed => {
                     let endpoint = self.clone();
@@ -128,13 +155,41 @@ impl Endpoint {
                     })
                     .await
                     .map_err(|_| SyncError::Cancelled)??;
-                    return Ok(published(true));
+                    published.pushed = true;
+                    return Ok(published);
                 }
                 PushOutcome::Rejected => continue,
             }
         }
         Err(SyncError::Contended { remote: self.remote.sanitized.clone(), attempts: PUSH_ATTEMPTS })
     }
+}
+
+/// Where a publication's indexes come from; read again on every replay.
+pub trait ExportSource: Send + Sync + 'static {
+    fn len(&self) -> usize;
+    /// The index at `index`, or `None` when it cannot be exported now
+    /// (corrupt, incomplete, incompatible): it is counted as skipped.
+    fn load(&self, index: usize) -> Option<Export>;
+}
+
+impl ExportSource for Vec<Export> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn load(&self, index: usize) -> Option<Export> {
+        self.get(index).cloned()
+    }
+}
+
+/// The phases progress reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Fetching,
+    Scanning,
+    Syncing { done: usize, total: usize },
+    Pushing,
 }
 
 /// An interrupt flag for gix that follows `cancel` while it lives.
