@@ -11,6 +11,7 @@
 //! - [`tree`]: the allowed paths of the work tree (anything else is an unsafe tree);
 //! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip.
 
+pub mod confirm;
 pub mod keys;
 pub mod local;
 pub mod manifest;

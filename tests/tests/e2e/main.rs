@@ -10,6 +10,7 @@ mod cwd;
 mod daemon;
 mod explore;
 mod follow_up;
+mod index_sync;
 mod inspection;
 mod install;
 mod line_counts;
