@@ -161,7 +161,7 @@ pub fn sync_record(record: &IndexRecord, vector: &[f32]) -> SyncRecord {
 
 /// An inventory as a publication source.
 impl ExportSource for Inventory {
-    fn len(&self) -> usize {
+    fn count(&self) -> usize {
         self.candidates.len()
     }
 

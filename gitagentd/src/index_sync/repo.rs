@@ -306,7 +306,7 @@ fn persist_unsigned_commits(config_path: &Path) -> std::io::Result<()> {
     if current.as_deref() == Some("false") {
         return Ok(());
     }
-    file.set_raw_value(&"commit.gpgSign", "false").map_err(std::io::Error::other)?;
+    file.set_raw_value("commit.gpgSign", "false").map_err(std::io::Error::other)?;
     let mut bytes = Vec::new();
     file.write_to(&mut bytes)?;
     private_fs::write_atomic(config_path, &bytes)

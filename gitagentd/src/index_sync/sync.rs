@@ -119,7 +119,7 @@ impl Endpoint {
                 let tip = repo.fetch(&flag)?;
                 let mut staged = repo.stage(&tip)?;
                 report(Phase::Scanning);
-                let total = source.len();
+                let total = source.count();
                 let mut published = Published::default();
                 for index in 0..total {
                     if flag.load(std::sync::atomic::Ordering::Relaxed) {
@@ -167,15 +167,16 @@ impl Endpoint {
 
 /// Where a publication's indexes come from; read again on every replay.
 pub trait ExportSource: Send + Sync + 'static {
-    fn len(&self) -> usize;
+    /// How many indexes the source lists.
+    fn count(&self) -> usize;
     /// The index at `index`, or `None` when it cannot be exported now
     /// (corrupt, incomplete, incompatible): it is counted as skipped.
     fn load(&self, index: usize) -> Option<Export>;
 }
 
 impl ExportSource for Vec<Export> {
-    fn len(&self) -> usize {
-        Vec::len(self)
+    fn count(&self) -> usize {
+        self.len()
     }
 
     fn load(&self, index: usize) -> Option<Export> {

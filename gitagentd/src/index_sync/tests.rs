@@ -239,7 +239,7 @@ fn v2_imports_refuse_every_tampered_field() {
     let mut last = extra.records[0].clone();
     last.pack = (1 - moved) as u64;
     two_packs.records.push(last);
-    two_packs.records.sort_by_key(|r| format!("{}", r.path));
+    two_packs.records.sort_by_key(|r| r.path.clone());
     assert_eq!(packs.resolve(&two_packs).unwrap().len(), 4, "the untampered two-pack manifest is valid");
 
     type Edit = fn(&mut ManifestV2);
