@@ -101,7 +101,18 @@ pub async fn run(
     let feedback =
         Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
     let started = std::time::Instant::now();
+    // index.remote: import the revision's shared records first, publish after.
+    let confirmation =
+        crate::index_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions)
+            .await
+            .map_err(CommandError::failed)?;
+    if let Some(confirmation) = &confirmation {
+        confirmation.import(cancel).await.map_err(CommandError::failed)?;
+    }
     let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
+    if let (Ok(_), Some(confirmation)) = (&result, &confirmation) {
+        confirmation.publish(cancel).await.map_err(CommandError::failed)?;
+    }
     let outcome = match result {
         Ok(outcome) => {
             feedback.finish(None);

@@ -137,11 +137,21 @@ impl Remote {
         &self.dir
     }
 
+    /// The URL as the user gave it (may hold credentials): for transports only.
+    pub(crate) fn raw_url(&self) -> &str {
+        &self.raw
+    }
+
+    /// The `core.sshCommand` transports of this remote use.
+    pub(crate) fn ssh_client(&self) -> &str {
+        &self.ssh_command
+    }
+
     pub fn record(&self) -> RemoteRecord {
         read_record(&self.dir.join(RECORD)).unwrap_or_default()
     }
 
-    fn sanitize_text(&self, text: &str) -> String {
+    pub(crate) fn sanitize_text(&self, text: &str) -> String {
         let mut text = text.replace(&self.raw, &self.sanitized);
         if let Some(at) = self.raw.find('@')
             && let Some(scheme_end) = self.raw.find("://")
@@ -582,7 +592,7 @@ impl gix::progress::NestedProgress for TransferProgress {
 
 /// An error and its causes on one line (gix keeps the transport's reason
 /// in the sources).
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -598,7 +608,7 @@ fn describe(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// The only credentials a fetch uses: those of the `--remote` URL. No
 /// helper runs and nothing is ever prompted for; approvals are not stored.
-fn credentials(
+pub(crate) fn credentials(
     action: gix::credentials::helper::Action,
     account: Option<&(String, String)>,
 ) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
@@ -698,7 +708,7 @@ fn quote(value: &str) -> String {
 
 /// gix's HTTP transport (reqwest 0.13 without a bundled provider) uses the
 /// process-wide rustls provider: ring, as the provider client does.
-fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,0 +1,406 @@
+//! The per-revision documents of the sync repository:
+//! `indexes/<origin-sha256>/<revision-sha1>/<model-key>.json`.
+//!
+//! Schema v1 names the file by the first 16 hex characters of the model key
+//! and stores complete records with their vectors; schema v2 uses the full
+//! 64 characters and stores metadata plus (pack, slot) references. Both are
+//! compact JSON followed by a newline, records sorted by identity. Imports
+//! validate every field against the selected revision and every reference
+//! against the pack it names before a record is trusted.
+
+use super::FormatError;
+use super::keys::{self, Digest};
+use super::merge;
+use super::pack::Pack;
+use super::schema::SchemaVersion;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a synced index must describe to belong to the selected revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The normalized origin identity of the source repository.
+    pub origin: String,
+    /// The full lowercase commit id.
+    pub revision: String,
+    pub model: String,
+    pub dimensions: i64,
+}
+
+impl Target {
+    pub fn validate(&self) -> Result<(), FormatError> {
+        if self.origin.is_empty() {
+            return Err(FormatError::Target("the origin is empty"));
+        }
+        if self.model.is_empty() {
+            return Err(FormatError::Target("the model is empty"));
+        }
+        if self.dimensions <= 0 || u32::try_from(self.dimensions).is_err() {
+            return Err(FormatError::Target("the dimensions are out of range"));
+        }
+        if !keys::is_lower_hex(&self.revision, 40) {
+            return Err(FormatError::Target("the revision is not a full lowercase commit id"));
+        }
+        Ok(())
+    }
+
+    pub fn model_key(&self) -> Digest {
+        keys::model_key(&self.model, self.dimensions)
+    }
+
+    /// The repository-relative path of this target's document.
+    pub fn manifest_path(&self, schema: SchemaVersion) -> Result<String, FormatError> {
+        self.validate()?;
+        let model_key = keys::hex(&self.model_key());
+        let name = match schema {
+            SchemaVersion::V1 => &model_key[..16],
+            SchemaVersion::V2 => &model_key[..],
+        };
+        Ok(format!("indexes/{}/{}/{name}.json", keys::hex(&keys::origin_key(&self.origin)), self.revision))
+    }
+
+    fn check(
+        &self,
+        path: &str,
+        version: u64,
+        expected: SchemaVersion,
+        doc: (&str, &str, &str, i64),
+    ) -> Result<(), FormatError> {
+        let (origin, revision, model, dimensions) = doc;
+        let field = if version != expected.number() {
+            "version"
+        } else if origin != self.origin {
+            "origin"
+        } else if revision != self.revision {
+            "revision"
+        } else if model != self.model {
+            "model"
+        } else if dimensions != self.dimensions {
+            "dimensions"
+        } else {
+            return Ok(());
+        };
+        Err(FormatError::Mismatch { path: path.to_string(), field })
+    }
+}
+
+/// One shared vector record: the local record's metadata plus its vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncRecord {
+    pub chunk_id: String,
+    pub path: String,
+    pub source: String,
+    pub blob: String,
+    pub start_line: i64,
+    pub end_line: i64,
+    pub content_hash: String,
+    pub embedding_input_hash: String,
+    pub embedding_model: String,
+    pub dimensions: i64,
+    pub size: i64,
+    pub mtime_unix_nano: i64,
+    pub vector: Vec<f32>,
+}
+
+impl SyncRecord {
+    /// The record identity merges key on (every metadata field).
+    pub fn identity(&self) -> String {
+        format!(
+            "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
+            self.source,
+            self.path,
+            self.blob,
+            self.start_line,
+            self.end_line,
+            self.size,
+            self.mtime_unix_nano,
+            self.content_hash,
+            self.embedding_input_hash,
+            self.embedding_model,
+            self.dimensions
+        )
+    }
+
+    /// Whether this record can be shared under `model`/`dimensions`.
+    pub fn is_compatible(&self, model: &str, dimensions: i64) -> bool {
+        self.embedding_model == model
+            && self.dimensions == dimensions
+            && i64::try_from(self.vector.len()).is_ok_and(|len| len == dimensions)
+            && !self.embedding_input_hash.is_empty()
+    }
+
+    pub fn payload(&self) -> Vec<u8> {
+        keys::encode_payload(&self.vector)
+    }
+
+    pub fn embedding_key(&self) -> Digest {
+        keys::embedding_key(&self.embedding_input_hash, &self.embedding_model, self.dimensions)
+    }
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
+}
+
+/// A schema-v1 record: the local record's fields with its vector inline.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordV1 {
+    pub chunk_id: String,
+    pub path: String,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub blob: String,
+    pub start_line: i64,
+    pub end_line: i64,
+    pub content_hash: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub embedding_input_hash: String,
+    pub embedding_model: String,
+    pub dimensions: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtime_unix_nano: i64,
+    pub vector: Vec<f64>,
+}
+
+/// `indexes/<origin>/<revision>/<model-key[..16]>.json` in schema v1.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotV1 {
+    pub version: u64,
+    pub origin: String,
+    pub revision: String,
+    pub model: String,
+    pub dimensions: i64,
+    pub records: Vec<RecordV1>,
+}
+
+/// A schema-v2 record: metadata and a reference into the manifest's pack
+/// table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RecordV2 {
+    pub chunk_id: String,
+    pub path: String,
+    pub source: String,
+    pub blob: String,
+    pub start_line: i64,
+    pub end_line: i64,
+    pub content_hash: String,
+    pub embedding_input_hash: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtime_unix_nano: i64,
+    pub pack: u64,
+    pub slot: u32,
+}
+
+/// `indexes/<origin>/<revision>/<model-key>.json` in schema v2.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestV2 {
+    pub version: u64,
+    pub origin: String,
+    pub revision: String,
+    pub model: String,
+    pub dimensions: i64,
+    /// Pack digests, strictly sorted; records refer to them by index.
+    pub packs: Vec<String>,
+    pub records: Vec<RecordV2>,
+}
+
+fn malformed(path: &str, reason: impl Into<String>) -> FormatError {
+    FormatError::Manifest { path: path.to_string(), reason: reason.into() }
+}
+
+fn compact_json(value: &impl Serialize) -> Vec<u8> {
+    // Serializing these plain structs cannot fail (string keys, finite or
+    // already-validated values); an error would be a programming mistake.
+    let mut out = serde_json::to_vec(value).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// Reads a schema-v1 snapshot of `target` at `path` (for error messages).
+pub fn decode_v1(bytes: &[u8], path: &str, target: &Target) -> Result<Vec<SyncRecord>, FormatError> {
+    let snapshot: SnapshotV1 = serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))?;
+    target.check(
+        path,
+        snapshot.version,
+        SchemaVersion::V1,
+        (&snapshot.origin, &snapshot.revision, &snapshot.model, snapshot.dimensions),
+    )?;
+    let mut records = Vec::with_capacity(snapshot.records.len());
+    for (index, record) in snapshot.records.into_iter().enumerate() {
+        if record.vector.iter().any(|value| !value.is_finite()) {
+            return Err(malformed(path, format!("record {index} has a non-finite vector value")));
+        }
+        let record = SyncRecord {
+            chunk_id: record.chunk_id,
+            path: record.path,
+            source: record.source,
+            blob: record.blob,
+            start_line: record.start_line,
+            end_line: record.end_line,
+            content_hash: record.content_hash,
+            embedding_input_hash: record.embedding_input_hash,
+            embedding_model: record.embedding_model,
+            dimensions: record.dimensions,
+            size: record.size,
+            mtime_unix_nano: record.mtime_unix_nano,
+            vector: record.vector.iter().map(|value| *value as f32).collect(),
+        };
+        if !record.is_compatible(&target.model, target.dimensions) {
+            return Err(malformed(path, format!("record {index} is incompatible with {}", target.model)));
+        }
+        records.push(record);
+    }
+    merge::merge_strict(Vec::new(), records, &target.model, target.dimensions)
+}
+
+/// The bytes of the schema-v1 snapshot of `records` (merged and sorted first).
+pub fn encode_v1(target: &Target, records: &[SyncRecord]) -> Result<Vec<u8>, FormatError> {
+    target.validate()?;
+    let records = merge::merge_strict(Vec::new(), records.to_vec(), &target.model, target.dimensions)?;
+    let snapshot = SnapshotV1 {
+        version: 1,
+        origin: target.origin.clone(),
+        revision: target.revision.clone(),
+        model: target.model.clone(),
+        dimensions: target.dimensions,
+        records: records
+            .into_iter()
+            .map(|record| RecordV1 {
+                chunk_id: record.chunk_id,
+                path: record.path,
+                source: record.source,
+                blob: record.blob,
+                start_line: record.start_line,
+                end_line: record.end_line,
+                content_hash: record.content_hash,
+                embedding_input_hash: record.embedding_input_hash,
+                embedding_model: record.embedding_model,
+                dimensions: record.dimensions,
+                size: record.size,
+                mtime_unix_nano: record.mtime_unix_nano,
+                vector: record.vector.iter().map(|value| f64::from(*value)).collect(),
+            })
+            .collect(),
+    };
+    Ok(compact_json(&snapshot))
+}
+
+/// Parses a schema-v2 manifest without resolving its references.
+pub fn parse_v2(bytes: &[u8], path: &str) -> Result<ManifestV2, FormatError> {
+    serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))
+}
+
+pub fn encode_v2(manifest: &ManifestV2) -> Vec<u8> {
+    compact_json(manifest)
+}
+
+/// Reads a schema-v2 manifest of `target` and resolves every record
+/// through `load_pack` (given a pack digest, it returns the verified pack
+/// stored at `packs/<model-key>/<digest>.pack`).
+pub fn decode_v2(
+    bytes: &[u8],
+    path: &str,
+    target: &Target,
+    load_pack: &mut dyn FnMut(&Digest) -> Result<Arc<Pack>, FormatError>,
+) -> Result<Vec<SyncRecord>, FormatError> {
+    let manifest = parse_v2(bytes, path)?;
+    resolve_v2(&manifest, path, target, load_pack)
+}
+
+/// Validates a parsed manifest field by field and returns its records.
+pub fn resolve_v2(
+    manifest: &ManifestV2,
+    path: &str,
+    target: &Target,
+    load_pack: &mut dyn FnMut(&Digest) -> Result<Arc<Pack>, FormatError>,
+) -> Result<Vec<SyncRecord>, FormatError> {
+    target.check(
+        path,
+        manifest.version,
+        SchemaVersion::V2,
+        (&manifest.origin, &manifest.revision, &manifest.model, manifest.dimensions),
+    )?;
+    let model_key = target.model_key();
+    let mut digests = Vec::with_capacity(manifest.packs.len());
+    for (index, digest) in manifest.packs.iter().enumerate() {
+        let parsed = keys::parse_digest(digest)
+            .ok_or_else(|| malformed(path, format!("pack {index} is not a lowercase SHA-256")))?;
+        if digests.last().is_some_and(|previous| *previous >= parsed) {
+            return Err(malformed(path, "the pack table is not strictly sorted"));
+        }
+        digests.push(parsed);
+    }
+    let mut packs: Vec<Option<Arc<Pack>>> = vec![None; digests.len()];
+    let mut payload_by_key: HashMap<Digest, Digest> = HashMap::new();
+    let mut records = Vec::with_capacity(manifest.records.len());
+    for (index, found) in manifest.records.iter().enumerate() {
+        let table_index = usize::try_from(found.pack)
+            .ok()
+            .filter(|table_index| *table_index < digests.len())
+            .ok_or_else(|| malformed(path, format!("record {index} refers to a pack outside the table")))?;
+        if found.embedding_input_hash.is_empty() {
+            return Err(malformed(path, format!("record {index} has no embedding input hash")));
+        }
+        let pack = match &packs[table_index] {
+            Some(pack) => Arc::clone(pack),
+            None => {
+                let pack = load_pack(&digests[table_index])?;
+                if pack.model_key != model_key || i64::from(pack.dimensions) != target.dimensions {
+                    return Err(malformed(
+                        path,
+                        format!("pack {} holds another model or dimensions", keys::hex(&digests[table_index])),
+                    ));
+                }
+                packs[table_index] = Some(Arc::clone(&pack));
+                pack
+            }
+        };
+        let entry = pack
+            .entries
+            .get(found.slot as usize)
+            .ok_or_else(|| malformed(path, format!("record {index} refers to a slot outside its pack")))?;
+        let embedding_key = keys::embedding_key(&found.embedding_input_hash, &target.model, target.dimensions);
+        if entry.embedding_key != embedding_key {
+            return Err(malformed(path, format!("record {index} points at another embedding")));
+        }
+        if let Some(previous) = payload_by_key.insert(embedding_key, entry.payload_digest)
+            && previous != entry.payload_digest
+        {
+            return Err(FormatError::ConflictingEmbedding { key: keys::hex(&embedding_key) });
+        }
+        let payload = pack
+            .payload(found.slot)
+            .ok_or_else(|| malformed(path, format!("record {index} refers to a slot outside its pack")))?;
+        records.push(SyncRecord {
+            chunk_id: found.chunk_id.clone(),
+            path: found.path.clone(),
+            source: found.source.clone(),
+            blob: found.blob.clone(),
+            start_line: found.start_line,
+            end_line: found.end_line,
+            content_hash: found.content_hash.clone(),
+            embedding_input_hash: found.embedding_input_hash.clone(),
+            embedding_model: target.model.clone(),
+            dimensions: target.dimensions,
+            size: found.size,
+            mtime_unix_nano: found.mtime_unix_nano,
+            vector: keys::decode_payload(payload).unwrap_or_default(),
+        });
+    }
+    if let Some(unused) = packs.iter().position(Option::is_none) {
+        return Err(malformed(path, format!("pack {unused} of the table is not referenced")));
+    }
+    if records.windows(2).any(|pair| pair[0].identity() >= pair[1].identity()) {
+        return Err(malformed(path, "the records are not strictly sorted by identity"));
+    }
+    Ok(records)
+}

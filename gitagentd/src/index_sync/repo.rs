@@ -1,0 +1,562 @@
+//! The dedicated sync repository: `~/.git-agent/index-sync/<sha256 of the
+//! remote's identity>/`, owned entirely by git-agent.
+//!
+//! Every operation starts from the remote's current tip: fetch (gix, the
+//! transports and credentials rules of `search --remote`), stage the tip's
+//! tree, apply this machine's additions, commit once on top of the tip, push.
+//! A push rejected as non-fast-forward means another machine pushed first:
+//! fetch again and replay the same additions on the new tip (pull with
+//! rebase semantics; the merge rules of [`super::merge`] decide
+//! compatibility), then push again.
+//!
+//! The repository is worked on through Git objects only (trees are read and
+//! built in the object database, never checked out), so the tree that is
+//! validated is exactly the tree that is committed and pushed. An empty
+//! remote is initialized on `main`; any other default branch the remote's
+//! `HEAD` names is kept. `commit.gpgSign=false` is persisted in this
+//! repository's own config before the first commit.
+//!
+//! Push is the one place the Git executable is used for sync: gix 0.90 has
+//! no push. `git push --porcelain` runs through [`crate::subprocess`] with
+//! the invocation's filtered environment, `GIT_TERMINAL_PROMPT=0`, no
+//! credential helper, and the same batch-mode SSH command as fetches.
+
+use super::FormatError;
+use super::keys::{self, Digest};
+use super::manifest::{self, SyncRecord, Target};
+use super::merge::{self, PackCatalog};
+use super::pack::{self, Pack};
+use super::schema::{self, SchemaVersion};
+use super::tree::{self, TreeEntry, TreeRules};
+use crate::search::remote::{self, Remote};
+use git_agent_shared::{Environment, giturl, private_fs};
+use gix::ObjectId;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// The branch an empty remote is initialized on.
+pub const DEFAULT_BRANCH: &str = "main";
+const TRACKING_PREFIX: &str = "refs/remotes/origin/";
+const COMMITTER_NAME: &str = "git-agent";
+const COMMITTER_EMAIL: &str = "git-agent@localhost";
+
+/// Why the sync repository could not be used. Texts carry the sanitized
+/// URL only.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("cannot use the index sync repository at {}: {source}", dir.display())]
+    Io { dir: PathBuf, source: std::io::Error },
+    #[error("index sync repository {}: {message}", dir.display())]
+    Git { dir: PathBuf, message: String },
+    #[error("fetch index.remote {remote}: {message}")]
+    Fetch { remote: String, message: String },
+    #[error("push index.remote {remote}: {message}")]
+    Push { remote: String, message: String },
+    #[error("push index.remote {remote}: another machine pushed first")]
+    Rejected { remote: String },
+    #[error("push index.remote {remote}: still rejected after {attempts} attempts\nhint: run the command again")]
+    Contended { remote: String, attempts: usize },
+    #[error("the index sync was cancelled")]
+    Cancelled,
+    #[error("git is not on PATH; index.remote pushes need it")]
+    GitMissing,
+    #[error("the remote's index schema changed to v{0} while syncing\nhint: run the command again")]
+    SchemaChanged(u64),
+}
+
+/// `~/.git-agent/index-sync/<sha256(identity of the remote)>`.
+pub fn sync_dir(metadata_root: &Path, remote_url: &str) -> PathBuf {
+    let identity = giturl::identity(remote_url, Path::new("/"));
+    metadata_root.join("index-sync").join(keys::hex(&keys::origin_key(&identity)))
+}
+
+/// One opened sync repository.
+pub struct SyncRepo {
+    remote: Remote,
+    dir: PathBuf,
+    repo: gix::Repository,
+}
+
+impl std::fmt::Debug for SyncRepo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncRepo").field("remote", &self.remote).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// The remote's state after a fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTip {
+    pub branch: String,
+    /// `None` for an empty remote (or an unborn default branch).
+    pub commit: Option<ObjectId>,
+}
+
+impl SyncRepo {
+    /// Opens (creating on first use) the sync repository of `remote` at `dir`.
+    pub fn open(remote: Remote, dir: PathBuf) -> Result<Self, SyncError> {
+        let io = |source| SyncError::Io { dir: dir.clone(), source };
+        if let Some(parent) = dir.parent() {
+            private_fs::ensure_private_dir(parent).map_err(io)?;
+        }
+        private_fs::ensure_private_dir(&dir).map_err(io)?;
+        let git = |message: String| SyncError::Git { dir: dir.clone(), message };
+        if !dir.join(".git").join("HEAD").is_file() {
+            gix::init(&dir).map_err(|error| git(error.to_string()))?;
+        }
+        persist_unsigned_commits(&dir.join(".git").join("config")).map_err(io)?;
+        let options = gix::open::Options::isolated().strict_config(false);
+        let mut repo = gix::open_opts(&dir, options).map_err(|error| git(error.to_string()))?;
+        let mut config = repo.config_snapshot_mut();
+        // Ref updates need no reflog and no identity from the user's
+        // configuration (which an isolated open does not read anyway).
+        config
+            .set_value(&gix::config::tree::Core::SSH_COMMAND, remote.ssh_client())
+            .and_then(|_| config.set_value(&gix::config::tree::Core::LOG_ALL_REF_UPDATES, "false"))
+            .and_then(|_| config.set_value(&gix::config::tree::User::NAME, COMMITTER_NAME))
+            .and_then(|_| config.set_value(&gix::config::tree::User::EMAIL, COMMITTER_EMAIL))
+            .map_err(|error| git(error.to_string()))?;
+        config.commit().map_err(|error| git(error.to_string()))?;
+        Ok(Self { remote, dir, repo })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn git_error(&self, message: impl std::fmt::Display) -> SyncError {
+        SyncError::Git { dir: self.dir.clone(), message: self.remote.sanitize_text(&message.to_string()) }
+    }
+
+    /// Fetches every branch into `refs/remotes/origin/*` and reports the
+    /// remote's default branch and its tip.
+    pub fn fetch(&self, interrupt: &AtomicBool) -> Result<RemoteTip, SyncError> {
+        use gix::remote::Direction;
+        remote::install_tls_provider();
+        let failed = |message: String| SyncError::Fetch {
+            remote: self.remote.sanitized.clone(),
+            message: self.remote.sanitize_text(&message),
+        };
+        let url = gix::url::parse(gix::bstr::BStr::new(self.remote.raw_url())).map_err(|e| failed(e.to_string()))?;
+        let handle = self
+            .repo
+            .remote_at(url.clone())
+            .map_err(|error| failed(error.to_string()))?
+            .with_fetch_tags(gix::remote::fetch::Tags::None)
+            .with_refspecs(["+refs/heads/*:refs/remotes/origin/*"], Direction::Fetch)
+            .map_err(|error| failed(error.to_string()))?;
+        let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
+        let connection = handle
+            .connect(Direction::Fetch)
+            .map_err(|error| failed(remote::describe(&error)))?
+            .with_credentials(move |action| remote::credentials(action, account.as_ref()));
+        let options =
+            gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
+        let prepare = connection
+            .prepare_fetch(gix::progress::Discard, options)
+            .map_err(|error| failed(remote::describe(&error)))?;
+        let refs = &prepare.ref_map().remote_refs;
+        let branch = default_branch(refs);
+        let has_branches = refs.iter().any(|reference| {
+            let (name, _, _) = reference.unpack();
+            name.starts_with(b"refs/heads/")
+        });
+        if has_branches {
+            prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
+                if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+                    SyncError::Cancelled
+                } else {
+                    failed(remote::describe(&error))
+                }
+            })?;
+        }
+        let commit = self.tracking_tip(&branch)?;
+        Ok(RemoteTip { branch, commit })
+    }
+
+    fn tracking_tip(&self, branch: &str) -> Result<Option<ObjectId>, SyncError> {
+        let name = format!("{TRACKING_PREFIX}{branch}");
+        let reference = self.repo.try_find_reference(name.as_str()).map_err(|error| self.git_error(error))?;
+        match reference {
+            Some(mut reference) => Ok(Some(reference.peel_to_id().map_err(|error| self.git_error(error))?.detach())),
+            None => Ok(None),
+        }
+    }
+
+    /// The tree of `tip` (empty for a new remote), validated.
+    pub fn stage(&self, tip: &RemoteTip) -> Result<Staged<'_>, SyncError> {
+        let files = match tip.commit {
+            Some(commit) => self.tree_files(commit)?,
+            None => BTreeMap::new(),
+        };
+        let schema = match files.get("schema.json") {
+            Some(id) => Some(schema::parse(&self.blob(*id)?)?),
+            None if files.is_empty() => None,
+            None => return Err(FormatError::SchemaMissing.into()),
+        };
+        let staged = Staged {
+            repo: self,
+            base: tip.clone(),
+            schema: schema.unwrap_or(SchemaVersion::V1),
+            files,
+            changed: schema.is_none(),
+            catalog: None,
+            packs: HashMap::new(),
+        };
+        staged.check()?;
+        Ok(staged)
+    }
+
+    /// Every blob of `commit`'s tree by path; symlinks, submodules and
+    /// executable files refuse the tree.
+    fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
+        let commit = self.repo.find_commit(commit).map_err(|error| self.git_error(error))?;
+        let tree = commit.tree().map_err(|error| self.git_error(error))?;
+        let mut recorder = gix::traverse::tree::Recorder::default();
+        tree.traverse().breadthfirst(&mut recorder).map_err(|error| self.git_error(error))?;
+        let mut files = BTreeMap::new();
+        for entry in recorder.records {
+            let path = entry.filepath.to_string();
+            let shown = self.dir.join(&path);
+            match entry.mode.kind() {
+                gix::object::tree::EntryKind::Tree => continue,
+                gix::object::tree::EntryKind::Blob => {}
+                gix::object::tree::EntryKind::Link => return Err(FormatError::Symlink(shown).into()),
+                _ => return Err(FormatError::NonRegular(shown).into()),
+            }
+            files.insert(path, entry.oid);
+        }
+        Ok(files)
+    }
+
+    fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
+        let object = self.repo.find_blob(id).map_err(|error| self.git_error(error))?;
+        Ok(object.data.clone())
+    }
+
+    /// Points the local branch (and `HEAD`) at `commit` and, after a
+    /// successful push, the tracking ref too.
+    fn set_branch(&self, branch: &str, commit: ObjectId, pushed: bool) -> Result<(), SyncError> {
+        use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+        let mut names = vec![format!("refs/heads/{branch}")];
+        if pushed {
+            names.push(format!("{TRACKING_PREFIX}{branch}"));
+        }
+        let mut edits = Vec::new();
+        for name in names {
+            edits.push(RefEdit {
+                change: Change::Update {
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: false,
+                        message: "index sync".into(),
+                    },
+                    expected: PreviousValue::Any,
+                    new: gix::refs::Target::Object(commit),
+                },
+                name: name.as_str().try_into().map_err(|error| self.git_error(error))?,
+                deref: false,
+            });
+        }
+        let head: gix::refs::FullName =
+            format!("refs/heads/{branch}").as_str().try_into().map_err(|error| self.git_error(error))?;
+        edits.push(RefEdit {
+            change: Change::Update {
+                log: LogChange { mode: RefLog::AndReference, force_create_reflog: false, message: "index sync".into() },
+                expected: PreviousValue::Any,
+                new: gix::refs::Target::Symbolic(head),
+            },
+            name: "HEAD".try_into().map_err(|error| self.git_error(error))?,
+            deref: false,
+        });
+        self.repo.edit_references(edits).map_err(|error| self.git_error(error))?;
+        Ok(())
+    }
+
+    /// Records a successful push of `commit` to `branch`.
+    pub fn pushed(&self, branch: &str, commit: ObjectId) -> Result<(), SyncError> {
+        self.set_branch(branch, commit, true)
+    }
+}
+
+/// The remote's default branch: the target `HEAD` advertises, else `main`.
+fn default_branch(refs: &[gix::protocol::handshake::Ref]) -> String {
+    refs.iter()
+        .find_map(|reference| match reference {
+            gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. }
+            | gix::protocol::handshake::Ref::Unborn { full_ref_name, target }
+                if full_ref_name == "HEAD" =>
+            {
+                target.to_string().strip_prefix("refs/heads/").map(str::to_string)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| DEFAULT_BRANCH.to_string())
+}
+
+/// Writes `commit.gpgSign=false` into the sync repository's own config,
+/// so a signing setup elsewhere never applies to generated commits.
+fn persist_unsigned_commits(config_path: &Path) -> std::io::Result<()> {
+    let mut file = gix::config::File::from_path_no_includes(config_path.to_path_buf(), gix::config::Source::Local)
+        .map_err(std::io::Error::other)?;
+    let current = file.raw_value("commit.gpgSign").ok().map(|value| value.to_string());
+    if current.as_deref() == Some("false") {
+        return Ok(());
+    }
+    file.set_raw_value("commit.gpgSign", "false").map_err(std::io::Error::other)?;
+    let mut bytes = Vec::new();
+    file.write_to(&mut bytes)?;
+    private_fs::write_atomic(config_path, &bytes)
+}
+
+/// The remote tip's tree plus this machine's additions, not yet committed.
+pub struct Staged<'repo> {
+    repo: &'repo SyncRepo,
+    base: RemoteTip,
+    pub schema: SchemaVersion,
+    files: BTreeMap<String, ObjectId>,
+    changed: bool,
+    catalog: Option<PackCatalog>,
+    packs: HashMap<Digest, Arc<Pack>>,
+}
+
+impl Staged<'_> {
+    /// Every path must be one the schema allows.
+    fn check(&self) -> Result<(), SyncError> {
+        let rules = TreeRules::Strict(self.schema);
+        for path in self.files.keys() {
+            // Directories are implied by the files; checking each prefix as
+            // a directory keeps `a/b` from hiding under an allowed file name.
+            let mut prefix = String::new();
+            for component in path.split('/').collect::<Vec<_>>().split_last().map(|(_, dirs)| dirs).unwrap_or(&[]) {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(component);
+                if tree::classify(&prefix, true, rules).is_none() {
+                    return Err(FormatError::UnsafePath(self.repo.dir.join(&prefix)).into());
+                }
+            }
+            if tree::classify(path, false, rules).is_none() {
+                return Err(FormatError::UnsafePath(self.repo.dir.join(path)).into());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn branch(&self) -> &str {
+        &self.base.branch
+    }
+
+    fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
+        self.files.get(path).map(|id| self.repo.blob(*id)).transpose()
+    }
+
+    fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
+        let id = self.repo.repo.write_blob(bytes).map_err(|error| self.repo.git_error(error))?.detach();
+        if self.files.insert(path, id) != Some(id) {
+            self.changed = true;
+        }
+        Ok(())
+    }
+
+    fn pack(&mut self, model_key: &Digest, digest: &Digest) -> Result<Arc<Pack>, SyncError> {
+        if let Some(pack) = self.packs.get(digest) {
+            return Ok(Arc::clone(pack));
+        }
+        let path = format!("packs/{}/{}.pack", keys::hex(model_key), keys::hex(digest));
+        let bytes = self.read(&path)?.ok_or_else(|| FormatError::Pack {
+            name: path.clone(),
+            reason: "a manifest refers to it but the tree does not hold it".into(),
+        })?;
+        let pack = Arc::new(pack::decode(&bytes, Some(digest), &path)?);
+        self.packs.insert(*digest, Arc::clone(&pack));
+        Ok(pack)
+    }
+
+    /// Every stored vector of the tree (schema v2), built once per staging.
+    fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
+        if self.catalog.is_none() {
+            let mut catalog = PackCatalog::default();
+            let packs: Vec<(String, String)> = self
+                .files
+                .keys()
+                .filter_map(|path| match tree::classify(path, false, TreeRules::Strict(self.schema)) {
+                    Some(TreeEntry::Pack { model_key, digest }) => Some((model_key, digest)),
+                    _ => None,
+                })
+                .collect();
+            for (model_key, digest) in packs {
+                let (Some(model_key), Some(digest)) = (keys::parse_digest(&model_key), keys::parse_digest(&digest))
+                else {
+                    continue;
+                };
+                let pack = self.pack(&model_key, &digest)?;
+                if pack.model_key != model_key {
+                    return Err(FormatError::Pack {
+                        name: format!("packs/{}/{}.pack", keys::hex(&model_key), keys::hex(&digest)),
+                        reason: "its model key does not match its directory".into(),
+                    }
+                    .into());
+                }
+                catalog.add_pack(digest, &pack);
+            }
+            self.catalog = Some(catalog);
+        }
+        Ok(self.catalog.get_or_insert_with(PackCatalog::default))
+    }
+
+    /// The shared records of `target`, validated, or `None` when the
+    /// remote has none.
+    pub fn import(&mut self, target: &Target) -> Result<Option<Vec<SyncRecord>>, SyncError> {
+        let path = target.manifest_path(self.schema)?;
+        let Some(bytes) = self.read(&path)? else {
+            return Ok(None);
+        };
+        let records = match self.schema {
+            SchemaVersion::V1 => manifest::decode_v1(&bytes, &path, target)?,
+            SchemaVersion::V2 => {
+                let model_key = target.model_key();
+                let mut failure = None;
+                let parsed = manifest::parse_v2(&bytes, &path)?;
+                // Load every referenced pack first, so the resolver's
+                // callback only reads the cache.
+                for digest in &parsed.packs {
+                    if let Some(digest) = keys::parse_digest(digest)
+                        && let Err(error) = self.pack(&model_key, &digest)
+                    {
+                        failure = Some(error);
+                        break;
+                    }
+                }
+                if let Some(error) = failure {
+                    return Err(error);
+                }
+                let packs = &self.packs;
+                manifest::resolve_v2(&parsed, &path, target, &mut |digest| {
+                    packs.get(digest).cloned().ok_or_else(|| FormatError::Pack {
+                        name: keys::hex(digest),
+                        reason: "a manifest refers to it but the tree does not hold it".into(),
+                    })
+                })?
+            }
+        };
+        Ok(Some(records))
+    }
+
+    /// Adds `records` of `target` (merged with what the remote holds) and
+    /// returns how many records the index now shares.
+    pub fn export(&mut self, target: &Target, records: Vec<SyncRecord>) -> Result<usize, SyncError> {
+        let existing = self.import(target)?.unwrap_or_default();
+        let merged = merge::merge_strict(existing.clone(), records, &target.model, target.dimensions)?;
+        let count = merged.len();
+        if merged == existing {
+            return Ok(count);
+        }
+        let path = target.manifest_path(self.schema)?;
+        match self.schema {
+            SchemaVersion::V1 => {
+                let bytes = manifest::encode_v1(target, &merged)?;
+                self.write(path, &bytes)?;
+            }
+            SchemaVersion::V2 => {
+                let (manifest, new_packs) = merge::build_v2(target, merged, self.catalog()?)?;
+                for new in new_packs {
+                    if let Some(existing) = self.read(&new.path)? {
+                        merge::merge_pack_file(&new.path, &existing, &new.bytes)?;
+                        continue;
+                    }
+                    self.write(new.path, &new.bytes)?;
+                }
+                self.write(path, &manifest::encode_v2(&manifest))?;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Commits the staged tree on top of the remote tip; `None` when
+    /// nothing changed.
+    pub fn commit(mut self, message: &str) -> Result<Option<ObjectId>, SyncError> {
+        if !self.changed {
+            return Ok(None);
+        }
+        if !self.files.contains_key("schema.json") {
+            let bytes = schema::bytes(self.schema);
+            self.write("schema.json".into(), &bytes)?;
+        }
+        self.check()?;
+        let repo = &self.repo.repo;
+        let git = |error: &dyn std::fmt::Display| self.repo.git_error(error);
+        let mut editor = repo.edit_tree(ObjectId::empty_tree(repo.object_hash())).map_err(|e| git(&e))?;
+        for (path, id) in &self.files {
+            editor.upsert(path.as_str(), gix::object::tree::EntryKind::Blob, *id).map_err(|e| git(&e))?;
+        }
+        let tree = editor.write().map_err(|e| git(&e))?.detach();
+        let signature = gix::actor::Signature {
+            name: COMMITTER_NAME.into(),
+            email: COMMITTER_EMAIL.into(),
+            time: gix::date::Time::now_utc(),
+        };
+        let commit = gix::objs::Commit {
+            message: message.into(),
+            tree,
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            parents: self.base.commit.into_iter().collect(),
+            extra_headers: Vec::new(),
+        };
+        let id = repo.write_object(&commit).map_err(|e| git(&e))?.detach();
+        self.repo.set_branch(&self.base.branch, id, false)?;
+        Ok(Some(id))
+    }
+}
+
+/// How a push ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushOutcome {
+    Pushed,
+    /// Another machine pushed first (non-fast-forward).
+    Rejected,
+}
+
+/// Pushes `commit` to `branch` of the remote with `git push --porcelain`.
+pub async fn push(
+    repo_dir: &Path,
+    remote: &Remote,
+    env: &Environment,
+    branch: &str,
+    commit: ObjectId,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<PushOutcome, SyncError> {
+    use crate::subprocess::{Helper, Toolchain};
+    let git = crate::subprocess::find_executable(env, "git").ok_or(SyncError::GitMissing)?;
+    let failed =
+        |message: String| SyncError::Push { remote: remote.sanitized.clone(), message: remote.sanitize_text(&message) };
+    let refspec = format!("{commit}:refs/heads/{branch}");
+    let output = Helper::new(&git, env, Toolchain::None)
+        .current_dir(repo_dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "")
+        .env("SSH_ASKPASS", "")
+        .env("GIT_SSH_COMMAND", remote.ssh_client())
+        .args(["-c", "credential.helper=", "-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify"])
+        .arg(remote.raw_url())
+        .arg(&refspec)
+        .timeout(std::time::Duration::from_secs(600))
+        .run(cancel)
+        .await
+        .map_err(|error| failed(error.to_string()))?;
+    let stdout = output.stdout_text();
+    if output.status.success() {
+        return Ok(PushOutcome::Pushed);
+    }
+    if stdout.lines().any(|line| line.starts_with('!') && line.contains("[rejected]")) {
+        return Ok(PushOutcome::Rejected);
+    }
+    let detail = [output.stderr_text(), stdout].into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>();
+    Err(failed(detail.join("\n")))
+}
