@@ -31,6 +31,12 @@ _git__agent() {
             git__agent,explore)
                 cmd="git__agent__subcmd__explore"
                 ;;
+            git__agent,index)
+                cmd="git__agent__subcmd__index"
+                ;;
+            git__agent,mcp)
+                cmd="git__agent__subcmd__mcp"
+                ;;
             git__agent,pr-message)
                 cmd="git__agent__subcmd__pr__subcmd__message"
                 ;;
@@ -49,6 +55,15 @@ _git__agent() {
             git__agent,simplify)
                 cmd="git__agent__subcmd__simplify"
                 ;;
+            git__agent__subcmd__index,gc)
+                cmd="git__agent__subcmd__index__subcmd__gc"
+                ;;
+            git__agent__subcmd__index,migrate)
+                cmd="git__agent__subcmd__index__subcmd__migrate"
+                ;;
+            git__agent__subcmd__index,sync)
+                cmd="git__agent__subcmd__index__subcmd__sync"
+                ;;
             *)
                 ;;
         esac
@@ -56,7 +71,7 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search pr-message release-note explore completions"
+            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit search pr-message release-note explore index mcp completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -200,6 +215,80 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__index)
+            opts="-h -V --help --version sync migrate gc"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__index__subcmd__gc)
+            opts="-h -V --dry-run --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__index__subcmd__migrate)
+            opts="-h -V --to --dry-run --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -W "v2" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__index__subcmd__sync)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__subcmd__agent__subcmd__mcp)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

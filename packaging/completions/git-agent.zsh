@@ -246,6 +246,61 @@ owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
 '*::question -- The question, in natural language:_default' \
 && ret=0
 ;;
+(index)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_git-agent__subcmd__index_commands" \
+"*::: :->index" \
+&& ret=0
+
+    case $state in
+    (index)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:git-agent-index-command-$line[1]:"
+        case $line[1] in
+            (sync)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(migrate)
+_arguments "${_arguments_options[@]}" : \
+'--to=[The target schema; only v2 exists]:version:(v2)' \
+'--dry-run[Build and validate the migration in temporary storage; commit and push nothing]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(gc)
+_arguments "${_arguments_options[@]}" : \
+'--dry-run[Report what would be removed; change no byte and no modification time]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(mcp)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -273,6 +328,8 @@ _git-agent_commands() {
 'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
 'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
 'explore:Answer a codebase question with grounded findings; stdout is one JSON object' \
+'index:Share search indexes through the index.remote repository (sync, migrate, gc)' \
+'mcp:Serve search, explore, review and task tools to coding agents over MCP (stdio)' \
 'completions:Print a shell completion script for bash, zsh or fish' \
     )
     _describe -t commands 'git-agent commands' commands "$@"
@@ -301,6 +358,35 @@ _git-agent__subcmd__config_commands() {
 _git-agent__subcmd__explore_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent explore commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__index_commands] )) ||
+_git-agent__subcmd__index_commands() {
+    local commands; commands=(
+'sync:Export every completed revision index to index.remote' \
+'migrate:Convert the index.remote repository from schema v1 to schema v2' \
+'gc:Remove unreachable index data, locally and in index.remote' \
+    )
+    _describe -t commands 'git-agent index commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__index__subcmd__gc_commands] )) ||
+_git-agent__subcmd__index__subcmd__gc_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent index gc commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__index__subcmd__migrate_commands] )) ||
+_git-agent__subcmd__index__subcmd__migrate_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent index migrate commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__index__subcmd__sync_commands] )) ||
+_git-agent__subcmd__index__subcmd__sync_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent index sync commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__mcp_commands] )) ||
+_git-agent__subcmd__mcp_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent mcp commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__pr-message_commands] )) ||
 _git-agent__subcmd__pr-message_commands() {

@@ -131,7 +131,7 @@ pub fn load(candidate: &Candidate) -> Option<Export> {
     let mut records = Vec::with_capacity(snapshot.records.len());
     for (index, record) in snapshot.records.iter().enumerate() {
         let vector = snapshot.vector(index)?;
-        let record = sync_record(record, vector);
+        let record = sync_record(&record.to_index_record(), vector);
         if !record.is_compatible(&target.model, target.dimensions) {
             return None;
         }
