@@ -67,6 +67,9 @@ fn admitted(stream: &UnixStream, own_uid: u32) -> bool {
     }
 }
 
+/// How long the accept loop pauses after a failed `accept`.
+const ACCEPT_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
 /// Accepts connections until `shutdown`, handing gRPC ones to `grpc` (the
 /// sender tonic serves from) and serving HTTP/1.1 ones here. Dropping the
 /// listener and the sender at shutdown ends tonic's incoming stream.
@@ -84,8 +87,14 @@ pub async fn accept(
                 Ok((stream, _)) => stream,
                 Err(error) => {
                     // Out of descriptors or a connection reset before
-                    // accept: the listener itself is fine.
+                    // accept: the listener itself is fine. A persistent
+                    // error (descriptors exhausted) would otherwise spin
+                    // and flood the log, so wait a moment before retrying.
                     tracing::warn!(%error, "cannot accept a connection");
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(ACCEPT_RETRY_PAUSE) => {}
+                    }
                     continue;
                 }
             },
