@@ -426,4 +426,6 @@ fn first_line_of(text: &str) -> String {
 }
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod tests;

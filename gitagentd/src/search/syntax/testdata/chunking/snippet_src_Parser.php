@@ -1,0 +1,15 @@
+<?php
+
+namespace App;
+
+function helper($x) {
+    return $x;
+}
+
+class Parser {
+    private $limit;
+
+    public function parse($text) {
+        return $text;
+    }
+}

@@ -1,0 +1,11 @@
+//! CRLF file.
+use std::io;
+
+/// Reads.
+pub fn read() -> io::Result<()> {
+    Ok(())
+}
+
+fn a() {}
+fn b() {}
+fn c() {}

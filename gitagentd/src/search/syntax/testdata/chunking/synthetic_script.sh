@@ -1,0 +1,14 @@
+#!/bin/sh
+set -e
+
+# Greets.
+greet() {
+  echo hi
+}
+
+function build {
+  make
+}
+
+greet
+build
