@@ -6,6 +6,11 @@
 //! `cargo run --release -p gitagentd --example bench-chunking -- <dir>...`
 
 use gitagentd::search::chunking;
+
+/// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
+/// daemon's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
