@@ -283,4 +283,4 @@ fn cancelled(interrupt: &AtomicBool) -> Result<(), SyncError> {
 
 #[cfg(test)]
 #[path = "migrate_tests.rs"]
-mod tests;
+pub(crate) mod tests;

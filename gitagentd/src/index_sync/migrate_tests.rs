@@ -26,21 +26,26 @@ fn exports() -> Vec<Export> {
 }
 
 /// The logical size of every file of the remote's `main` tree.
-fn remote_bytes(world: &World) -> u64 {
+pub(crate) fn remote_bytes(world: &World) -> u64 {
     let listing = git(&world.remote, &["ls-tree", "-r", "-l", "main"]);
     listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
 }
 
-fn remote_state(world: &World) -> String {
+pub(crate) fn remote_state(world: &World) -> String {
     git(&world.remote, &["for-each-ref", "--format=%(refname) %(objectname)"])
 }
 
 /// Commits `writes` and `removals` on top of the remote's `main` from a
 /// scratch clone, as another (older) client would.
-fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
-    let work = world.root.join("on-top");
+pub(crate) fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
+    push_to(&world.root, &world.remote, writes, removals);
+}
+
+/// [`push_on_top`] from a scratch folder below `root`.
+pub(crate) fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: &[(&str, &[u8])], removals: &[&str]) {
+    let work = root.join("on-top");
     let _ = std::fs::remove_dir_all(&work);
-    git(&world.root, &["clone", "-q", world.remote.to_str().unwrap(), work.to_str().unwrap()]);
+    git(root, &["clone", "-q", remote.to_str().unwrap(), work.to_str().unwrap()]);
     for (path, bytes) in writes {
         let path = work.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

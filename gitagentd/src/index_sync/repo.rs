@@ -204,7 +204,7 @@ impl SyncRepo {
 
     /// Every blob of `commit`'s tree by path; symlinks, submodules and
     /// executable files refuse the tree.
-    pub(super) fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
+    pub(crate) fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
         let commit = self.repo.find_commit(commit).map_err(|error| self.git_error(error))?;
         let tree = commit.tree().map_err(|error| self.git_error(error))?;
         let mut recorder = gix::traverse::tree::Recorder::default();
@@ -224,13 +224,13 @@ impl SyncRepo {
         Ok(files)
     }
 
-    pub(super) fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
+    pub(crate) fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
         let object = self.repo.find_blob(id).map_err(|error| self.git_error(error))?;
         Ok(object.data.clone())
     }
 
     /// The logical size of a blob, read from its object header.
-    pub(super) fn blob_size(&self, id: ObjectId) -> Result<u64, SyncError> {
+    pub(crate) fn blob_size(&self, id: ObjectId) -> Result<u64, SyncError> {
         Ok(self.repo.find_header(id).map_err(|error| self.git_error(error))?.size())
     }
 
@@ -323,7 +323,7 @@ pub struct Staged<'repo> {
 impl<'repo> Staged<'repo> {
     /// Stages `files` (a tree of `schema`) on top of `base`; every path must
     /// be one the schema allows.
-    pub(super) fn from_files(
+    pub(crate) fn from_files(
         repo: &'repo SyncRepo,
         base: &RemoteTip,
         schema: SchemaVersion,
@@ -335,17 +335,17 @@ impl<'repo> Staged<'repo> {
         Ok(staged)
     }
 
-    pub(super) fn repo(&self) -> &'repo SyncRepo {
+    pub(crate) fn repo(&self) -> &'repo SyncRepo {
         self.repo
     }
 
     /// Every file of the staged tree and its blob.
-    pub(super) fn files(&self) -> &BTreeMap<String, ObjectId> {
+    pub(crate) fn files(&self) -> &BTreeMap<String, ObjectId> {
         &self.files
     }
 
     /// Drops `path` from the staged tree.
-    pub(super) fn remove(&mut self, path: &str) {
+    pub(crate) fn remove(&mut self, path: &str) {
         if self.files.remove(path).is_some() {
             self.changed = true;
             // The catalog describes the packs of the tree; rebuild it.
@@ -380,11 +380,11 @@ impl<'repo> Staged<'repo> {
         &self.base.branch
     }
 
-    pub(super) fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
+    pub(crate) fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
         self.files.get(path).map(|id| self.repo.blob(*id)).transpose()
     }
 
-    pub(super) fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
+    pub(crate) fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
         let id = self.repo.repo.write_blob(bytes).map_err(|error| self.repo.git_error(error))?.detach();
         if self.files.insert(path, id) != Some(id) {
             self.changed = true;
@@ -407,7 +407,7 @@ impl<'repo> Staged<'repo> {
     }
 
     /// Every stored vector of the tree (schema v2), built once per staging.
-    pub(super) fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
+    pub(crate) fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
         if self.catalog.is_none() {
             let mut catalog = PackCatalog::default();
             let packs: Vec<(String, String)> = self
