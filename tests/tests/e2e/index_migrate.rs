@@ -143,3 +143,59 @@ fn a_malformed_snapshot_fails_the_migration_with_its_path_and_publishes_nothing(
     }
     assert_eq!(git_in(&index_remote, &["rev-parse", "main"]), tip);
 }
+
+/// GC-005 through the real binaries: a pack no manifest refers to is
+/// removed from index.remote; the dry run changes no byte or mtime on this
+/// machine or on the remote and reports the same summary.
+#[test]
+fn index_gc_prunes_unreferenced_shared_packs_and_its_dry_run_changes_nothing() {
+    let shared = tempfile::tempdir().unwrap();
+    let index_remote = shared.path().join("index.git");
+    bare(&index_remote);
+    let (a, _fake) = machine();
+    let project = a.repo("project");
+    project.write("harbour.go", "package demo\n\n// Harbour docks ships.\nfunc Harbour() int {\n\treturn 1\n}\n");
+    project.commit_all("one");
+    project.git(&["remote", "add", "origin", "https://example.invalid/acme/harbour.git"]);
+    a.run_in(project.path(), &["config", "index.remote", index_remote.to_str().unwrap()]).success();
+    a.run_in(project.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    a.run_in(project.path(), &["index", "migrate", "--to", "v2"]).success();
+    // Another client drops the only manifest: its pack becomes garbage.
+    let files = remote_files(&index_remote);
+    let manifest = files.iter().find(|path| path.starts_with("indexes/")).unwrap().clone();
+    let pack = files.iter().find(|path| path.starts_with("packs/")).unwrap().clone();
+    let scratch = shared.path().join("scratch");
+    git_in(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
+    git_in(&scratch, &["rm", "-q", &manifest]);
+    git_in(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
+    git_in(&scratch, &["push", "-q", "origin", "HEAD:main"]);
+    let current = remote_bytes(&index_remote);
+    let pack_size = git_in(&index_remote, &["cat-file", "-s", &format!("main:{pack}")]).parse::<u64>().unwrap();
+
+    stop_daemon(&a);
+    let local_before = tree_state(&a.home().join(".git-agent"));
+    let remote_before = tree_state(&index_remote);
+    let dry = a.run_in(project.path(), &["index", "gc", "--dry-run"]);
+    let dry_stdout = dry.success();
+    assert_eq!(tree_state(&a.home().join(".git-agent")), local_before, "the dry run changed local state");
+    assert_eq!(tree_state(&index_remote), remote_before, "the dry run changed the remote");
+    let remote_part = format!(
+        " remote_configured=true remote_removed_packs=1 remote_current_bytes={current} remote_projected_bytes={} remote_saved_bytes={pack_size} dry_run=true\n",
+        current - pack_size
+    );
+    assert!(dry_stdout.ends_with(&remote_part), "{dry_stdout}");
+    for phase in
+        ["index gc: fetching remote\n", "index gc: scanning shared indexes\n", "index gc: pruning shared packs\n"]
+    {
+        assert!(dry.stderr.contains(phase), "{phase:?}: {}", dry.stderr);
+    }
+    assert!(!dry.stderr.contains("pushing"), "{}", dry.stderr);
+
+    let run = a.run_in(project.path(), &["index", "gc"]);
+    assert_eq!(run.success().replace("dry_run=false", "dry_run=true"), dry_stdout);
+    assert!(run.stderr.contains("index gc: pushing remote\n"), "{}", run.stderr);
+    assert!(!remote_files(&index_remote).contains(&pack));
+    assert_eq!(remote_bytes(&index_remote), current - pack_size);
+    let again = a.run_in(project.path(), &["index", "gc"]).success();
+    assert!(again.contains(" remote_configured=true remote_removed_packs=0 "), "{again}");
+}
