@@ -18,7 +18,8 @@
 //! that does not resolve fails the command before any store publishes. A
 //! dry run takes the same locks without creating lock files and writes
 //! nothing. This module never reads the environment; the command resolves
-//! the metadata root and passes it in.
+//! the metadata root and passes it in. The optional shared phase (GC-005)
+//! is [`shared`].
 
 use crate::search::store::{
     self, CatalogEntry, CrashPoint, FileLock, IndexRecord, MANIFEST, Manifest, RECORDS, StoreError,
@@ -98,13 +99,24 @@ impl LocalSummary {
     }
 }
 
-/// The exact stdout summary; the remote counts are zero and
-/// `remote_configured=false` when the shared phase was skipped.
-pub fn summary_line(local: &LocalSummary, dry_run: bool) -> String {
+/// The exact stdout summary; `shared` is `None` when the shared phase was
+/// skipped (`remote_configured=false`, every remote count zero).
+pub fn summary_line(local: &LocalSummary, shared: Option<&SharedSummary>, dry_run: bool) -> String {
     let saved = local.current_bytes as i128 - local.projected_bytes as i128;
+    let remote = shared.copied().unwrap_or_default();
+    let remote_saved = remote.current_bytes as i128 - remote.projected_bytes as i128;
     format!(
-        "gc local_stores={} local_compacted={} local_vectors={} local_removed_vectors={} local_current_bytes={} local_projected_bytes={} local_saved_bytes={saved} remote_configured=false remote_removed_packs=0 remote_current_bytes=0 remote_projected_bytes=0 remote_saved_bytes=0 dry_run={dry_run}\n",
-        local.stores, local.compacted, local.vectors, local.removed_vectors, local.current_bytes, local.projected_bytes,
+        "gc local_stores={} local_compacted={} local_vectors={} local_removed_vectors={} local_current_bytes={} local_projected_bytes={} local_saved_bytes={saved} remote_configured={} remote_removed_packs={} remote_current_bytes={} remote_projected_bytes={} remote_saved_bytes={remote_saved} dry_run={dry_run}\n",
+        local.stores,
+        local.compacted,
+        local.vectors,
+        local.removed_vectors,
+        local.current_bytes,
+        local.projected_bytes,
+        shared.is_some(),
+        remote.removed_packs,
+        remote.current_bytes,
+        remote.projected_bytes,
     )
 }
 
@@ -199,7 +211,11 @@ fn with_lifecycle_lock<T>(
 }
 
 /// An exclusive lock; in a dry run only on an existing lock file.
-fn take_lock(path: &Path, dry_run: bool, cancelled: &dyn Fn() -> bool) -> Result<Option<LockGuard>, GcError> {
+pub(crate) fn take_lock(
+    path: &Path,
+    dry_run: bool,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<LockGuard>, GcError> {
     if !dry_run {
         return Ok(Some(LockGuard::Store(store::lock_blocking(path, cancelled)?)));
     }
@@ -222,7 +238,7 @@ fn take_lock(path: &Path, dry_run: bool, cancelled: &dyn Fn() -> bool) -> Result
     }
 }
 
-enum LockGuard {
+pub(crate) enum LockGuard {
     Store(#[allow(dead_code)] FileLock),
     Existing(#[allow(dead_code)] nix::fcntl::Flock<File>),
 }
@@ -817,6 +833,10 @@ fn clean_index(candidate: &IndexCleanup, cancelled: &dyn Fn() -> bool) -> Result
     }
     Ok(())
 }
+
+pub mod shared;
+
+pub use shared::SharedSummary;
 
 #[cfg(test)]
 mod tests;

@@ -134,8 +134,13 @@ fn summary_line_is_exact() {
         projected_bytes: 25,
     };
     assert_eq!(
-        summary_line(&summary, true),
+        summary_line(&summary, None, true),
         "gc local_stores=2 local_compacted=1 local_vectors=3 local_removed_vectors=4 local_current_bytes=10 local_projected_bytes=25 local_saved_bytes=-15 remote_configured=false remote_removed_packs=0 remote_current_bytes=0 remote_projected_bytes=0 remote_saved_bytes=0 dry_run=true\n"
+    );
+    let shared = SharedSummary { removed_packs: 2, current_bytes: 900, projected_bytes: 400 };
+    assert_eq!(
+        summary_line(&summary, Some(&shared), false),
+        "gc local_stores=2 local_compacted=1 local_vectors=3 local_removed_vectors=4 local_current_bytes=10 local_projected_bytes=25 local_saved_bytes=-15 remote_configured=true remote_removed_packs=2 remote_current_bytes=900 remote_projected_bytes=400 remote_saved_bytes=500 dry_run=false\n"
     );
 }
 

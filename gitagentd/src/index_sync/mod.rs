@@ -9,7 +9,8 @@
 //! - [`manifest`]: schema-v1 snapshots and schema-v2 manifests, validated field by field;
 //! - [`merge`]: the merge rules of concurrent writers;
 //! - [`tree`]: the allowed paths of the work tree (anything else is an unsafe tree);
-//! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip.
+//! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip;
+//! - [`migrate`] and [`validate`]: `index migrate --to v2` and the strict check of a whole v2 tree.
 
 pub mod catalog;
 pub mod confirm;
@@ -17,11 +18,13 @@ pub mod keys;
 pub mod local;
 pub mod manifest;
 pub mod merge;
+pub mod migrate;
 pub mod pack;
 pub mod repo;
 pub mod schema;
 pub mod sync;
 pub mod tree;
+pub mod validate;
 
 #[cfg(test)]
 mod tests;

@@ -197,22 +197,14 @@ impl SyncRepo {
             None if files.is_empty() => None,
             None => return Err(FormatError::SchemaMissing.into()),
         };
-        let staged = Staged {
-            repo: self,
-            base: tip.clone(),
-            schema: schema.unwrap_or(SchemaVersion::V1),
-            files,
-            changed: schema.is_none(),
-            catalog: None,
-            packs: HashMap::new(),
-        };
-        staged.check()?;
+        let mut staged = Staged::from_files(self, tip, schema.unwrap_or(SchemaVersion::V1), files)?;
+        staged.changed = schema.is_none();
         Ok(staged)
     }
 
     /// Every blob of `commit`'s tree by path; symlinks, submodules and
     /// executable files refuse the tree.
-    fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
+    pub(crate) fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
         let commit = self.repo.find_commit(commit).map_err(|error| self.git_error(error))?;
         let tree = commit.tree().map_err(|error| self.git_error(error))?;
         let mut recorder = gix::traverse::tree::Recorder::default();
@@ -232,9 +224,14 @@ impl SyncRepo {
         Ok(files)
     }
 
-    fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
+    pub(crate) fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
         let object = self.repo.find_blob(id).map_err(|error| self.git_error(error))?;
         Ok(object.data.clone())
+    }
+
+    /// The logical size of a blob, read from its object header.
+    pub(crate) fn blob_size(&self, id: ObjectId) -> Result<u64, SyncError> {
+        Ok(self.repo.find_header(id).map_err(|error| self.git_error(error))?.size())
     }
 
     /// Points the local branch (and `HEAD`) at `commit` and, after a
@@ -323,7 +320,39 @@ pub struct Staged<'repo> {
     packs: HashMap<Digest, Arc<Pack>>,
 }
 
-impl Staged<'_> {
+impl<'repo> Staged<'repo> {
+    /// Stages `files` (a tree of `schema`) on top of `base`; every path must
+    /// be one the schema allows.
+    pub(crate) fn from_files(
+        repo: &'repo SyncRepo,
+        base: &RemoteTip,
+        schema: SchemaVersion,
+        files: BTreeMap<String, ObjectId>,
+    ) -> Result<Self, SyncError> {
+        let staged =
+            Staged { repo, base: base.clone(), schema, files, changed: false, catalog: None, packs: HashMap::new() };
+        staged.check()?;
+        Ok(staged)
+    }
+
+    pub(crate) fn repo(&self) -> &'repo SyncRepo {
+        self.repo
+    }
+
+    /// Every file of the staged tree and its blob.
+    pub(crate) fn files(&self) -> &BTreeMap<String, ObjectId> {
+        &self.files
+    }
+
+    /// Drops `path` from the staged tree.
+    pub(crate) fn remove(&mut self, path: &str) {
+        if self.files.remove(path).is_some() {
+            self.changed = true;
+            // The catalog describes the packs of the tree; rebuild it.
+            self.catalog = None;
+        }
+    }
+
     /// Every path must be one the schema allows.
     fn check(&self) -> Result<(), SyncError> {
         let rules = TreeRules::Strict(self.schema);
@@ -351,11 +380,11 @@ impl Staged<'_> {
         &self.base.branch
     }
 
-    fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
+    pub(crate) fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
         self.files.get(path).map(|id| self.repo.blob(*id)).transpose()
     }
 
-    fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
+    pub(crate) fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
         let id = self.repo.repo.write_blob(bytes).map_err(|error| self.repo.git_error(error))?.detach();
         if self.files.insert(path, id) != Some(id) {
             self.changed = true;
@@ -378,7 +407,7 @@ impl Staged<'_> {
     }
 
     /// Every stored vector of the tree (schema v2), built once per staging.
-    fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
+    pub(crate) fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
         if self.catalog.is_none() {
             let mut catalog = PackCatalog::default();
             let packs: Vec<(String, String)> = self

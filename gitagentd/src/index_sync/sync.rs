@@ -60,7 +60,7 @@ impl Endpoint {
     }
 
     /// Takes the sync repository lock (one user per machine at a time).
-    async fn lock(&self, cancel: &CancellationToken) -> Result<store::FileLock, SyncError> {
+    pub(crate) async fn lock(&self, cancel: &CancellationToken) -> Result<store::FileLock, SyncError> {
         let path = self.lock_path();
         let token = cancel.clone();
         crate::blocking::run_to_end("the index sync lock", move || {
@@ -147,14 +147,8 @@ impl Endpoint {
                 return Ok(published);
             };
             progress(Phase::Pushing);
-            match repo::push(&self.dir, &self.remote, &self.env, &branch, commit, cancel).await? {
+            match self.push_commit(branch, commit, cancel).await? {
                 PushOutcome::Pushed => {
-                    let endpoint = self.clone();
-                    crate::blocking::run_to_end("the index sync repository", move || {
-                        SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?.pushed(&branch, commit)
-                    })
-                    .await
-                    .map_err(|_| SyncError::Cancelled)??;
                     published.pushed = true;
                     return Ok(published);
                 }
@@ -162,6 +156,27 @@ impl Endpoint {
             }
         }
         Err(SyncError::Contended { remote: self.remote.sanitized.clone(), attempts: PUSH_ATTEMPTS })
+    }
+
+    /// Pushes `commit` (built on the fetched tip of `branch`) and, when the
+    /// remote accepts it, records it as the new tracking tip. A rejection
+    /// means another machine pushed first: the caller refetches and replans.
+    pub(crate) async fn push_commit(
+        &self,
+        branch: String,
+        commit: gix::ObjectId,
+        cancel: &CancellationToken,
+    ) -> Result<PushOutcome, SyncError> {
+        let outcome = repo::push(&self.dir, &self.remote, &self.env, &branch, commit, cancel).await?;
+        if outcome == PushOutcome::Pushed {
+            let endpoint = self.clone();
+            crate::blocking::run_to_end("the index sync repository", move || {
+                SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?.pushed(&branch, commit)
+            })
+            .await
+            .map_err(|_| SyncError::Cancelled)??;
+        }
+        Ok(outcome)
     }
 }
 
@@ -194,8 +209,8 @@ pub enum Phase {
 }
 
 /// An interrupt flag for gix that follows `cancel` while it lives.
-struct Interrupt {
-    flag: Arc<AtomicBool>,
+pub(crate) struct Interrupt {
+    pub(crate) flag: Arc<AtomicBool>,
     watcher: tokio::task::JoinHandle<()>,
 }
 
@@ -205,7 +220,7 @@ impl Drop for Interrupt {
     }
 }
 
-fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
+pub(crate) fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
     let flag = Arc::new(AtomicBool::new(cancel.is_cancelled()));
     let watched = Arc::clone(&flag);
     let token = cancel.clone();
@@ -218,4 +233,4 @@ fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
 
 #[cfg(test)]
 #[path = "sync_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -8,9 +8,9 @@ use crate::index_sync::schema::SchemaVersion;
 use std::path::Path;
 use std::process::Command;
 
-const MODEL: &str = "text-embedding-3-small";
+pub(crate) const MODEL: &str = "text-embedding-3-small";
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -26,15 +26,15 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
-struct World {
+pub(crate) struct World {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    remote: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) remote: PathBuf,
 }
 
 impl World {
     /// An empty bare remote whose default branch is `branch`.
-    fn new(branch: &str) -> Self {
+    pub(crate) fn new(branch: &str) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
         let remote = root.join("remote.git");
@@ -44,7 +44,7 @@ impl World {
     }
 
     /// Machine `name`: its own home and metadata root.
-    fn machine(&self, name: &str) -> Endpoint {
+    pub(crate) fn machine(&self, name: &str) -> Endpoint {
         let home = self.root.join(name);
         std::fs::create_dir_all(&home).unwrap();
         let env = Environment::new(
@@ -59,7 +59,7 @@ impl World {
     }
 
     /// Commits `files` to `branch` of the remote from a scratch clone.
-    fn seed(&self, branch: &str, files: &[(&str, &[u8])]) {
+    pub(crate) fn seed(&self, branch: &str, files: &[(&str, &[u8])]) {
         let work = self.root.join("seed");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
@@ -74,13 +74,13 @@ impl World {
         git(&work, &["push", "-q", self.remote.to_str().unwrap(), &format!("HEAD:refs/heads/{branch}")]);
     }
 
-    fn remote_files(&self, branch: &str) -> Vec<String> {
+    pub(crate) fn remote_files(&self, branch: &str) -> Vec<String> {
         let listing = git(&self.remote, &["ls-tree", "-r", "--name-only", branch]);
         listing.lines().map(str::to_string).collect()
     }
 }
 
-fn target() -> Target {
+pub(crate) fn target() -> Target {
     Target {
         origin: "github.com/acme/widgets".into(),
         revision: "0123456789abcdef0123456789abcdef01234567".into(),
@@ -89,7 +89,7 @@ fn target() -> Target {
     }
 }
 
-fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
+pub(crate) fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     SyncRecord {
         chunk_id: format!("{path}#1"),
         path: path.into(),
@@ -107,7 +107,7 @@ fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     }
 }
 
-fn export(records: Vec<SyncRecord>) -> Vec<Export> {
+pub(crate) fn export(records: Vec<SyncRecord>) -> Vec<Export> {
     vec![Export { target: target(), records }]
 }
 

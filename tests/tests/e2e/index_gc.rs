@@ -31,7 +31,7 @@ fn metadata_root(env: &TestEnv) -> PathBuf {
 }
 
 /// Path -> (bytes, mtime) of everything below `dir` (folders included).
-fn tree_state(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, i64, i64)> {
+pub(crate) fn tree_state(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, i64, i64)> {
     let mut out = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {

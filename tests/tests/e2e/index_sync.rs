@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// One machine: its own HOME, daemon and fake embeddings server.
-fn machine() -> (TestEnv, FakeEmbeddings) {
+pub(crate) fn machine() -> (TestEnv, FakeEmbeddings) {
     let mut env = TestEnv::new();
     let fake = FakeEmbeddings::start();
     fake.configure(&mut env);
@@ -15,13 +15,13 @@ fn machine() -> (TestEnv, FakeEmbeddings) {
     (env, fake)
 }
 
-fn bare(path: &Path) {
+pub(crate) fn bare(path: &Path) {
     std::fs::create_dir_all(path).unwrap();
     let status = Command::new("git").args(["init", "--bare", "-q", "-b", "main"]).current_dir(path).status().unwrap();
     assert!(status.success());
 }
 
-fn git_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git").args(args).current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
     assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap().trim().to_string()
@@ -29,7 +29,7 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
 
 /// A clone of `origin` in `env`'s work folder (so both machines share the
 /// origin identity).
-fn clone(env: &TestEnv, origin: &Path) -> GitRepo {
+pub(crate) fn clone(env: &TestEnv, origin: &Path) -> GitRepo {
     let dir = env.work().join("project");
     let status =
         Command::new("git").args(["clone", "-q", origin.to_str().unwrap(), dir.to_str().unwrap()]).status().unwrap();

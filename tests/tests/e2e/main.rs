@@ -14,6 +14,7 @@ mod explore_retrieval;
 mod follow_up;
 mod grpc_authority;
 mod index_gc;
+mod index_migrate;
 mod index_sync;
 mod inspection;
 mod install;

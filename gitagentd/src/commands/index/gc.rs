@@ -1,13 +1,16 @@
 //! `git-agent index gc [--dry-run]`: resolves the metadata root and the
 //! optional `index.remote`, runs the local phase of [`crate::index_gc`] on
-//! the blocking pool, reports progress on stderr and writes the one
-//! summary line.
+//! the blocking pool and then, when `index.remote` is set, the shared
+//! cleanup ([`crate::index_gc::shared`]); reports progress on stderr and
+//! writes the one summary line.
 
 use super::super::{CommandError, Invocation, Output};
+use crate::index_gc::shared::{self, SharedPhase};
 use crate::index_gc::{self, LocalSummary, Options};
+use crate::index_sync::sync::Endpoint;
 use crate::services::Services;
 use git_agent_shared::cli::IndexGcArgs;
-use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY};
+use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::paths;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +23,7 @@ pub async fn run(
     args: IndexGcArgs,
 ) -> Result<(), CommandError> {
     let metadata_root = paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
+    let local_root = metadata_root.clone();
     let config_path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
     let config = crate::blocking::run_to_end("the configuration file", move || ConfigFile::load(&config_path))
         .await?
@@ -35,15 +39,32 @@ pub async fn run(
                 progress_output.stderr(format!("{line}\n"));
             }
         };
-        index_gc::run_local(&metadata_root, &options, &mut progress, &|| interrupt.is_raised())
+        index_gc::run_local(&local_root, &options, &mut progress, &|| interrupt.is_raised())
     })
     .await?
     .map_err(CommandError::failed)?;
-    if !config.index.remote.is_empty() {
-        return Err(CommandError::Failed(format!(
-            "index gc: the local phase completed, but cleanup of the shared {INDEX_REMOTE_KEY} repository is not available in this build\nhint: run git-agent config --unset {INDEX_REMOTE_KEY} to collect local indexes only"
-        )));
-    }
-    output.stdout(index_gc::summary_line(&summary, args.dry_run));
+    // GC-005 runs only after every local store has published.
+    let shared = if config.index.remote.is_empty() {
+        None
+    } else {
+        let endpoint =
+            Endpoint::new(&config.index.remote, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
+        let report = super::progress_line(output, invocation.stderr_is_terminal);
+        let progress: shared::Progress = Arc::new(move |phase| {
+            report(
+                match phase {
+                    SharedPhase::Fetching => "index gc: fetching remote",
+                    SharedPhase::Scanning => "index gc: scanning shared indexes",
+                    SharedPhase::Pruning => "index gc: pruning shared packs",
+                    SharedPhase::Pushing => "index gc: pushing remote",
+                }
+                .to_string(),
+            )
+        });
+        let shared =
+            shared::run_shared(&endpoint, args.dry_run, progress, cancel, None).await.map_err(CommandError::failed)?;
+        Some(shared)
+    };
+    output.stdout(index_gc::summary_line(&summary, shared.as_ref(), args.dry_run));
     Ok(())
 }

@@ -6,6 +6,7 @@ mod gc;
 
 use super::{CommandError, Invocation, Output};
 use crate::index_sync::local;
+use crate::index_sync::migrate::{self, MigratePhase};
 use crate::index_sync::sync::{Endpoint, Phase};
 use crate::services::Services;
 use git_agent_shared::cli::{IndexArgs, IndexCommand};
@@ -24,11 +25,59 @@ pub async fn run(
     match args.command {
         IndexCommand::Gc(args) => gc::run(services, invocation, output, cancel, args).await,
         IndexCommand::Sync => sync(invocation, output, cancel).await,
-        IndexCommand::Migrate(_) => {
-            let _remote = configured_remote(invocation).await?;
-            Err(CommandError::Failed("index migrate is not available in this build yet".into()))
-        }
+        IndexCommand::Migrate(args) => migrate(invocation, output, cancel, args.dry_run).await,
     }
+}
+
+/// `git-agent index migrate --to v2 [--dry-run]`: one exact summary line.
+async fn migrate(
+    invocation: &Invocation,
+    output: &Output,
+    cancel: &CancellationToken,
+    dry_run: bool,
+) -> Result<(), CommandError> {
+    let url = configured_remote(invocation).await?;
+    let metadata_root = paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
+    let endpoint = Endpoint::new(&url, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
+    let report = progress_line(output, invocation.stderr_is_terminal);
+    let progress: migrate::Progress = Arc::new(move |phase| {
+        report(migrate_phase_text(phase));
+        Ok(())
+    });
+    let summary = migrate::migrate(&endpoint, dry_run, progress, cancel).await.map_err(CommandError::failed)?;
+    output.stdout(summary.line(dry_run));
+    Ok(())
+}
+
+fn migrate_phase_text(phase: MigratePhase) -> String {
+    match phase {
+        MigratePhase::Fetching => "index migrate: fetching remote".to_string(),
+        MigratePhase::Scanning => "index migrate: scanning v1 snapshots".to_string(),
+        MigratePhase::Building { done, total, elapsed } => {
+            let mut text = format!("index migrate: building indexes {done}/{total}");
+            if done > 0 && total > 0 {
+                let percent = done as f64 / total as f64 * 100.0;
+                text.push_str(&format!(" ({percent:.1}%, {})", elapsed_text(elapsed)));
+            }
+            text
+        }
+        MigratePhase::Installing => "index migrate: installing schema v2".to_string(),
+        MigratePhase::Pushing => "index migrate: pushing remote".to_string(),
+    }
+}
+
+/// An elapsed time rounded to the millisecond, spelled as the original
+/// implementation's progress spells durations (`850ms`, `1.25s`, `2m3.5s`).
+fn elapsed_text(elapsed: std::time::Duration) -> String {
+    let millis = (elapsed.as_micros() + 500) / 1000;
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let minutes = millis / 60_000;
+    let rest = millis % 60_000;
+    let seconds = format!("{}.{:03}", rest / 1000, rest % 1000);
+    let seconds = seconds.trim_end_matches('0').trim_end_matches('.');
+    if minutes == 0 { format!("{seconds}s") } else { format!("{minutes}m{seconds}s") }
 }
 
 /// `git-agent index sync`: export every completed revision and
@@ -55,14 +104,22 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
 /// Progress on stderr: one rewritten line on a terminal, one line per
 /// update otherwise.
 fn progress_reporter(output: &Output, interactive: bool) -> Arc<dyn Fn(Phase) + Send + Sync> {
-    let output = output.clone();
+    let report = progress_line(output, interactive);
     Arc::new(move |phase| {
-        let text = match phase {
+        report(match phase {
             Phase::Fetching => "index sync: fetching remote".to_string(),
             Phase::Scanning => "index sync: scanning local indexes".to_string(),
             Phase::Syncing { done, total } => format!("index sync: syncing indexes {done}/{total}"),
             Phase::Pushing => "index sync: pushing remote".to_string(),
-        };
+        })
+    })
+}
+
+/// Writes one progress line on stderr: rewritten in place on a terminal,
+/// one line per update otherwise.
+pub(super) fn progress_line(output: &Output, interactive: bool) -> Arc<dyn Fn(String) + Send + Sync> {
+    let output = output.clone();
+    Arc::new(move |text| {
         if interactive {
             output.progress(text);
         } else {
@@ -84,4 +141,20 @@ async fn configured_remote(invocation: &Invocation) -> Result<String, CommandErr
         )));
     }
     Ok(config.index.remote)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn building_progress_shows_percentage_and_elapsed_once_an_index_is_done() {
+        let phase = |done, millis| MigratePhase::Building { done, total: 3, elapsed: Duration::from_millis(millis) };
+        assert_eq!(migrate_phase_text(phase(0, 0)), "index migrate: building indexes 0/3");
+        assert_eq!(migrate_phase_text(phase(1, 850)), "index migrate: building indexes 1/3 (33.3%, 850ms)");
+        assert_eq!(migrate_phase_text(phase(3, 1250)), "index migrate: building indexes 3/3 (100.0%, 1.25s)");
+        assert_eq!(elapsed_text(Duration::from_millis(123_500)), "2m3.5s");
+        assert_eq!(elapsed_text(Duration::from_secs(2)), "2s");
+    }
 }

@@ -1,0 +1,286 @@
+//! `git-agent index migrate --to v2 [--dry-run]`: the explicit transition
+//! of the sync repository from schema v1 (per-revision JSON snapshots) to
+//! schema v2 (content-addressed packs plus manifests).
+//!
+//! The migration is planned on the fetched remote tip, as every sync
+//! writer plans, and reuses the writers of normal sync: each v1 snapshot is
+//! strictly decoded (its metadata must derive its path) and exported into a
+//! staged schema-v2 tree through [`Staged::export`], which builds the packs
+//! and manifests and merges with what the tree already holds. The complete
+//! result is then revalidated ([`validate::validate_v2`]) before it is
+//! committed once and pushed; a non-fast-forward rejection refetches and
+//! plans again from the new tip.
+//!
+//! A schema-v2 tree that still holds 16-character v1 manifests is an
+//! interrupted or mixed migration; only this command accepts it
+//! ([`TreeRules::MixedMigration`]) and repairs it: the v1 records are merged
+//! into v2 packs and manifests and every v1 path is removed. Anything else a
+//! strict v2 tree does not allow still fails. A v2 tree without v1
+//! manifests is a successful no-op.
+//!
+//! A dry run fetches into a disposable repository in temporary storage and
+//! builds the same tree there, so neither the persistent sync repository
+//! nor the remote changes.
+
+use super::FormatError;
+use super::manifest::{self, SnapshotV1, SyncRecord, Target};
+use super::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
+use super::schema::{self, SchemaVersion};
+use super::sync::{Endpoint, PUSH_ATTEMPTS, interrupt_on};
+use super::tree::{self, TreeEntry, TreeRules};
+use super::validate;
+use gix::ObjectId;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const MIGRATE_MESSAGE: &str = "git-agent: migrate search indexes to schema v2";
+const REPAIR_MESSAGE: &str = "git-agent: repair a mixed schema v2 index store";
+
+/// What a migration did (or, in a dry run, would do).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MigrationSummary {
+    /// The schema the remote had: 1, or 2 for a no-op or a repair.
+    pub from: u64,
+    pub to: u64,
+    /// Schema-v1 snapshots converted (or recovered).
+    pub indexes: usize,
+    /// Records of those snapshots.
+    pub records: usize,
+    /// Distinct vectors the resulting packs store.
+    pub unique_vectors: usize,
+    /// Packs of the resulting tree.
+    pub packs: usize,
+    /// Logical bytes of the tracked tree before.
+    pub current_bytes: u64,
+    /// Logical bytes of the tracked tree after.
+    pub projected_bytes: u64,
+}
+
+impl MigrationSummary {
+    fn no_op() -> Self {
+        Self { from: 2, to: 2, ..Self::default() }
+    }
+
+    /// The exact stdout line of the command.
+    pub fn line(&self, dry_run: bool) -> String {
+        let Self { from, to, indexes, records, unique_vectors, packs, current_bytes, projected_bytes } = *self;
+        if dry_run {
+            let saved = i128::from(current_bytes) - i128::from(projected_bytes);
+            format!(
+                "migration from={from} to={to} indexes={indexes} records={records} unique_vectors={unique_vectors} packs={packs} current_bytes={current_bytes} projected_bytes={projected_bytes} saved_bytes={saved} dry_run=true\n"
+            )
+        } else {
+            format!(
+                "migrated from={from} to={to} indexes={indexes} records={records} unique_vectors={unique_vectors} packs={packs} bytes={projected_bytes}\n"
+            )
+        }
+    }
+}
+
+/// The phases progress reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigratePhase {
+    Fetching,
+    Scanning,
+    Building { done: usize, total: usize, elapsed: Duration },
+    Installing,
+    Pushing,
+}
+
+/// Receives progress; an error aborts the migration.
+pub type Progress = Arc<dyn Fn(MigratePhase) -> Result<(), SyncError> + Send + Sync>;
+
+/// Runs `index migrate --to v2` against `endpoint`'s remote.
+pub async fn migrate(
+    endpoint: &Endpoint,
+    dry_run: bool,
+    progress: Progress,
+    cancel: &CancellationToken,
+) -> Result<MigrationSummary, SyncError> {
+    if dry_run {
+        return dry_run_migration(endpoint, progress, cancel).await;
+    }
+    let _lock = endpoint.lock(cancel).await?;
+    for _ in 0..PUSH_ATTEMPTS {
+        let repo_endpoint = endpoint.clone();
+        let report = Arc::clone(&progress);
+        let interrupt = interrupt_on(cancel);
+        let flag = Arc::clone(&interrupt.flag);
+        let planned = crate::blocking::run_to_end("the index sync repository", move || {
+            report(MigratePhase::Fetching)?;
+            let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
+            let tip = repo.fetch(&flag)?;
+            let plan = plan(&repo, &tip, false, report.as_ref(), &flag)?;
+            Ok::<_, SyncError>((tip.branch, plan))
+        })
+        .await
+        .map_err(|_| SyncError::Cancelled)??;
+        drop(interrupt);
+        let (branch, Plan { summary, commit }) = planned;
+        let Some(commit) = commit else {
+            return Ok(summary);
+        };
+        progress(MigratePhase::Pushing)?;
+        match endpoint.push_commit(branch, commit, cancel).await? {
+            PushOutcome::Pushed => return Ok(summary),
+            PushOutcome::Rejected => continue,
+        }
+    }
+    Err(SyncError::Contended { remote: endpoint.remote.sanitized.clone(), attempts: PUSH_ATTEMPTS })
+}
+
+/// Fetches into a disposable repository and plans there; nothing below
+/// the metadata root and nothing on the remote changes.
+async fn dry_run_migration(
+    endpoint: &Endpoint,
+    progress: Progress,
+    cancel: &CancellationToken,
+) -> Result<MigrationSummary, SyncError> {
+    let remote = endpoint.remote.clone();
+    let interrupt = interrupt_on(cancel);
+    let flag = Arc::clone(&interrupt.flag);
+    crate::blocking::run_to_end("the index sync repository", move || {
+        let scratch = disposable_dir()?;
+        progress(MigratePhase::Fetching)?;
+        let repo = SyncRepo::open(remote, scratch.path().join("repo"))?;
+        let tip = repo.fetch(&flag)?;
+        Ok(plan(&repo, &tip, true, progress.as_ref(), &flag)?.summary)
+    })
+    .await
+    .map_err(|_| SyncError::Cancelled)?
+}
+
+/// A private temporary directory, removed when dropped.
+pub(crate) fn disposable_dir() -> Result<tempfile::TempDir, SyncError> {
+    let base = std::env::temp_dir();
+    tempfile::Builder::new()
+        .prefix("git-agent-index-")
+        .tempdir_in(&base)
+        .map_err(|source| SyncError::Io { dir: base, source })
+}
+
+/// A planned migration: its summary and, outside dry runs, the commit to
+/// push (`None`: nothing to change).
+struct Plan {
+    summary: MigrationSummary,
+    commit: Option<ObjectId>,
+}
+
+/// One schema-v1 snapshot, strictly decoded.
+struct Snapshot {
+    target: Target,
+    records: Vec<SyncRecord>,
+}
+
+fn plan(
+    repo: &SyncRepo,
+    tip: &RemoteTip,
+    dry_run: bool,
+    progress: &(dyn Fn(MigratePhase) -> Result<(), SyncError> + Send + Sync),
+    interrupt: &AtomicBool,
+) -> Result<Plan, SyncError> {
+    let files = match tip.commit {
+        Some(commit) => repo.tree_files(commit)?,
+        None => BTreeMap::new(),
+    };
+    let schema = match files.get("schema.json") {
+        Some(id) => schema::parse(&repo.blob(*id)?)?,
+        // An empty remote is a schema-v1 repository without snapshots.
+        None if files.is_empty() => SchemaVersion::V1,
+        None => return Err(FormatError::SchemaMissing.into()),
+    };
+    let (v1_paths, rest) = split_v1(&files, schema);
+    if schema == SchemaVersion::V2 && v1_paths.is_empty() {
+        // Validate the tree as normal sync would, then report the no-op.
+        Staged::from_files(repo, tip, SchemaVersion::V2, files)?;
+        return Ok(Plan { summary: MigrationSummary::no_op(), commit: None });
+    }
+    if schema == SchemaVersion::V1 {
+        // Every path of a v1 tree must be one schema v1 allows.
+        Staged::from_files(repo, tip, SchemaVersion::V1, files.clone())?;
+    }
+    progress(MigratePhase::Scanning)?;
+    let mut current_bytes = 0;
+    for id in files.values() {
+        current_bytes += repo.blob_size(*id)?;
+    }
+    let mut snapshots = Vec::with_capacity(v1_paths.len());
+    for path in &v1_paths {
+        cancelled(interrupt)?;
+        snapshots.push(read_snapshot(repo, path, &repo.blob(files[path])?)?);
+    }
+    // A repair keeps every v2 file and drops the v1 manifests; a migration
+    // starts from an empty v2 tree.
+    let base_files = if schema == SchemaVersion::V2 { rest } else { BTreeMap::new() };
+    let mut staged = Staged::from_files(repo, tip, SchemaVersion::V2, base_files)?;
+    staged.write("schema.json".into(), &schema::bytes(SchemaVersion::V2))?;
+    let started = Instant::now();
+    let total = snapshots.len();
+    progress(MigratePhase::Building { done: 0, total, elapsed: Duration::ZERO })?;
+    let mut summary = MigrationSummary { from: schema.number(), to: 2, current_bytes, ..Default::default() };
+    for (done, snapshot) in snapshots.into_iter().enumerate() {
+        cancelled(interrupt)?;
+        summary.indexes += 1;
+        summary.records += snapshot.records.len();
+        staged.export(&snapshot.target, snapshot.records)?;
+        progress(MigratePhase::Building { done: done + 1, total, elapsed: started.elapsed() })?;
+    }
+    for path in &v1_paths {
+        staged.remove(path);
+    }
+    let report = validate::validate_v2(&mut staged)?;
+    summary.unique_vectors = report.unique_vectors;
+    summary.packs = report.packs.len();
+    summary.projected_bytes = report.bytes;
+    if dry_run {
+        return Ok(Plan { summary, commit: None });
+    }
+    progress(MigratePhase::Installing)?;
+    let message = if schema == SchemaVersion::V1 { MIGRATE_MESSAGE } else { REPAIR_MESSAGE };
+    let commit = staged.commit(message)?;
+    Ok(Plan { summary, commit })
+}
+
+/// The schema-v1 manifest paths of `files` (only a v1 tree or a mixed v2
+/// tree may hold them) and every other file.
+fn split_v1(files: &BTreeMap<String, ObjectId>, schema: SchemaVersion) -> (Vec<String>, BTreeMap<String, ObjectId>) {
+    let rules = match schema {
+        SchemaVersion::V1 => TreeRules::Strict(SchemaVersion::V1),
+        SchemaVersion::V2 => TreeRules::MixedMigration,
+    };
+    let mut v1 = Vec::new();
+    let mut rest = BTreeMap::new();
+    for (path, id) in files {
+        if matches!(tree::classify(path, false, rules), Some(TreeEntry::ManifestV1 { .. })) {
+            v1.push(path.clone());
+        } else {
+            rest.insert(path.clone(), *id);
+        }
+    }
+    (v1, rest)
+}
+
+/// Decodes the v1 snapshot at `path`; its metadata must derive exactly
+/// that path and every record must validate.
+fn read_snapshot(repo: &SyncRepo, path: &str, bytes: &[u8]) -> Result<Snapshot, SyncError> {
+    let shown = repo.dir().join(path).display().to_string();
+    let header: SnapshotV1 = serde_json::from_slice(bytes)
+        .map_err(|error| FormatError::Manifest { path: shown.clone(), reason: error.to_string() })?;
+    let target = validate::target_at(&shown, &header.origin, &header.revision, &header.model, header.dimensions)?;
+    if target.manifest_path(SchemaVersion::V1)? != path {
+        return Err(validate::path_mismatch(&shown).into());
+    }
+    let records = manifest::decode_v1(bytes, &shown, &target)?;
+    Ok(Snapshot { target, records })
+}
+
+fn cancelled(interrupt: &AtomicBool) -> Result<(), SyncError> {
+    if interrupt.load(Ordering::Relaxed) { Err(SyncError::Cancelled) } else { Ok(()) }
+}
+
+#[cfg(test)]
+#[path = "migrate_tests.rs"]
+pub(crate) mod tests;

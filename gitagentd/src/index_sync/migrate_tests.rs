@@ -1,0 +1,244 @@
+//! `index migrate --to v2` against a bare remote built with the real `git`:
+//! a v1 remote (written by normal sync, which keeps v1 repositories v1)
+//! migrated by one machine and read by another.
+
+use super::*;
+use crate::index_sync::sync::tests::{World, git, record, target};
+use crate::index_sync::sync::{Export, Published};
+
+fn no_progress() -> Progress {
+    Arc::new(|_| Ok(()))
+}
+
+fn second_target() -> Target {
+    Target { revision: "89abcdef0123456789abcdef0123456789abcdef".into(), ..target() }
+}
+
+/// Two revisions sharing one vector: 3 records, 2 distinct vectors.
+fn exports() -> Vec<Export> {
+    vec![
+        Export {
+            target: target(),
+            records: vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0]), record("src/b.rs", "hb", [4.0, 5.0, 6.0])],
+        },
+        Export { target: second_target(), records: vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])] },
+    ]
+}
+
+/// The logical size of every file of the remote's `main` tree.
+pub(crate) fn remote_bytes(world: &World) -> u64 {
+    let listing = git(&world.remote, &["ls-tree", "-r", "-l", "main"]);
+    listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
+}
+
+pub(crate) fn remote_state(world: &World) -> String {
+    git(&world.remote, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+/// Commits `writes` and `removals` on top of the remote's `main` from a
+/// scratch clone, as another (older) client would.
+pub(crate) fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
+    push_to(&world.root, &world.remote, writes, removals);
+}
+
+/// [`push_on_top`] from a scratch folder below `root`.
+pub(crate) fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: &[(&str, &[u8])], removals: &[&str]) {
+    let work = root.join("on-top");
+    let _ = std::fs::remove_dir_all(&work);
+    git(root, &["clone", "-q", remote.to_str().unwrap(), work.to_str().unwrap()]);
+    for (path, bytes) in writes {
+        let path = work.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    for path in removals {
+        git(&work, &["rm", "-q", path]);
+    }
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "on top"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+}
+
+async fn v1_remote(world: &World) {
+    let published = world.machine("a").publish(exports(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(published, Published { indexes: 2, records: 3, skipped: 0, pushed: true });
+    assert!(world.remote_files("main").iter().any(|path| path.ends_with(".json") && path.len() == 8 + 65 + 41 + 21));
+}
+
+#[tokio::test]
+async fn a_v1_remote_migrates_to_v2_and_another_machine_imports_it() {
+    let world = World::new("main");
+    v1_remote(&world).await;
+    let cancel = CancellationToken::new();
+    let a = world.machine("a");
+    let before_bytes = remote_bytes(&world);
+    let before = remote_state(&world);
+
+    // The dry run reports the same numbers and changes no ref.
+    let phases = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&phases);
+    let recording: Progress = Arc::new(move |phase| {
+        seen.lock().unwrap().push(phase);
+        Ok(())
+    });
+    let dry = migrate(&a, true, recording, &cancel).await.unwrap();
+    assert_eq!(remote_state(&world), before);
+    let phases: Vec<MigratePhase> = phases.lock().unwrap().clone();
+    assert_eq!(phases[..2], [MigratePhase::Fetching, MigratePhase::Scanning]);
+    assert!(matches!(phases.last(), Some(MigratePhase::Building { done: 2, total: 2, .. })), "{phases:?}");
+
+    let done = migrate(&a, false, no_progress(), &cancel).await.unwrap();
+    assert_eq!(done, dry, "the dry run plans exactly what the migration does");
+    let files = world.remote_files("main");
+    let packs = files.iter().filter(|path| path.starts_with("packs/")).count();
+    let after_bytes = remote_bytes(&world);
+    assert_eq!(
+        done,
+        MigrationSummary {
+            from: 1,
+            to: 2,
+            indexes: 2,
+            records: 3,
+            unique_vectors: 2,
+            packs,
+            current_bytes: before_bytes,
+            projected_bytes: after_bytes
+        }
+    );
+    assert_eq!(packs, 1);
+    assert_eq!(git(&world.remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert!(
+        files.iter().filter(|path| path.starts_with("indexes/")).all(|path| path.len() == 8 + 65 + 41 + 69),
+        "only 64-character manifests remain: {files:?}"
+    );
+    assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "2", "one migration commit");
+    let line = dry.line(true);
+    assert_eq!(
+        line,
+        format!(
+            "migration from=1 to=2 indexes=2 records=3 unique_vectors=2 packs=1 current_bytes={before_bytes} projected_bytes={after_bytes} saved_bytes={} dry_run=true\n",
+            i128::from(before_bytes) - i128::from(after_bytes)
+        )
+    );
+    assert_eq!(
+        done.line(false),
+        format!("migrated from=1 to=2 indexes=2 records=3 unique_vectors=2 packs=1 bytes={after_bytes}\n")
+    );
+
+    // Machine B reads the v2 records.
+    let b = world.machine("b");
+    let imported = b.import(second_target(), &cancel).await.unwrap().unwrap();
+    assert_eq!(imported, vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]);
+
+    // Again: a no-op that commits nothing.
+    let tip = remote_state(&world);
+    for dry_run in [true, false] {
+        let again = migrate(&b, dry_run, no_progress(), &cancel).await.unwrap();
+        assert_eq!(again, MigrationSummary::no_op());
+    }
+    assert_eq!(remote_state(&world), tip);
+    assert_eq!(
+        MigrationSummary::no_op().line(false),
+        "migrated from=2 to=2 indexes=0 records=0 unique_vectors=0 packs=0 bytes=0\n"
+    );
+}
+
+#[tokio::test]
+async fn a_mixed_tree_is_refused_by_sync_and_repaired_by_migrate_only() {
+    let world = World::new("main");
+    v1_remote(&world).await;
+    let cancel = CancellationToken::new();
+    let a = world.machine("a");
+    let v1_path = second_target().manifest_path(SchemaVersion::V1).unwrap();
+    let v1_bytes = git(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
+    migrate(&a, false, no_progress(), &cancel).await.unwrap();
+
+    // An interrupted migration: the v2 manifest of the second revision is
+    // missing and its v1 snapshot is back beside the v2 tree, plus a v1
+    // snapshot of a third revision with a new vector.
+    let third = Target { revision: "fedcba9876543210fedcba9876543210fedcba98".into(), ..target() };
+    let third_bytes = manifest::encode_v1(&third, &[record("src/c.rs", "hc", [7.0, 8.0, 9.0])]).unwrap();
+    let third_path = third.manifest_path(SchemaVersion::V1).unwrap();
+    let v2_path = second_target().manifest_path(SchemaVersion::V2).unwrap();
+    push_on_top(
+        &world,
+        &[(v1_path.as_str(), v1_bytes.as_bytes()), (third_path.as_str(), &third_bytes)],
+        &[v2_path.as_str()],
+    );
+    let mixed = remote_state(&world);
+    let mixed_bytes = remote_bytes(&world);
+
+    // Normal sync refuses the mixed tree.
+    let refused = a.publish(vec![Export { target: target(), records: vec![] }], &cancel).await.unwrap_err();
+    assert!(refused.to_string().contains("unsafe path"), "{refused}");
+    assert_eq!(remote_state(&world), mixed);
+
+    let dry = migrate(&a, true, no_progress(), &cancel).await.unwrap();
+    assert_eq!(remote_state(&world), mixed);
+    let repaired = migrate(&a, false, no_progress(), &cancel).await.unwrap();
+    assert_eq!(repaired, dry);
+    let files = world.remote_files("main");
+    assert_eq!(
+        repaired,
+        MigrationSummary {
+            from: 2,
+            to: 2,
+            indexes: 2,
+            records: 2,
+            unique_vectors: 3,
+            packs: files.iter().filter(|path| path.starts_with("packs/")).count(),
+            current_bytes: mixed_bytes,
+            projected_bytes: remote_bytes(&world),
+        }
+    );
+    assert!(!files.contains(&v1_path) && !files.contains(&third_path), "{files:?}");
+    assert!(files.contains(&v2_path), "{files:?}");
+    let b = world.machine("b");
+    assert_eq!(
+        b.import(third.clone(), &cancel).await.unwrap().unwrap(),
+        vec![record("src/c.rs", "hc", [7.0, 8.0, 9.0])]
+    );
+    assert_eq!(b.import(second_target(), &cancel).await.unwrap().unwrap().len(), 1);
+    // Sync works again on the repaired tree.
+    b.publish(vec![Export { target: third, records: vec![] }], &cancel).await.unwrap();
+}
+
+#[tokio::test]
+async fn malformed_or_misplaced_snapshots_fail_without_publishing() {
+    let world = World::new("main");
+    v1_remote(&world).await;
+    let cancel = CancellationToken::new();
+    let a = world.machine("a");
+    let v1_path = target().manifest_path(SchemaVersion::V1).unwrap();
+    let good = git(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
+
+    // A snapshot whose metadata names another revision than its folder.
+    let misplaced = v1_path.replace(&target().revision, "1111111111111111111111111111111111111111");
+    push_on_top(&world, &[(misplaced.as_str(), good.as_bytes())], &[]);
+    let before = remote_state(&world);
+    for dry_run in [true, false] {
+        let error = migrate(&a, dry_run, no_progress(), &cancel).await.unwrap_err();
+        assert!(error.to_string().contains("does not match its path"), "{error}");
+        assert!(error.to_string().contains("1111111111111111111111111111111111111111"), "{error}");
+    }
+    assert_eq!(remote_state(&world), before);
+
+    // A snapshot that is not a snapshot.
+    for (bytes, needle) in [
+        (&b"{\"version\":1}"[..], "missing field"),
+        (b"{\"version\":1,\"origin\":", "EOF"),
+        (good.replace("\"records\"", "\"extra\":1,\"records\"").as_bytes(), "unknown field"),
+    ] {
+        push_on_top(&world, &[(v1_path.as_str(), bytes)], &[misplaced.as_str()]);
+        let before = remote_state(&world);
+        let error = migrate(&a, false, no_progress(), &cancel).await.unwrap_err();
+        assert!(error.to_string().contains("is invalid") && error.to_string().contains(needle), "{error}");
+        assert_eq!(remote_state(&world), before);
+        push_on_top(&world, &[(misplaced.as_str(), good.as_bytes())], &[]);
+    }
+
+    // An unrelated file is an unsafe tree for migrate too.
+    push_on_top(&world, &[("notes.txt", b"hello")], &[misplaced.as_str()]);
+    let error = migrate(&a, false, no_progress(), &cancel).await.unwrap_err();
+    assert!(error.to_string().contains("unsafe path"), "{error}");
+}
