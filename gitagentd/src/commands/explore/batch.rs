@@ -9,13 +9,15 @@
 //! to join a key opens a batch and starts its batch task; later members
 //! join it until it is full, which seals it at once. Otherwise the batch
 //! task seals it once no reserved intent of the key is still getting
-//! ready and the key has been quiet (no new reservation) for the join
-//! grace window ([`JOIN_WINDOW`]) counted from its latest reservation, or
-//! after [`MAX_COLLECTION`] at the latest. Because the window runs from
-//! the reservation, it overlaps the member's own retrieval: a lone
-//! explore waits only for what is left of it once its retrieval is done,
-//! while a burst of processes keeps the batch open as long as each one
-//! reserves within the window of the one before. The batch task, not any
+//! ready and the key has been quiet for the join grace, or after
+//! [`MAX_COLLECTION`] at the latest. The grace of a lone intent is
+//! [`JOIN_WINDOW`] counted from its reservation, so it overlaps the
+//! member's own retrieval: a lone explore waits only for what is left of
+//! it once its retrieval is done. Once intents of a key overlap (one is
+//! reserved while another is still live), the key is in a burst of
+//! concurrently launched processes, and its batches also wait
+//! [`BURST_WINDOW`] after the latest reservation or join, so stragglers
+//! of the burst that start late on a busy machine still join. The batch task, not any
 //! member's request, owns the conversation, so a member that disconnects
 //! (its cancellation fires) is removed before sealing or simply stops
 //! waiting afterwards without failing the others; the conversation is
@@ -49,11 +51,19 @@ pub const MAX_COLLECTION: Duration = Duration::from_secs(120);
 /// retrieval did not already cover.
 pub const JOIN_WINDOW: Duration = Duration::from_millis(20);
 
+/// How long a batch of a key in a burst (intents that overlapped) waits
+/// after the key's latest reservation or join before it seals short of
+/// full.
+pub const BURST_WINDOW: Duration = Duration::from_millis(100);
+
 /// When an open batch may seal short of full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// The quiet time after a key's latest reservation.
     pub window: Duration,
+    /// The quiet time after a key's latest reservation or join, once its
+    /// intents overlapped.
+    pub burst_window: Duration,
     /// Test builds only: how many reservations the daemon must have seen
     /// in all before any batch seals short of full, so concurrently
     /// launched test processes meet through their reservations rather
@@ -63,7 +73,7 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { window: JOIN_WINDOW, quorum: 0 }
+        Self { window: JOIN_WINDOW, burst_window: BURST_WINDOW, quorum: 0 }
     }
 }
 
@@ -141,16 +151,20 @@ struct Open<Q> {
 }
 
 /// One key's state: intents reserved but not yet joined, the batch open
-/// for joining, and when the key last saw a reservation.
+/// for joining, when the key last saw a reservation and a reservation or
+/// join, and whether its intents overlapped.
 struct Slot<Q> {
     pending: usize,
     open: Option<Open<Q>>,
     last_reserved: Instant,
+    last_activity: Instant,
+    burst: bool,
 }
 
 impl<Q> Default for Slot<Q> {
     fn default() -> Self {
-        Self { pending: 0, open: None, last_reserved: Instant::now() }
+        let now = Instant::now();
+        Self { pending: 0, open: None, last_reserved: now, last_activity: now, burst: false }
     }
 }
 
@@ -229,8 +243,10 @@ impl<Q: Send + 'static> Batcher<Q> {
         {
             let mut slots = self.slots();
             let slot = slots.entry(key.clone()).or_default();
+            slot.burst |= slot.pending > 0 || slot.open.is_some();
             slot.pending += 1;
             slot.last_reserved = Instant::now();
+            slot.last_activity = slot.last_reserved;
             self.reserved.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         self.changed.notify_waiters();
@@ -270,7 +286,10 @@ impl<Q: Send + 'static> Batcher<Q> {
         if slot.pending > 0 || !quorum {
             return Settle::Waiting;
         }
-        let until = slot.last_reserved + self.policy.window;
+        let mut until = slot.last_reserved + self.policy.window;
+        if slot.burst {
+            until = until.max(slot.last_activity + self.policy.burst_window);
+        }
         if Instant::now() < until {
             return Settle::Quiet { since: Instant::now(), until };
         }
@@ -357,6 +376,7 @@ impl<Q: Send + 'static> Reservation<Q> {
         let mut slots = batcher.slots();
         let slot = slots.entry(key.clone()).or_default();
         slot.pending = slot.pending.saturating_sub(1);
+        slot.last_activity = Instant::now();
         if let Some(open) = slot.open.as_mut() {
             open.members.push(member);
             let serial = open.serial;
@@ -604,11 +624,13 @@ mod tests {
         let second_reserved = Instant::now();
         let second = batcher.reserve(key("/w"));
         tokio::time::sleep(Duration::from_millis(15)).await;
+        let joined = Instant::now();
         let (role, b) = second.join("B".into(), "b".into(), CancellationToken::new(), timed_runner(started.clone()));
         assert_eq!(role, Role::Follower);
         a.await.unwrap().unwrap();
         b.await.unwrap().unwrap();
-        assert_eq!(started.lock().unwrap().clone(), [(2, second_reserved + JOIN_WINDOW)]);
+        // Reserved while the batch was open, it made the key a burst.
+        assert_eq!(started.lock().unwrap().clone(), [(2, joined + BURST_WINDOW)]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -626,5 +648,29 @@ mod tests {
             receiver.await.unwrap().unwrap();
         }
         assert_eq!(started.lock().unwrap()[0].0, 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_keeps_its_batch_open_for_a_late_straggler() {
+        let batcher = Arc::new(Batcher::<String>::new(Policy::default()));
+        let started = Arc::new(Mutex::new(Vec::new()));
+        // Two overlapping intents: a burst.
+        let (first, second) = (batcher.reserve(key("/w")), batcher.reserve(key("/w")));
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let (_, a) = first.join("A".into(), "a".into(), CancellationToken::new(), timed_runner(started.clone()));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let (_, b) = second.join("B".into(), "b".into(), CancellationToken::new(), timed_runner(started.clone()));
+        // A third process of the burst reserves 80 ms after the last join,
+        // long after a lone intent's window.
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert!(started.lock().unwrap().is_empty(), "sealed within the burst window");
+        let third = batcher.reserve(key("/w"));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let (role, c) = third.join("C".into(), "c".into(), CancellationToken::new(), timed_runner(started.clone()));
+        assert_eq!(role, Role::Follower);
+        for receiver in [a, b, c] {
+            receiver.await.unwrap().unwrap();
+        }
+        assert_eq!(started.lock().unwrap()[0].0, 3, "one batch of three");
     }
 }
