@@ -621,7 +621,6 @@ mod tests {
         assert_eq!(role, Role::Leader);
         // Launched 15 ms after the first: within its window.
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let second_reserved = Instant::now();
         let second = batcher.reserve(key("/w"));
         tokio::time::sleep(Duration::from_millis(15)).await;
         let joined = Instant::now();
@@ -637,8 +636,12 @@ mod tests {
     async fn the_test_quorum_holds_batches_until_enough_intents_were_reserved() {
         let batcher = Arc::new(Batcher::<String>::new(Policy { quorum: 3, ..Policy::default() }));
         let started = Arc::new(Mutex::new(Vec::new()));
-        let (_, a) =
-            batcher.reserve(key("/w")).join("A".into(), "a".into(), CancellationToken::new(), timed_runner(started.clone()));
+        let (_, a) = batcher.reserve(key("/w")).join(
+            "A".into(),
+            "a".into(),
+            CancellationToken::new(),
+            timed_runner(started.clone()),
+        );
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(started.lock().unwrap().is_empty(), "sealed before the quorum");
         let (b, c) = (batcher.reserve(key("/w")), batcher.reserve(key("/w")));
