@@ -319,11 +319,13 @@ fn spawn_explore(env: &TestEnv, dir: &std::path::Path, flags: &[&str], question:
         .expect("start git-agent explore")
 }
 
-/// An environment whose explore batches wait long enough for concurrent
-/// test processes to meet, with the daemon already running.
-fn batching_setup(grace_ms: u64) -> (TestEnv, FakeOpenAi) {
+/// An environment whose daemon (already running) seals no batch short of
+/// full before it has seen `quorum` explore reservations in all, so the
+/// test's concurrent processes meet through their reservations, however
+/// slowly they start.
+fn batching_setup(quorum: usize) -> (TestEnv, FakeOpenAi) {
     let (mut env, fake) = setup();
-    env.set_env("GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS", &grace_ms.to_string());
+    env.set_env("GITAGENTD_TEST_EXPLORE_QUORUM", &quorum.to_string());
     env.run_in(&env.work(), &["project_id"]).success();
     (env, fake)
 }
@@ -360,7 +362,7 @@ fn echo_questions() -> Reply {
 
 #[test]
 fn five_concurrent_compatible_questions_share_two_conversations() {
-    let (env, fake) = batching_setup(4000);
+    let (env, fake) = batching_setup(5);
     let repo = repo_with_lib(&env);
     fake.push(echo_questions());
     fake.push(echo_questions());
@@ -374,7 +376,7 @@ fn five_concurrent_compatible_questions_share_two_conversations() {
     assert_eq!(reporting("phase=provider_request "), 2);
     assert_eq!(reporting("phase=result_wait "), 3);
     assert_eq!(reporting("phase=persistence "), 2);
-    assert_eq!(reporting("phase=join_grace "), 5, "every process reports its own grace");
+    assert_eq!(reporting("phase=join_grace "), 2, "each leader reports its batch's grace");
     let mut ids = Vec::new();
     for (n, output) in outputs.iter().enumerate() {
         let (id, description) = printed(output);
@@ -399,7 +401,8 @@ fn five_concurrent_compatible_questions_share_two_conversations() {
 
 #[test]
 fn incompatible_questions_never_share_a_batch() {
-    let (env, fake) = batching_setup(1500);
+    // All four are reserved before any batch seals.
+    let (env, fake) = batching_setup(4);
     let repo = repo_with_lib(&env);
     let other = env.repo("other");
     other.write("src/lib.rs", "pub fn other() {}\n");
@@ -425,7 +428,7 @@ fn incompatible_questions_never_share_a_batch() {
 
 #[test]
 fn a_killed_member_does_not_fail_the_others() {
-    let (env, fake) = batching_setup(4000);
+    let (env, fake) = batching_setup(3);
     let repo = repo_with_lib(&env);
     // The answer must name the batch's IDs, so the held reply only gates
     // the first step (a tool call); the echo answers the second.

@@ -65,9 +65,32 @@ fn project_dir(env: &TestEnv, repo: &GitRepo) -> std::path::PathBuf {
     env.home().join(".git-agent").join(project.trim())
 }
 
+/// The stored session `id`, read from the project's sessions database,
+/// as a JSON object of its columns (findings and history parsed).
 fn session(env: &TestEnv, repo: &GitRepo, id: &str) -> Value {
-    let path = project_dir(env, repo).join("explore/sessions").join(format!("{id}.json"));
-    serde_json::from_str(&std::fs::read_to_string(path).expect("the session file")).unwrap()
+    let path = project_dir(env, repo).join("explore/sessions.sqlite3");
+    let connection = rusqlite::Connection::open(path).expect("the sessions database");
+    connection
+        .query_row(
+            "SELECT s.parent_id, s.depth, s.workspace, s.prompt_cache_key, s.instruction_target, s.active_target,
+                    s.items, c.items
+             FROM sessions s JOIN conversations c ON c.id = s.conversation WHERE s.id = ?1",
+            [id],
+            |row| {
+                let parsed = |text: String| serde_json::from_str::<Value>(&text).unwrap();
+                Ok(json!({
+                    "parent_id": row.get::<_, String>(0)?,
+                    "depth": row.get::<_, i64>(1)?,
+                    "workspace": row.get::<_, String>(2)?,
+                    "prompt_cache_key": row.get::<_, String>(3)?,
+                    "instruction_target": row.get::<_, Option<String>>(4)?,
+                    "active_target": row.get::<_, Option<String>>(5)?,
+                    "items": parsed(row.get(6)?),
+                    "history": parsed(row.get(7)?),
+                }))
+            },
+        )
+        .expect("the session row")
 }
 
 fn input(request: &RecordedRequest) -> &Vec<Value> {
@@ -210,7 +233,7 @@ fn follow_ups_inherit_the_target_and_announce_a_change_once() {
     assert_prefix(&requests[4], &requests[5]);
     let (parent, child) = (session(&env, &repo, &universal), session(&env, &repo, &targeted));
     assert_eq!(parent["prompt_cache_key"], child["prompt_cache_key"]);
-    assert!(parent.get("instruction_target").is_none(), "{parent}");
+    assert!(parent["instruction_target"].is_null(), "the universal target is stored as none: {parent}");
     assert_eq!(child["instruction_target"], "change");
 }
 
@@ -234,9 +257,13 @@ fn another_workspaces_id_and_unknown_ids_fail_before_any_request() {
 #[test]
 fn concurrent_follow_ups_of_one_parent_batch_as_distinct_siblings() {
     let (mut env, fake, repo) = setup();
-    env.set_env("GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS", "4000");
     fake.push(answer("root"));
     let parent = explore(&env, repo.path(), &["where", "is", "one?"]);
+    // A new daemon (sessions outlive it) that seals no batch short of full
+    // before both siblings have reserved their intents.
+    let stop = env.gitagentd(&["stop"]).output().unwrap();
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    env.set_env("GITAGENTD_TEST_EXPLORE_QUORUM", "2");
     fake.push(answer("sibling"));
     let children: Vec<_> = ["first sibling?", "second sibling?"]
         .iter()

@@ -4,7 +4,7 @@
 //! name existing paths beneath the exploration root with line ranges
 //! inside the file.
 
-use crate::tools::RepoFiles;
+use crate::tools::{RepoFiles, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -67,15 +67,41 @@ pub fn schema() -> Value {
     })
 }
 
+/// Why an answer's text is not the schema's shape.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("the answer is not the required JSON object: {0}")]
+    NotTheSchema(#[source] serde_json::Error),
+    #[error("item_id {0} is answered twice")]
+    AnsweredTwice(String),
+}
+
+/// Why a reference does not name an existing path beneath the root with a
+/// line range inside the file (each message follows the quoted reference).
+#[derive(Debug, thiserror::Error)]
+enum ReferenceError {
+    #[error("is refused: {0}")]
+    Refused(#[source] ToolError),
+    #[error("names no path; give a file or folder relative to the exploration root")]
+    NoPath,
+    #[error("does not exist: {0}")]
+    Missing(#[source] ToolError),
+    #[error("has an invalid line range {start}-{end}; lines count from 1 and end at or after the start")]
+    InvalidRange { start: u64, end: u64 },
+    #[error("cannot be read: {0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("ends at line {end}, but {path} has {count} lines")]
+    PastTheEnd { end: u64, path: String, count: u64 },
+}
+
 /// The findings of every item of an answer, by item ID; an error when
 /// the text is not the schema's shape.
-pub fn parse(text: &str) -> Result<BTreeMap<String, Vec<Finding>>, String> {
-    let envelope: Envelope = serde_json::from_str(text.trim())
-        .map_err(|error| format!("the answer is not the required JSON object: {error}"))?;
+pub fn parse(text: &str) -> Result<BTreeMap<String, Vec<Finding>>, AnswerError> {
+    let envelope: Envelope = serde_json::from_str(text.trim()).map_err(AnswerError::NotTheSchema)?;
     let mut answers = BTreeMap::new();
     for answer in envelope.answers {
         if answers.contains_key(&answer.item_id) {
-            return Err(format!("item_id {} is answered twice", answer.item_id));
+            return Err(AnswerError::AnsweredTwice(answer.item_id));
         }
         answers.insert(answer.item_id, answer.items);
     }
@@ -87,7 +113,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Vec<Finding>>, String> {
 pub fn validate(text: &str, item_ids: &[String], files: &RepoFiles) -> Vec<String> {
     let answers = match parse(text) {
         Ok(answers) => answers,
-        Err(error) => return vec![error],
+        Err(error) => return vec![error.to_string()],
     };
     let mut errors = Vec::new();
     for id in item_ids {
@@ -144,22 +170,20 @@ fn split(reference: &str) -> Reference<'_> {
 
 /// Why `reference` does not name an existing path beneath the root with
 /// a line range inside the file.
-fn check_reference(files: &RepoFiles, reference: &str) -> Result<(), String> {
+fn check_reference(files: &RepoFiles, reference: &str) -> Result<(), ReferenceError> {
     let Reference { path, lines } = split(reference.trim());
-    let clean = RepoFiles::clean(path).map_err(|error| format!("is refused: {error}"))?;
+    let clean = RepoFiles::clean(path).map_err(ReferenceError::Refused)?;
     if clean.is_empty() {
-        return Err("names no path; give a file or folder relative to the exploration root".into());
+        return Err(ReferenceError::NoPath);
     }
-    let resolved = files.resolve_worktree(&clean).map_err(|error| format!("does not exist: {error}"))?;
+    let resolved = files.resolve_worktree(&clean).map_err(ReferenceError::Missing)?;
     let Some((start, end)) = lines else { return Ok(()) };
     if start == 0 || end < start {
-        return Err(format!(
-            "has an invalid line range {start}-{end}; lines count from 1 and end at or after the start"
-        ));
+        return Err(ReferenceError::InvalidRange { start, end });
     }
-    let count = line_count(&resolved).map_err(|error| format!("cannot be read: {error}"))?;
+    let count = line_count(&resolved).map_err(ReferenceError::Unreadable)?;
     if end > count {
-        return Err(format!("ends at line {end}, but {clean} has {count} lines"));
+        return Err(ReferenceError::PastTheEnd { end, path: clean, count });
     }
     Ok(())
 }

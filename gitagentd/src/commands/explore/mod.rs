@@ -62,21 +62,6 @@ struct PromptItem {
 /// The daemon's explore batches.
 pub type ExploreBatcher = batch::Batcher<Question>;
 
-/// How long a new batch waits for compatible questions before it seals
-/// with fewer than three.
-const JOIN_GRACE: Duration = Duration::from_millis(100);
-
-/// The join grace. Test builds may stretch it with
-/// `GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS` in the daemon's environment, so
-/// concurrent test processes meet deterministically.
-fn join_grace() -> Duration {
-    #[cfg(feature = "test-hooks")]
-    if let Some(millis) = std::env::var("GITAGENTD_TEST_EXPLORE_JOIN_GRACE_MS").ok().and_then(|v| v.parse().ok()) {
-        return Duration::from_millis(millis);
-    }
-    JOIN_GRACE
-}
-
 pub async fn run(
     services: &Arc<Services>,
     invocation: &Invocation,
@@ -135,13 +120,9 @@ pub async fn run(
             semantic_results = Some(leads);
         }
     }
-    // Compatible questions launched a moment later get to join.
+    // The batch this question joins waits for compatible questions
+    // launched a moment later (the join grace, see `batch`).
     let ready = Instant::now();
-    tokio::select! {
-        () = cancel.cancelled() => return Err(CommandError::Failed("the command was cancelled".into())),
-        () = tokio::time::sleep(join_grace()) => {}
-    }
-    let graced = phases.done("join_grace", ready);
     let conversation = Conversation {
         services: Arc::clone(services),
         invocation: invocation.clone(),
@@ -155,17 +136,17 @@ pub async fn run(
         fast: args.fast,
         debug: args.debug,
         phases: phases.clone(),
-        joined: graced,
+        joined: ready,
     };
     let runner: batch::Runner<Question> =
-        Box::new(move |questions, cancel| Box::pin(conversation.run(questions, cancel)));
+        Box::new(move |questions, collected, cancel| Box::pin(conversation.run(questions, collected, cancel)));
     // Membership ends with this call: when the caller goes away, or once
     // the result is in (which also ends the batch's watch over it).
     let membership = cancel.child_token();
     let _leave = membership.clone().drop_guard();
     let question = Question { text: question, semantic_results };
     let (role, result) = reservation.join(id.clone(), question, membership, runner);
-    let reserved = phases.done("batch_join", graced);
+    let reserved = phases.done("batch_join", ready);
     output.progress(match role {
         batch::Role::Leader => "explore: collecting the batch",
         batch::Role::Follower => "explore: waiting for the batch leader",
@@ -174,7 +155,7 @@ pub async fn run(
         () = cancel.cancelled() => return Err(CommandError::Failed("the command was cancelled".into())),
         result = result => result
             .map_err(|_| CommandError::Failed("the explore batch ended without a result".into()))?
-            .map_err(CommandError::Failed)?,
+            .map_err(CommandError::failed)?,
     };
     // The leader reported its own batch work; a follower only waited.
     let answered = match role {
@@ -263,9 +244,13 @@ impl Conversation {
     async fn run(
         self,
         questions: Vec<(String, Question)>,
+        collected: batch::Collected,
         cancel: CancellationToken,
-    ) -> Result<HashMap<String, Vec<Finding>>, String> {
-        self.answer(questions, &cancel).await.map_err(|error| error.to_string())
+    ) -> Result<HashMap<String, Vec<Finding>>, batch::BatchError> {
+        // The leader reports the batch's wait for late compatible
+        // questions, once nobody reserved was still getting ready.
+        self.phases.done("join_grace", collected.grace_since);
+        self.answer(questions, &cancel).await.map_err(|error| batch::BatchError::Failed(error.to_string()))
     }
 
     /// Whether the batch's warm leads need the deferred synchronization.
@@ -349,7 +334,7 @@ impl Conversation {
                 .with("tool_calls", outcome.tool_calls)
                 .with("repair_calls", outcome.repair_calls),
         );
-        let mut answers = answer::parse(&outcome.text).map_err(CommandError::Failed)?;
+        let mut answers = answer::parse(&outcome.text).map_err(CommandError::failed)?;
         let processed = self.phases.done("answer_processing", finished);
         let history = provider::items_to_json(&outcome.conversation);
         let mut sessions = Vec::with_capacity(items.len());
@@ -358,7 +343,6 @@ impl Conversation {
                 CommandError::Failed(format!("the batch answer has no findings for {}", item.item_id))
             })?;
             sessions.push(Session {
-                version: session::SESSION_VERSION,
                 id: item.item_id.clone(),
                 parent_id: parent.map(|parent| parent.id.clone()).unwrap_or_default(),
                 depth: parent.map_or(0, |parent| parent.depth + 1),

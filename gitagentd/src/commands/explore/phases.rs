@@ -2,7 +2,7 @@
 //! `duration_ms` and the `elapsed_ms` since command entry (plus the model
 //! `step`, and the `tool` of individual tool timings). Each process
 //! reports only the work it owns: every process its setup, reservation,
-//! semantic search, join grace and batch join; the batch's leader the
+//! semantic search and batch join; the batch's leader the join grace,
 //! collection, provider, tool, validation, repair, answer and persistence
 //! phases (and the deferred index synchronization); a follower its
 //! `result_wait`.

@@ -1,35 +1,58 @@
 //! Explore sessions: what a successful explore item leaves behind so that
-//! `--follow-up <id>` can continue it. One owner-only JSON file per item
-//! under the project's metadata folder
-//! (`~/.git-agent/<project_id>/explore/sessions/<id>.json`, folders 0700,
-//! files 0600, written atomically), holding the item's findings, its
-//! parent and follow-up depth, the workspace it explored, the target that
-//! chose its system prompt and the active one, the prompt-cache key of its
-//! lineage, and the replayable conversation. A session is written once
-//! and never changed, so simultaneous follow-ups of one parent become
-//! independent siblings. Reading refuses what a follow-up must not use:
-//! another workspace, a malformed or foreign file, a session without a
-//! cache key or history.
+//! `--follow-up <id>` can continue it. They live in the project's SQLite
+//! database of sessions (`~/.git-agent/<project_id>/explore/sessions.sqlite3`,
+//! WAL, folders 0700, database files 0600): one row per item with its
+//! findings, its parent and follow-up depth, the workspace it explored,
+//! the target that chose its system prompt and the active one, and the
+//! prompt-cache key of its lineage; the replayable conversation is stored
+//! once per batch in `conversations`, which every sibling of the batch
+//! names. A session is inserted once and never changed, so simultaneous
+//! follow-ups of one parent become independent siblings; concurrent
+//! writers meet in immediate transactions behind a busy timeout. Reading
+//! refuses what a follow-up must not use: another workspace, a row that
+//! lacks provenance, a cache key or a replayable conversation.
 
 use super::answer::Finding;
 use git_agent_shared::cli::ExploreTarget;
 use git_agent_shared::task_record::{MAX_FOLLOW_UP_DEPTH, TaskId};
-use serde::{Deserialize, Serialize};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// The format of the session files this version writes and reads.
-pub const SESSION_VERSION: u32 = 4;
+/// The schema this version writes and reads (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
 
-/// The largest session file read back; a bigger one is refused rather
-/// than loaded whole.
-const MAX_SESSION_BYTES: u64 = 16 << 20;
+/// How long a statement waits for another writer before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS conversations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        -- The provider-visible conversation, answers included, as a JSON
+        -- array of the provider adapter's record form.
+        items TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        workspace TEXT NOT NULL,
+        prompt_cache_key TEXT NOT NULL,
+        -- NULL is the universal target.
+        instruction_target TEXT,
+        active_target TEXT,
+        -- The item's own findings, as printed (JSON).
+        items TEXT NOT NULL,
+        conversation INTEGER NOT NULL REFERENCES conversations(id),
+        created_ms INTEGER NOT NULL
+    );
+    PRAGMA user_version = 1;";
 
 /// One item of an exploration chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Session {
-    pub version: u32,
     pub id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// Empty for an initial search (or a depth reset).
     pub parent_id: String,
     pub depth: u32,
     /// The cleaned absolute exploration root that created it.
@@ -37,10 +60,8 @@ pub struct Session {
     pub prompt_cache_key: String,
     /// The target whose system prompt the conversation carries; `None`
     /// is the universal prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction_target: Option<ExploreTarget>,
     /// The target the last question was asked under.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_target: Option<ExploreTarget>,
     /// The item's own findings, as printed.
     pub items: Vec<Finding>,
@@ -66,26 +87,76 @@ pub enum SessionError {
         "explore search ID {id} is not follow-up eligible: {reason}\nhint: run git-agent explore without --follow-up"
     )]
     NotEligible { id: String, reason: String },
-    #[error("cannot read the explore session {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("cannot write the explore session {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot open the explore sessions {path}: {source}")]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error(
+        "the explore sessions {path} were written by a newer git-agent (schema {found}, this one reads {SCHEMA_VERSION})\nhint: upgrade git-agent"
+    )]
+    NewerSchema { path: PathBuf, found: i64 },
+    #[error("cannot use the explore sessions {path}: {source}")]
+    Database { path: PathBuf, source: rusqlite::Error },
 }
 
 /// The sessions of one project.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
-    dir: PathBuf,
+    path: PathBuf,
+}
+
+/// A session row as stored, before it is checked.
+struct Row {
+    session: Session,
+    /// Stored text that does not parse, if any.
+    malformed: Option<&'static str>,
 }
 
 impl SessionStore {
     /// The store under a project's metadata folder (`~/.git-agent/<id>`).
     pub fn new(metadata_dir: &Path) -> Self {
-        Self { dir: metadata_dir.join("explore").join("sessions") }
+        Self { path: metadata_dir.join("explore").join("sessions.sqlite3") }
     }
 
-    fn path(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.json"))
+    fn database(&self, source: rusqlite::Error) -> SessionError {
+        SessionError::Database { path: self.path.clone(), source }
+    }
+
+    /// Opens the database, creating it owner-only and migrating its
+    /// schema when needed. Blocking.
+    fn open(&self) -> Result<Connection, SessionError> {
+        let open_error = |source| SessionError::Open { path: self.path.clone(), source };
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        for dir in [dir.parent(), Some(dir)].into_iter().flatten() {
+            git_agent_shared::private_fs::ensure_private_dir(dir).map_err(open_error)?;
+        }
+        create_private(&self.path).map_err(open_error)?;
+        let mut connection = Connection::open(&self.path).map_err(|error| self.database(error))?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(|error| self.database(error))?;
+        connection.pragma_update(None, "journal_mode", "WAL").map_err(|error| self.database(error))?;
+        connection.pragma_update(None, "synchronous", "NORMAL").map_err(|error| self.database(error))?;
+        connection.pragma_update(None, "foreign_keys", "ON").map_err(|error| self.database(error))?;
+        if self.version(&connection)? < SCHEMA_VERSION {
+            // Two openers may race to create the schema: the immediate
+            // transaction serializes them, and the loser finds it done.
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|error| self.database(error))?;
+            if self.version(&transaction)? < SCHEMA_VERSION {
+                transaction.execute_batch(SCHEMA).map_err(|error| self.database(error))?;
+            }
+            transaction.commit().map_err(|error| self.database(error))?;
+        }
+        Ok(connection)
+    }
+
+    /// The schema version, refusing one newer than this build reads.
+    fn version(&self, connection: &Connection) -> Result<i64, SessionError> {
+        let found: i64 = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(|error| self.database(error))?;
+        if found > SCHEMA_VERSION {
+            return Err(SessionError::NewerSchema { path: self.path.clone(), found });
+        }
+        Ok(found)
     }
 
     /// The session `id`, checked for follow-up use from `workspace`.
@@ -94,18 +165,26 @@ impl SessionStore {
         if TaskId::parse(id).is_err() {
             return Err(SessionError::InvalidId { id: id.to_string() });
         }
-        let path = self.path(id);
-        let bytes = match read_bounded(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(SessionError::Unknown { id: id.to_string() });
-            }
-            Err(source) => return Err(SessionError::Read { path, source }),
+        if !self.path.exists() {
+            return Err(SessionError::Unknown { id: id.to_string() });
+        }
+        let connection = self.open()?;
+        let row = connection
+            .query_row(
+                "SELECT s.id, s.parent_id, s.depth, s.workspace, s.prompt_cache_key, s.instruction_target,
+                        s.active_target, s.items, c.items
+                 FROM sessions s JOIN conversations c ON c.id = s.conversation
+                 WHERE s.id = ?1",
+                [id],
+                read_row,
+            )
+            .optional()
+            .map_err(|error| self.database(error))?;
+        let Some(Row { session, malformed }) = row else {
+            return Err(SessionError::Unknown { id: id.to_string() });
         };
         let not_eligible = |reason: &str| SessionError::NotEligible { id: id.to_string(), reason: reason.into() };
-        let session: Session = serde_json::from_slice(&bytes)
-            .map_err(|error| not_eligible(&format!("its session file does not parse ({error})")))?;
-        if let Some(reason) = session.defect(id) {
+        if let Some(reason) = malformed.or_else(|| session.defect()) {
             return Err(not_eligible(reason));
         }
         let current = workspace.display().to_string();
@@ -115,30 +194,107 @@ impl SessionStore {
         Ok(session)
     }
 
-    /// Writes new sessions, each atomically and owner-only. Blocking.
+    /// Inserts the sessions of one batch, which share one conversation,
+    /// in one transaction. Blocking.
     pub fn create(&self, sessions: &[Session]) -> Result<(), SessionError> {
-        let write_error = |path: &Path, source| SessionError::Write { path: path.to_path_buf(), source };
-        for dir in [self.dir.parent(), Some(self.dir.as_path())].into_iter().flatten() {
-            git_agent_shared::private_fs::ensure_private_dir(dir).map_err(|source| write_error(dir, source))?;
-        }
+        let Some(first) = sessions.first() else { return Ok(()) };
+        let mut connection = self.open()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|error| self.database(error))?;
+        let mut conversations: Vec<(&[serde_json::Value], i64)> = Vec::new();
+        let created_ms = jiff::Timestamp::now().as_millisecond();
         for session in sessions {
-            let path = self.path(&session.id);
-            let bytes = serde_json::to_vec(session).map_err(|error| write_error(&path, error.into()))?;
-            git_agent_shared::private_fs::write_atomic(&path, &bytes).map_err(|source| write_error(&path, source))?;
+            let conversation = match conversations.iter().find(|(history, _)| *history == session.history.as_slice()) {
+                Some((_, id)) => *id,
+                None => {
+                    transaction
+                        .execute("INSERT INTO conversations (items) VALUES (?1)", [json(&session.history)])
+                        .map_err(|error| self.database(error))?;
+                    let id = transaction.last_insert_rowid();
+                    conversations.push((&session.history, id));
+                    id
+                }
+            };
+            transaction
+                .execute(
+                    "INSERT INTO sessions (id, parent_id, depth, workspace, prompt_cache_key, instruction_target,
+                                           active_target, items, conversation, created_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        session.id,
+                        session.parent_id,
+                        session.depth,
+                        session.workspace,
+                        session.prompt_cache_key,
+                        session.instruction_target.map(ExploreTarget::as_str),
+                        session.active_target.map(ExploreTarget::as_str),
+                        json(&session.items),
+                        conversation,
+                        created_ms,
+                    ],
+                )
+                .map_err(|error| self.database(error))?;
         }
+        transaction.commit().map_err(|error| self.database(error))?;
+        tracing::debug!(sessions = sessions.len(), first = %first.id, "explore sessions stored");
         Ok(())
     }
 }
 
+/// Creates `path` as an empty owner-only file when it does not exist yet,
+/// and makes an existing one owner-only: SQLite then gives its `-wal` and
+/// `-shm` files the same mode.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    if file.metadata()?.permissions().mode() & 0o777 != 0o600 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    let mut malformed = None;
+    let mut target = |text: Option<String>| -> Option<ExploreTarget> {
+        let text = text?;
+        let parsed = serde_json::from_value(serde_json::Value::String(text)).ok();
+        if parsed.is_none() {
+            malformed = Some("it records an unknown query target");
+        }
+        parsed
+    };
+    let instruction_target = target(row.get(5)?);
+    let active_target = target(row.get(6)?);
+    let items: Vec<Finding> = serde_json::from_str(&row.get::<_, String>(7)?).unwrap_or_else(|_| {
+        malformed = Some("its findings do not parse");
+        Vec::new()
+    });
+    let history: Vec<serde_json::Value> = serde_json::from_str(&row.get::<_, String>(8)?).unwrap_or_default();
+    let depth: i64 = row.get(2)?;
+    Ok(Row {
+        session: Session {
+            id: row.get(0)?,
+            parent_id: row.get(1)?,
+            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+            workspace: row.get(3)?,
+            prompt_cache_key: row.get(4)?,
+            instruction_target,
+            active_target,
+            items,
+            history,
+        },
+        malformed,
+    })
+}
+
 impl Session {
     /// What makes a stored session unusable, if anything.
-    fn defect(&self, id: &str) -> Option<&'static str> {
-        if self.version != SESSION_VERSION {
-            return Some("it was written by another version of git-agent");
-        }
-        if self.id != id {
-            return Some("its session file names another ID");
-        }
+    fn defect(&self) -> Option<&'static str> {
         if self.workspace.trim().is_empty() {
             return Some("it records no workspace");
         }
@@ -164,29 +320,18 @@ impl Session {
     }
 }
 
-fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SESSION_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SESSION_BYTES {
-        return Err(std::io::Error::other(format!("the file is larger than {MAX_SESSION_BYTES} bytes")));
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
     const ID: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    const SIBLING: &str = "BCDEFGHIJKLMNOPQRSTUVWXYZA";
 
     fn session(depth: u32) -> Session {
         Session {
-            version: SESSION_VERSION,
             id: ID.into(),
-            parent_id: if depth == 0 { String::new() } else { "BCDEFGHIJKLMNOPQRSTUVWXYZA".into() },
+            parent_id: if depth == 0 { String::new() } else { "CDEFGHIJKLMNOPQRSTUVWXYZAB".into() },
             depth,
             workspace: "/work/app".into(),
             prompt_cache_key: "key".into(),
@@ -197,46 +342,100 @@ mod tests {
         }
     }
 
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().mode() & 0o777
+    }
+
     #[test]
     fn sessions_round_trip_owner_only_and_stay_in_their_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let store = SessionStore::new(&dir.path().join("project"));
-        store.create(&[session(1)]).unwrap();
-        let read = store.read_for_follow_up(ID, Path::new("/work/app")).unwrap();
-        assert_eq!(read, session(1));
-        let file = dir.path().join("project/explore/sessions").join(format!("{ID}.json"));
-        assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::metadata(file.parent().unwrap()).unwrap().mode() & 0o777, 0o700);
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(!text.contains("instruction_target"), "the universal target is left out: {text}");
+        let sibling = Session { id: SIBLING.into(), ..session(1) };
+        store.create(&[session(1), sibling.clone()]).unwrap();
+        assert_eq!(store.read_for_follow_up(ID, Path::new("/work/app")).unwrap(), session(1));
+        assert_eq!(store.read_for_follow_up(SIBLING, Path::new("/work/app")).unwrap(), sibling);
+        let connection = store.open().unwrap();
+        let conversations: i64 =
+            connection.query_row("SELECT count(*) FROM conversations", [], |row| row.get(0)).unwrap();
+        assert_eq!(conversations, 1, "siblings share their batch's conversation");
+        let file = dir.path().join("project/explore/sessions.sqlite3");
+        for path in [file.clone(), file.with_extension("sqlite3-wal"), file.with_extension("sqlite3-shm")] {
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+        }
+        assert_eq!(mode(file.parent().unwrap()), 0o700);
+        let universal: Option<String> = connection
+            .query_row("SELECT instruction_target FROM sessions WHERE id = ?1", [ID], |row| row.get(0))
+            .unwrap();
+        assert_eq!(universal, None, "the universal target is stored as none");
 
         let error = store.read_for_follow_up(ID, Path::new("/work/other")).unwrap_err();
         assert!(matches!(error, SessionError::OtherWorkspace { .. }), "{error}");
-        let error = store.read_for_follow_up("BCDEFGHIJKLMNOPQRSTUVWXYZA", Path::new("/work/app")).unwrap_err();
+        let error = store.read_for_follow_up("CDEFGHIJKLMNOPQRSTUVWXYZAB", Path::new("/work/app")).unwrap_err();
         assert!(matches!(error, SessionError::Unknown { .. }), "{error}");
         let error = store.read_for_follow_up("nope", Path::new("/work/app")).unwrap_err();
         assert!(matches!(error, SessionError::InvalidId { .. }), "{error}");
+        let error = store.create(&[session(1)]).unwrap_err();
+        assert!(matches!(error, SessionError::Database { .. }), "a session is written once: {error}");
+    }
+
+    #[test]
+    fn an_unknown_id_in_a_project_without_sessions_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let error = store.read_for_follow_up(ID, Path::new("/work/app")).unwrap_err();
+        assert!(matches!(error, SessionError::Unknown { .. }), "{error}");
+        assert!(!dir.path().join("explore").exists());
     }
 
     #[test]
     fn incomplete_sessions_are_not_follow_up_eligible() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::new(dir.path());
         let broken = [
             Session { prompt_cache_key: String::new(), ..session(0) },
             Session { workspace: String::new(), ..session(0) },
             Session { history: Vec::new(), ..session(0) },
-            Session { version: 3, ..session(0) },
+            Session { items: Vec::new(), ..session(0) },
             Session { parent_id: String::new(), ..session(2) },
             Session { depth: 4, ..session(1) },
         ];
         for session in broken {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SessionStore::new(dir.path());
             store.create(std::slice::from_ref(&session)).unwrap();
             let error = store.read_for_follow_up(ID, Path::new("/work/app")).unwrap_err();
             assert!(matches!(error, SessionError::NotEligible { .. }), "{session:?}: {error}");
         }
-        std::fs::write(store.path(ID), "{").unwrap();
-        assert!(matches!(store.read_for_follow_up(ID, Path::new("/work/app")), Err(SessionError::NotEligible { .. })));
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        store.create(&[session(0)]).unwrap();
+        store.open().unwrap().execute("UPDATE sessions SET active_target = 'sideways'", []).unwrap();
+        let error = store.read_for_follow_up(ID, Path::new("/work/app")).unwrap_err();
+        assert!(matches!(error, SessionError::NotEligible { .. }), "{error}");
         assert!(session(2).can_continue() && !session(3).can_continue());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        store.create(&[session(0)]).unwrap();
+        store.open().unwrap().pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        let error = store.read_for_follow_up(ID, Path::new("/work/app")).unwrap_err();
+        assert!(matches!(error, SessionError::NewerSchema { .. }), "{error}");
+    }
+
+    #[test]
+    fn concurrent_writers_each_store_their_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let ids: Vec<String> = (0..8).map(|_| TaskId::generate().unwrap().to_string()).collect();
+        std::thread::scope(|scope| {
+            for id in &ids {
+                let store = store.clone();
+                scope.spawn(move || store.create(&[Session { id: id.clone(), ..session(0) }]).unwrap());
+            }
+        });
+        for id in &ids {
+            assert_eq!(store.read_for_follow_up(id, Path::new("/work/app")).unwrap().id, *id);
+        }
     }
 }
