@@ -39,6 +39,9 @@ use std::sync::atomic::AtomicBool;
 /// The branch an empty remote is initialized on.
 pub const DEFAULT_BRANCH: &str = "main";
 const TRACKING_PREFIX: &str = "refs/remotes/origin/";
+/// This machine's last commit until a push (or a replay) carried it to
+/// the remote: a run that stopped between commit and push leaves it set.
+const PENDING_REF: &str = "refs/git-agent/pending";
 const COMMITTER_NAME: &str = "git-agent";
 const COMMITTER_EMAIL: &str = "git-agent@localhost";
 
@@ -238,12 +241,15 @@ impl SyncRepo {
     }
 
     /// Points the local branch (and `HEAD`) at `commit` and, after a
-    /// successful push, the tracking ref too.
+    /// successful push, the tracking ref too; an unpushed commit is
+    /// recorded as pending, a pushed one clears it.
     fn set_branch(&self, branch: &str, commit: ObjectId, pushed: bool) -> Result<(), SyncError> {
         use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
         let mut names = vec![format!("refs/heads/{branch}")];
         if pushed {
             names.push(format!("{TRACKING_PREFIX}{branch}"));
+        } else {
+            names.push(PENDING_REF.to_string());
         }
         let mut edits = Vec::new();
         for name in names {
@@ -273,12 +279,72 @@ impl SyncRepo {
             deref: false,
         });
         self.repo.edit_references(edits).map_err(|error| self.git_error(error))?;
+        if pushed {
+            self.clear_pending()?;
+        }
         Ok(())
     }
 
     /// Records a successful push of `commit` to `branch`.
     pub fn pushed(&self, branch: &str, commit: ObjectId) -> Result<(), SyncError> {
         self.set_branch(branch, commit, true)
+    }
+
+    /// The commit this machine made but never pushed, if any.
+    pub fn pending(&self) -> Result<Option<ObjectId>, SyncError> {
+        let reference = self.repo.try_find_reference(PENDING_REF).map_err(|error| self.git_error(error))?;
+        match reference {
+            Some(mut reference) => Ok(Some(reference.peel_to_id().map_err(|error| self.git_error(error))?.detach())),
+            None => Ok(None),
+        }
+    }
+
+    /// Forgets the pending commit (its additions reached the remote).
+    pub fn clear_pending(&self) -> Result<(), SyncError> {
+        use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+        if self.pending()?.is_none() {
+            return Ok(());
+        }
+        let edit = RefEdit {
+            change: Change::Delete { expected: PreviousValue::Any, log: RefLog::AndReference },
+            name: PENDING_REF.try_into().map_err(|error| self.git_error(error))?,
+            deref: false,
+        };
+        self.repo.edit_reference(edit).map_err(|error| self.git_error(error))?;
+        Ok(())
+    }
+
+    /// The indexes the pending `commit` added or changed relative to the
+    /// tip it was made on, with their records (validated as an import):
+    /// what a replay applies to the remote's current tip.
+    pub fn pending_exports(&self, branch: &str, commit: ObjectId) -> Result<Vec<(Target, Vec<SyncRecord>)>, SyncError> {
+        let parent = self
+            .repo
+            .find_commit(commit)
+            .map_err(|error| self.git_error(error))?
+            .parent_ids()
+            .next()
+            .map(|id| id.detach());
+        let before = match parent {
+            Some(parent) => self.tree_files(parent)?,
+            None => BTreeMap::new(),
+        };
+        let mut staged = self.stage(&RemoteTip { branch: branch.to_string(), commit: Some(commit) })?;
+        let changed: Vec<String> = staged
+            .files
+            .iter()
+            .filter(|(path, id)| path.starts_with("indexes/") && before.get(*path) != Some(*id))
+            .map(|(path, _)| path.clone())
+            .collect();
+        let mut exports = Vec::with_capacity(changed.len());
+        for path in changed {
+            let Some(bytes) = staged.read(&path)? else { continue };
+            let target = manifest::target_of(&bytes, &path)?;
+            if let Some(records) = staged.import(&target)? {
+                exports.push((target, records));
+            }
+        }
+        Ok(exports)
     }
 }
 
