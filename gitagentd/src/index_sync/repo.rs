@@ -589,6 +589,17 @@ pub enum PushOutcome {
     Rejected,
 }
 
+/// Whether a `git push --porcelain` status line says another machine's
+/// push won: a non-fast-forward (`[rejected]`), or the server failing to
+/// update the ref because a concurrent push updated (or created) it first.
+/// Other server-side refusals (hooks, permissions) are errors.
+fn lost_race(line: &str) -> bool {
+    line.starts_with('!')
+        && (line.contains("[rejected]")
+            || (line.contains("[remote rejected]")
+                && (line.contains("(failed to update ref)") || line.contains("(failed to lock)"))))
+}
+
 /// Pushes `commit` to `branch` of the remote with `git push --porcelain`.
 pub async fn push(
     repo_dir: &Path,
@@ -620,9 +631,23 @@ pub async fn push(
     if output.status.success() {
         return Ok(PushOutcome::Pushed);
     }
-    if stdout.lines().any(|line| line.starts_with('!') && line.contains("[rejected]")) {
+    if stdout.lines().any(lost_race) {
         return Ok(PushOutcome::Rejected);
     }
     let detail = [output.stderr_text(), stdout].into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>();
     Err(failed(detail.join("\n")))
+}
+
+#[cfg(test)]
+mod push_status_tests {
+    use super::lost_race;
+
+    #[test]
+    fn a_lost_race_is_retried_and_a_refusal_is_not() {
+        assert!(lost_race("!\tabc:refs/heads/main\t[rejected] (fetch first)"));
+        assert!(lost_race("!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)"));
+        assert!(lost_race("!\tabc:refs/heads/main\t[remote rejected] (failed to lock)"));
+        assert!(!lost_race("!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)"));
+        assert!(!lost_race("*\tabc:refs/heads/main\t[new branch]"));
+    }
 }

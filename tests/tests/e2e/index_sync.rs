@@ -333,3 +333,64 @@ fn a_commit_a_stopped_run_never_pushed_is_replayed_first_by_the_next_search() {
     let current = git_in(&index_remote, &["ls-tree", "-r", "--name-only", commits[1]]);
     assert!(current.contains(&first) && current.contains(&second), "{current}");
 }
+
+#[test]
+fn concurrent_and_diverged_pushes_from_two_machines_reconcile() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake_a) = machine();
+    let (origin, index_remote) = shared_project(&a, shared.path());
+    let remote_arg = index_remote.to_str().unwrap();
+    let (b, _fake_b) = machine();
+    let (project_a, project_b) = (clone(&a, &origin), clone(&b, &origin));
+    project_a.write("anchor.go", "package demo\n\n// Anchor holds a ship.\nfunc Anchor() {}\n");
+    project_a.commit_all("a two");
+    project_b.write("mast.go", "package demo\n\n// Mast carries the sails.\nfunc Mast() {}\n");
+    project_b.commit_all("b two");
+    a.run_in(project_a.path(), &["config", "index.remote", remote_arg]).success();
+    b.run_in(project_b.path(), &["config", "index.remote", remote_arg]).success();
+    let revision = |project: &GitRepo, rev: &str| project.git(&["rev-parse", rev]).trim().to_string();
+    let shared_files = || git_in(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+
+    // Both machines publish at the same time; both succeed.
+    let index = ["search", "--rev", "HEAD", "--index"];
+    let spawn = |env: &TestEnv, project: &GitRepo| {
+        env.git_agent_in(project.path(), &index)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (run_a, run_b) = (spawn(&a, &project_a), spawn(&b, &project_b));
+    for child in [run_a, run_b] {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let files = shared_files();
+    for rev in [revision(&project_a, "HEAD"), revision(&project_b, "HEAD")] {
+        assert!(files.contains(&rev), "{rev} missing:\n{files}");
+    }
+
+    // A commits on the tip it saw and stops before pushing; B pushes
+    // meanwhile; A's next search replays its commit on B's tip.
+    let _ = a.gitagentd(&["stop"]).output();
+    let output = a
+        .git_agent_in(project_a.path(), &["search", "--rev", "HEAD~1", "--index"])
+        .env("GITAGENTD_SEARCH_CRASH_AT", "sync-push")
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    project_b.write("keel.go", "package demo\n\n// Keel keeps the ship upright.\nfunc Keel() {}\n");
+    project_b.commit_all("b three");
+    b.run_in(project_b.path(), &index).success();
+    a.run_in(project_a.path(), &index).success();
+    let files = shared_files();
+    for rev in [
+        revision(&project_a, "HEAD~1"),
+        revision(&project_a, "HEAD"),
+        revision(&project_b, "HEAD~1"),
+        revision(&project_b, "HEAD"),
+    ] {
+        assert!(files.contains(&rev), "{rev} missing:\n{files}");
+    }
+    assert_eq!(git_in(&index_remote, &["rev-list", "--merges", "main"]), "", "linear history");
+}
