@@ -29,6 +29,9 @@ pub async fn run(
     cancel: &CancellationToken,
     args: SearchArgs,
 ) -> Result<(), CommandError> {
+    // A confirmation of `index.remote` that completes after this instant
+    // may be reused by this search.
+    let began = std::time::Instant::now();
     if [args.ls, args.ls_remotes, args.ls_files].iter().filter(|set| **set).count() > 1 {
         return Err(CommandError::Usage("search accepts only one of --ls, --ls-remotes, or --ls-files".into()));
     }
@@ -75,6 +78,7 @@ pub async fn run(
     let env = invocation.env.clone();
     let rev = args.rev.clone();
     let remote = args.remote.clone();
+    let head_scopes = scopes.clone();
     let (selection, remote) = crate::blocking::run_to_end("the search scope", move || match remote {
         Some(remote) => search::select_remote(&remote, rev.as_deref(), &cwd, &env, &scopes)
             .map(|(selection, source)| (selection, Some(source))),
@@ -103,9 +107,14 @@ pub async fn run(
     let started = std::time::Instant::now();
     // index.remote: import the revision's shared records first, publish after.
     let confirmation =
-        crate::index_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions)
+        crate::index_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions, began)
             .await
-            .map_err(CommandError::failed)?;
+            .map_err(CommandError::failed)?
+            .map(|confirmation| confirmation.with_crash_at(services.search.crash_at()));
+    if selection.revision.is_none() {
+        let head = HeadRevision { invocation, scopes: head_scopes, began, template: &request };
+        head.confirm(services, &feedback, cancel).await?;
+    }
     if let Some(confirmation) = &confirmation {
         confirmation.import(cancel).await.map_err(CommandError::failed)?;
     }
@@ -162,6 +171,69 @@ pub async fn run(
     };
     output.stdout(render::to_json_line(&envelope));
     Ok(())
+}
+
+/// Filesystem mode with `index.remote`: the committed `HEAD` revision index
+/// is confirmed against the remote, ensured, and published before the
+/// working tree is searched, so only committed content is ever shared (the
+/// working tree's own index, with its dirty-only vectors, never is). The
+/// working-tree search then reuses the revision's vectors.
+struct HeadRevision<'a> {
+    invocation: &'a Invocation,
+    scopes: Vec<String>,
+    began: std::time::Instant,
+    /// The working-tree search, whose settings the index-only run shares.
+    template: &'a SearchRequest,
+}
+
+impl HeadRevision<'_> {
+    async fn confirm(
+        self,
+        services: &Arc<Services>,
+        feedback: &Arc<Feedback>,
+        cancel: &CancellationToken,
+    ) -> Result<(), CommandError> {
+        let template = self.template;
+        // Non-Git folders and repositories without origin stay local-only.
+        if template.selection.origin_identity.is_empty() {
+            return Ok(());
+        }
+        let env = &self.invocation.env;
+        if crate::index_sync::confirm::configured_remote(env).await.map_err(CommandError::failed)?.is_none() {
+            return Ok(());
+        }
+        let (cwd, head_env, scopes) = (self.invocation.cwd.clone(), env.clone(), self.scopes);
+        let selected = crate::blocking::run_to_end("the search scope", move || {
+            search::select_source(&cwd, &head_env, &scopes, Some("HEAD"))
+        })
+        .await?;
+        // A repository without a commit has no revision to share.
+        let Ok(head) = selected else {
+            return Ok(());
+        };
+        let settings = &template.settings;
+        let confirmation =
+            crate::index_sync::confirm::prepare(env, &head, &settings.model, settings.dimensions, self.began)
+                .await
+                .map_err(CommandError::failed)?;
+        let Some(confirmation) =
+            confirmation.map(|confirmation| confirmation.with_crash_at(services.search.crash_at()))
+        else {
+            return Ok(());
+        };
+        confirmation.import(cancel).await.map_err(CommandError::failed)?;
+        let request = SearchRequest {
+            selection: head,
+            index_only: true,
+            reindex: false,
+            query: String::new(),
+            remote: None,
+            ..template.clone()
+        };
+        services.search.search(request, Arc::clone(feedback), cancel.clone()).await?;
+        confirmation.publish(cancel).await.map_err(CommandError::failed)?;
+        Ok(())
+    }
 }
 
 fn validate_min_score(score: f64) -> Result<(), CommandError> {

@@ -12,6 +12,7 @@
 
 use super::local::{self, Candidate};
 use super::manifest::{SyncRecord, Target};
+use super::merge;
 use super::repo::SyncError;
 use super::sync::Endpoint;
 use crate::search::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
@@ -19,6 +20,7 @@ use crate::search::{Selection, revision};
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::{Environment, giturl, paths, timefmt};
 use std::path::Path;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The confirmation of one search's revision index.
@@ -30,26 +32,33 @@ pub struct Confirmation {
     remote: String,
 }
 
-/// The confirmation a search of `selection` needs: `None` when
-/// `index.remote` is unset or the selection is not a shareable revision.
-pub async fn prepare(
-    env: &Environment,
-    selection: &Selection,
-    model: &str,
-    dimensions: usize,
-) -> Result<Option<Confirmation>, SyncError> {
-    let Some(revision) = &selection.revision else {
-        return Ok(None);
-    };
+/// The configured `index.remote`, or `None` when it is unset.
+pub async fn configured_remote(env: &Environment) -> Result<Option<String>, SyncError> {
     let config_path = paths::config_file(env).map_err(|error| io_error(Path::new("~"), error))?;
     let path = config_path.clone();
     let config = crate::blocking::run_to_end("the configuration file", move || ConfigFile::load(&path))
         .await
         .map_err(|_| SyncError::Cancelled)?
         .map_err(|error| io_error(&config_path, error))?;
-    if config.index.remote.is_empty() {
+    Ok(Some(config.index.remote).filter(|remote| !remote.is_empty()))
+}
+
+/// The confirmation a search of `selection` that began at `started`
+/// needs: `None` when `index.remote` is unset or the selection is not a
+/// shareable revision.
+pub async fn prepare(
+    env: &Environment,
+    selection: &Selection,
+    model: &str,
+    dimensions: usize,
+    started: Instant,
+) -> Result<Option<Confirmation>, SyncError> {
+    let Some(revision) = &selection.revision else {
         return Ok(None);
-    }
+    };
+    let Some(index_remote) = configured_remote(env).await? else {
+        return Ok(None);
+    };
     let origin = if !selection.origin_identity.is_empty() {
         selection.origin_identity.clone()
     } else if !revision.remote.is_empty() && !revision.remote.starts_with('/') && !revision.remote.starts_with("file:")
@@ -68,7 +77,7 @@ pub async fn prepare(
         return Ok(None);
     }
     let metadata_root = paths::metadata_root(env).map_err(|error| io_error(Path::new("~"), error))?;
-    let endpoint = Endpoint::new(&config.index.remote, &metadata_root, env)?;
+    let endpoint = Endpoint::new(&index_remote, &metadata_root, env)?.reusing_since(started);
     let index_dir = revision::index_dir(&selection.metadata_dir, &revision.resolved, None);
     Ok(Some(Confirmation {
         endpoint,
@@ -83,8 +92,14 @@ fn io_error(path: &Path, error: impl std::fmt::Display) -> SyncError {
 }
 
 impl Confirmation {
-    /// Imports the remote's records of the revision as the local revision
-    /// index when this machine has none yet; returns the records imported.
+    /// This confirmation with test-only fault injection.
+    pub fn with_crash_at(mut self, crash_at: Option<store::CrashPoint>) -> Self {
+        self.endpoint.crash_at = crash_at;
+        self
+    }
+
+    /// Imports the remote's records of the revision into the local
+    /// revision index; returns the records the local index gained.
     pub async fn import(&self, cancel: &CancellationToken) -> Result<usize, SyncError> {
         let Some(records) = self.endpoint.import(self.candidate.target.clone(), cancel).await? else {
             return Ok(0);
@@ -96,26 +111,48 @@ impl Confirmation {
             .map_err(|_| SyncError::Cancelled)?
     }
 
+    /// Publishes the imported records as the local revision index: alone
+    /// when this machine has no complete index of the revision, merged
+    /// (compatible records by identity; conflicting payloads fail) into
+    /// the one it has otherwise. Returns the records the local index
+    /// gained.
     fn publish_locally(&self, records: Vec<SyncRecord>, cancel: &CancellationToken) -> Result<usize, SyncError> {
-        let index_dir = &self.candidate.index_dir;
-        if store::read_manifest(index_dir).is_some() || records.is_empty() {
+        if records.is_empty() {
             return Ok(0);
         }
+        let index_dir = &self.candidate.index_dir;
         let target = &self.candidate.target;
-        let manifest = Manifest {
-            mode: self.mode.into(),
-            remote: self.remote.clone(),
-            resolved_rev: target.revision.clone(),
-            origin_identity: target.origin.clone(),
-            embedding_model: target.model.clone(),
-            dimensions: target.dimensions,
-            created_at: timefmt::format_rfc3339(jiff::Timestamp::now()),
-            ..Manifest::default()
+        let existing = store::read_manifest(index_dir)
+            .and_then(|manifest| local::load(&self.candidate).map(|local| (manifest, local)));
+        let (manifest, records, gained) = match existing {
+            Some((manifest, local)) => {
+                let before = local.records.len();
+                let merged = merge::merge_strict(local.records, records, &target.model, target.dimensions)?;
+                if merged.len() == before {
+                    return Ok(0);
+                }
+                let gained = merged.len() - before;
+                (manifest, merged, gained)
+            }
+            None => {
+                let manifest = Manifest {
+                    mode: self.mode.into(),
+                    remote: self.remote.clone(),
+                    resolved_rev: target.revision.clone(),
+                    origin_identity: target.origin.clone(),
+                    embedding_model: target.model.clone(),
+                    dimensions: target.dimensions,
+                    ..Manifest::default()
+                };
+                let gained = records.len();
+                (manifest, records, gained)
+            }
         };
+        let manifest = Manifest { created_at: timefmt::format_rfc3339(jiff::Timestamp::now()), ..manifest };
         let to_write = records
             .iter()
             .map(|record| RecordToWrite {
-                record: index_record(record),
+                record: IndexRecord::from(record),
                 vector: VectorData::Values(&record.vector),
                 stored: None,
             })
@@ -132,7 +169,7 @@ impl Confirmation {
             dir: index_dir.clone(),
             source: std::io::Error::other(error.to_string()),
         })?;
-        Ok(records.len())
+        Ok(gained)
     }
 
     /// Publishes the local revision index (after the search persisted it).
@@ -145,24 +182,5 @@ impl Confirmation {
             self.endpoint.publish(vec![export], cancel).await?;
         }
         Ok(())
-    }
-}
-
-/// A shared record as the local store keeps it.
-fn index_record(record: &SyncRecord) -> IndexRecord {
-    IndexRecord {
-        chunk_id: record.chunk_id.clone(),
-        path: record.path.clone(),
-        source: record.source.clone(),
-        blob: record.blob.clone(),
-        start_line: record.start_line,
-        end_line: record.end_line,
-        content_hash: record.content_hash.clone(),
-        embedding_input_hash: record.embedding_input_hash.clone(),
-        embedding_model: record.embedding_model.clone(),
-        dimensions: record.dimensions,
-        size: record.size,
-        mtime_unix_nano: record.mtime_unix_nano,
-        ..IndexRecord::default()
     }
 }

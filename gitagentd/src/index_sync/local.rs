@@ -131,7 +131,7 @@ pub fn load(candidate: &Candidate) -> Option<Export> {
     let mut records = Vec::with_capacity(snapshot.records.len());
     for (index, record) in snapshot.records.iter().enumerate() {
         let vector = snapshot.vector(index)?;
-        let record = sync_record(&record.to_index_record(), vector);
+        let record = SyncRecord::from((&record.to_index_record(), vector));
         if !record.is_compatible(&target.model, target.dimensions) {
             return None;
         }
@@ -140,22 +140,46 @@ pub fn load(candidate: &Candidate) -> Option<Export> {
     Some(Export { target: target.clone(), records })
 }
 
-/// A local record as the sync repository stores it.
-pub fn sync_record(record: &IndexRecord, vector: &[f32]) -> SyncRecord {
-    SyncRecord {
-        chunk_id: record.chunk_id.clone(),
-        path: record.path.clone(),
-        source: record.source.clone(),
-        blob: record.blob.clone(),
-        start_line: record.start_line,
-        end_line: record.end_line,
-        content_hash: record.content_hash.clone(),
-        embedding_input_hash: record.embedding_input_hash.clone(),
-        embedding_model: record.embedding_model.clone(),
-        dimensions: record.dimensions,
-        size: record.size,
-        mtime_unix_nano: record.mtime_unix_nano,
-        vector: vector.to_vec(),
+/// A local record with its vector as the sync repository stores it.
+impl From<(&IndexRecord, &[f32])> for SyncRecord {
+    fn from((record, vector): (&IndexRecord, &[f32])) -> Self {
+        SyncRecord {
+            chunk_id: record.chunk_id.clone(),
+            path: record.path.clone(),
+            source: record.source.clone(),
+            blob: record.blob.clone(),
+            start_line: record.start_line,
+            end_line: record.end_line,
+            content_hash: record.content_hash.clone(),
+            embedding_input_hash: record.embedding_input_hash.clone(),
+            embedding_model: record.embedding_model.clone(),
+            dimensions: record.dimensions,
+            size: record.size,
+            mtime_unix_nano: record.mtime_unix_nano,
+            vector: vector.to_vec(),
+        }
+    }
+}
+
+/// A shared record's metadata as the local store keeps it (publication
+/// fills in the payload reference).
+impl From<&SyncRecord> for IndexRecord {
+    fn from(record: &SyncRecord) -> Self {
+        IndexRecord {
+            chunk_id: record.chunk_id.clone(),
+            path: record.path.clone(),
+            source: record.source.clone(),
+            blob: record.blob.clone(),
+            start_line: record.start_line,
+            end_line: record.end_line,
+            content_hash: record.content_hash.clone(),
+            embedding_input_hash: record.embedding_input_hash.clone(),
+            embedding_model: record.embedding_model.clone(),
+            dimensions: record.dimensions,
+            size: record.size,
+            mtime_unix_nano: record.mtime_unix_nano,
+            ..IndexRecord::default()
+        }
     }
 }
 

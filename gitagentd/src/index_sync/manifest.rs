@@ -294,6 +294,23 @@ pub fn encode_v1(target: &Target, records: &[SyncRecord]) -> Result<Vec<u8>, For
     Ok(compact_json(&snapshot))
 }
 
+/// The target a schema-v1 snapshot or schema-v2 manifest names, read from
+/// its header only (importing it validates the rest field by field).
+pub fn target_of(bytes: &[u8], path: &str) -> Result<Target, FormatError> {
+    #[derive(Deserialize)]
+    struct Header {
+        origin: String,
+        revision: String,
+        model: String,
+        dimensions: i64,
+    }
+    let header: Header = serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))?;
+    let target =
+        Target { origin: header.origin, revision: header.revision, model: header.model, dimensions: header.dimensions };
+    target.validate()?;
+    Ok(target)
+}
+
 /// Parses a schema-v2 manifest without resolving its references.
 pub fn parse_v2(bytes: &[u8], path: &str) -> Result<ManifestV2, FormatError> {
     serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))

@@ -39,6 +39,9 @@ use std::sync::atomic::AtomicBool;
 /// The branch an empty remote is initialized on.
 pub const DEFAULT_BRANCH: &str = "main";
 const TRACKING_PREFIX: &str = "refs/remotes/origin/";
+/// This machine's last commit until a push (or a replay) carried it to
+/// the remote: a run that stopped between commit and push leaves it set.
+const PENDING_REF: &str = "refs/git-agent/pending";
 const COMMITTER_NAME: &str = "git-agent";
 const COMMITTER_EMAIL: &str = "git-agent@localhost";
 
@@ -235,12 +238,15 @@ impl SyncRepo {
     }
 
     /// Points the local branch (and `HEAD`) at `commit` and, after a
-    /// successful push, the tracking ref too.
+    /// successful push, the tracking ref too; an unpushed commit is
+    /// recorded as pending, a pushed one clears it.
     fn set_branch(&self, branch: &str, commit: ObjectId, pushed: bool) -> Result<(), SyncError> {
         use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
         let mut names = vec![format!("refs/heads/{branch}")];
         if pushed {
             names.push(format!("{TRACKING_PREFIX}{branch}"));
+        } else {
+            names.push(PENDING_REF.to_string());
         }
         let mut edits = Vec::new();
         for name in names {
@@ -270,12 +276,72 @@ impl SyncRepo {
             deref: false,
         });
         self.repo.edit_references(edits).map_err(|error| self.git_error(error))?;
+        if pushed {
+            self.clear_pending()?;
+        }
         Ok(())
     }
 
     /// Records a successful push of `commit` to `branch`.
     pub fn pushed(&self, branch: &str, commit: ObjectId) -> Result<(), SyncError> {
         self.set_branch(branch, commit, true)
+    }
+
+    /// The commit this machine made but never pushed, if any.
+    pub fn pending(&self) -> Result<Option<ObjectId>, SyncError> {
+        let reference = self.repo.try_find_reference(PENDING_REF).map_err(|error| self.git_error(error))?;
+        match reference {
+            Some(mut reference) => Ok(Some(reference.peel_to_id().map_err(|error| self.git_error(error))?.detach())),
+            None => Ok(None),
+        }
+    }
+
+    /// Forgets the pending commit (its additions reached the remote).
+    pub fn clear_pending(&self) -> Result<(), SyncError> {
+        use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+        if self.pending()?.is_none() {
+            return Ok(());
+        }
+        let edit = RefEdit {
+            change: Change::Delete { expected: PreviousValue::Any, log: RefLog::AndReference },
+            name: PENDING_REF.try_into().map_err(|error| self.git_error(error))?,
+            deref: false,
+        };
+        self.repo.edit_reference(edit).map_err(|error| self.git_error(error))?;
+        Ok(())
+    }
+
+    /// The indexes the pending `commit` added or changed relative to the
+    /// tip it was made on, with their records (validated as an import):
+    /// what a replay applies to the remote's current tip.
+    pub fn pending_exports(&self, branch: &str, commit: ObjectId) -> Result<Vec<(Target, Vec<SyncRecord>)>, SyncError> {
+        let parent = self
+            .repo
+            .find_commit(commit)
+            .map_err(|error| self.git_error(error))?
+            .parent_ids()
+            .next()
+            .map(|id| id.detach());
+        let before = match parent {
+            Some(parent) => self.tree_files(parent)?,
+            None => BTreeMap::new(),
+        };
+        let mut staged = self.stage(&RemoteTip { branch: branch.to_string(), commit: Some(commit) })?;
+        let changed: Vec<String> = staged
+            .files
+            .iter()
+            .filter(|(path, id)| path.starts_with("indexes/") && before.get(*path) != Some(*id))
+            .map(|(path, _)| path.clone())
+            .collect();
+        let mut exports = Vec::with_capacity(changed.len());
+        for path in changed {
+            let Some(bytes) = staged.read(&path)? else { continue };
+            let target = manifest::target_of(&bytes, &path)?;
+            if let Some(records) = staged.import(&target)? {
+                exports.push((target, records));
+            }
+        }
+        Ok(exports)
     }
 }
 
@@ -552,6 +618,17 @@ pub enum PushOutcome {
     Rejected,
 }
 
+/// Whether a `git push --porcelain` status line says another machine's
+/// push won: a non-fast-forward (`[rejected]`), or the server failing to
+/// update the ref because a concurrent push updated (or created) it first.
+/// Other server-side refusals (hooks, permissions) are errors.
+fn lost_race(line: &str) -> bool {
+    line.starts_with('!')
+        && (line.contains("[rejected]")
+            || (line.contains("[remote rejected]")
+                && (line.contains("(failed to update ref)") || line.contains("(failed to lock)"))))
+}
+
 /// Pushes `commit` to `branch` of the remote with `git push --porcelain`.
 pub async fn push(
     repo_dir: &Path,
@@ -583,9 +660,23 @@ pub async fn push(
     if output.status.success() {
         return Ok(PushOutcome::Pushed);
     }
-    if stdout.lines().any(|line| line.starts_with('!') && line.contains("[rejected]")) {
+    if stdout.lines().any(lost_race) {
         return Ok(PushOutcome::Rejected);
     }
     let detail = [output.stderr_text(), stdout].into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>();
     Err(failed(detail.join("\n")))
+}
+
+#[cfg(test)]
+mod push_status_tests {
+    use super::lost_race;
+
+    #[test]
+    fn a_lost_race_is_retried_and_a_refusal_is_not() {
+        assert!(lost_race("!\tabc:refs/heads/main\t[rejected] (fetch first)"));
+        assert!(lost_race("!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)"));
+        assert!(lost_race("!\tabc:refs/heads/main\t[remote rejected] (failed to lock)"));
+        assert!(!lost_race("!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)"));
+        assert!(!lost_race("*\tabc:refs/heads/main\t[new branch]"));
+    }
 }

@@ -4,13 +4,15 @@
 //! the same additions on the new tip.
 
 use super::manifest::{SyncRecord, Target};
-use super::repo::{self, PushOutcome, SyncError, SyncRepo};
+use super::repo::{self, PushOutcome, RemoteTip, SyncError, SyncRepo};
 use crate::search::remote::Remote;
 use crate::search::store;
 use git_agent_shared::Environment;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How many times a rejected push is replayed on a newer remote tip.
@@ -43,7 +45,26 @@ pub struct Endpoint {
     pub remote: Remote,
     pub dir: PathBuf,
     pub env: Environment,
+    /// When the invocation began: a remote observation that completed
+    /// after it may stand in for this invocation's own fetch (`None`:
+    /// always fetch).
+    pub since: Option<Instant>,
+    /// Test-only fault injection (`sync-push`: stop between commit and push).
+    pub crash_at: Option<store::CrashPoint>,
 }
+
+/// A successful confirmation: when its view of the remote was taken and
+/// the tip it saw (or pushed).
+#[derive(Debug, Clone)]
+struct Observation {
+    completed: Instant,
+    tip: RemoteTip,
+}
+
+/// The latest successful observation of each sync repository in this
+/// daemon. Only a confirmation that succeeded is recorded, so a failed one
+/// is never reused.
+static OBSERVATIONS: Mutex<BTreeMap<PathBuf, Observation>> = Mutex::new(BTreeMap::new());
 
 impl Endpoint {
     /// The endpoint of `url` below `metadata_root` (`~/.git-agent`).
@@ -52,7 +73,31 @@ impl Endpoint {
             SyncError::Fetch { remote: git_agent_shared::giturl::sanitize(url), message: error.to_string() }
         })?;
         let dir = repo::sync_dir(metadata_root, remote.raw_url());
-        Ok(Self { remote, dir, env: env.clone() })
+        Ok(Self { remote, dir, env: env.clone(), since: None, crash_at: None })
+    }
+
+    /// This endpoint for an invocation that began at `started`: it reuses a
+    /// confirmation that completed after that (the spec's overlapping
+    /// searches), never an earlier one (sequential searches).
+    pub fn reusing_since(self, started: Instant) -> Self {
+        Self { since: Some(started), ..self }
+    }
+
+    /// The tip of a successful observation that completed after this
+    /// invocation began.
+    fn reusable(&self) -> Option<RemoteTip> {
+        let since = self.since?;
+        let observations = OBSERVATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        observations.get(&self.dir).filter(|seen| seen.completed > since).map(|seen| seen.tip.clone())
+    }
+
+    /// Records a successful observation (the newest one wins).
+    fn observed(&self, completed: Instant, tip: RemoteTip) {
+        let mut observations = OBSERVATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let newer = observations.get(&self.dir).is_none_or(|seen| seen.completed < completed);
+        if newer {
+            observations.insert(self.dir.clone(), Observation { completed, tip });
+        }
     }
 
     fn lock_path(&self) -> PathBuf {
@@ -81,16 +126,39 @@ impl Endpoint {
         cancel: &CancellationToken,
     ) -> Result<Option<Vec<SyncRecord>>, SyncError> {
         let _lock = self.lock(cancel).await?;
+        // A commit a stopped run made but never pushed goes first (pull
+        // with rebase semantics), before this search reads the remote.
         let endpoint = self.clone();
-        let interrupt = interrupt_on(cancel);
-        let flag = Arc::clone(&interrupt.flag);
-        crate::blocking::run_to_end("the index sync repository", move || {
-            let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
-            let tip = repo.fetch(&flag)?;
-            repo.stage(&tip)?.import(&target)
+        let pending = crate::blocking::run_to_end("the index sync repository", move || {
+            SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?.pending()
         })
         .await
-        .map_err(|_| SyncError::Cancelled)?
+        .map_err(|_| SyncError::Cancelled)??;
+        if pending.is_some() {
+            self.publish_locked(Arc::new(Vec::<Export>::new()), Arc::new(|_| {}), cancel).await?;
+        }
+        let endpoint = self.clone();
+        let reused = self.reusable();
+        let interrupt = interrupt_on(cancel);
+        let flag = Arc::clone(&interrupt.flag);
+        let (records, observation) = crate::blocking::run_to_end("the index sync repository", move || {
+            let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
+            let (tip, observation) = match reused {
+                Some(tip) => (tip, None),
+                None => {
+                    let tip = repo.fetch(&flag)?;
+                    (tip.clone(), Some(Observation { completed: Instant::now(), tip }))
+                }
+            };
+            let records = repo.stage(&tip)?.import(&target)?;
+            Ok::<_, SyncError>((records, observation))
+        })
+        .await
+        .map_err(|_| SyncError::Cancelled)??;
+        if let Some(observation) = observation {
+            self.observed(observation.completed, observation.tip);
+        }
+        Ok(records)
     }
 
     /// Publishes `exports` with at most one commit and one successful push.
@@ -107,17 +175,43 @@ impl Endpoint {
         cancel: &CancellationToken,
     ) -> Result<Published, SyncError> {
         let _lock = self.lock(cancel).await?;
+        self.publish_locked(source, progress, cancel).await
+    }
+
+    /// [`Self::publish_from`] with the sync repository lock held. A pending
+    /// commit of a stopped run is replayed into the same commit.
+    async fn publish_locked(
+        &self,
+        source: Arc<dyn ExportSource>,
+        progress: Arc<dyn Fn(Phase) + Send + Sync>,
+        cancel: &CancellationToken,
+    ) -> Result<Published, SyncError> {
+        // Only the first attempt may start from a reused observation; a
+        // rejected push always fetches again.
+        let mut reused = self.reusable();
         for _ in 0..PUSH_ATTEMPTS {
+            let reused = reused.take();
             let endpoint = self.clone();
             let source = Arc::clone(&source);
             let report = Arc::clone(&progress);
             let interrupt = interrupt_on(cancel);
             let flag = Arc::clone(&interrupt.flag);
             let staged = crate::blocking::run_to_end("the index sync repository", move || {
-                report(Phase::Fetching);
                 let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
-                let tip = repo.fetch(&flag)?;
+                let (tip, observed_at) = match reused {
+                    Some(tip) => (tip, None),
+                    None => {
+                        report(Phase::Fetching);
+                        let tip = repo.fetch(&flag)?;
+                        (tip, Some(Instant::now()))
+                    }
+                };
                 let mut staged = repo.stage(&tip)?;
+                if let Some(pending) = repo.pending()? {
+                    for (target, records) in repo.pending_exports(&tip.branch, pending)? {
+                        staged.export(&target, records)?;
+                    }
+                }
                 report(Phase::Scanning);
                 let total = source.count();
                 let mut published = Published::default();
@@ -137,18 +231,28 @@ impl Endpoint {
                 }
                 let branch = staged.branch().to_string();
                 let commit = staged.commit(COMMIT_MESSAGE)?;
-                Ok::<_, SyncError>((branch, commit, published))
+                if commit.is_none() {
+                    // The remote already holds whatever was pending.
+                    repo.clear_pending()?;
+                }
+                Ok::<_, SyncError>((tip, observed_at, branch, commit, published))
             })
             .await
             .map_err(|_| SyncError::Cancelled)??;
             drop(interrupt);
-            let (branch, commit, mut published) = staged;
+            let (tip, observed_at, branch, commit, mut published) = staged;
             let Some(commit) = commit else {
+                if let Some(completed) = observed_at {
+                    self.observed(completed, tip);
+                }
                 return Ok(published);
             };
+            store::crash_if(self.crash_at, store::CrashPoint::SyncPush);
             progress(Phase::Pushing);
+            let pushed_branch = branch.clone();
             match self.push_commit(branch, commit, cancel).await? {
                 PushOutcome::Pushed => {
+                    self.observed(Instant::now(), RemoteTip { branch: pushed_branch, commit: Some(commit) });
                     published.pushed = true;
                     return Ok(published);
                 }

@@ -597,6 +597,8 @@ pub enum CrashPoint {
     GcCatalog,
     /// `index gc`: the first superseded generation file was removed.
     GcRemove,
+    /// `index.remote`: the sync repository committed, before the push.
+    SyncPush,
 }
 
 impl CrashPoint {
@@ -612,6 +614,7 @@ impl CrashPoint {
             "gc-recovery-catalog" => Some(Self::GcRecoveryCatalog),
             "gc-catalog" => Some(Self::GcCatalog),
             "gc-remove" => Some(Self::GcRemove),
+            "sync-push" => Some(Self::SyncPush),
             _ => None,
         }
     }

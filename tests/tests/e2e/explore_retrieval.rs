@@ -106,8 +106,10 @@ fn missing_vectors_publish_no_leads_and_build_nothing_then_a_warm_index_gives_le
 fn with_an_index_remote_the_leader_synchronizes_beside_the_conversation() {
     let (env, fake, _embeddings, repo) = setup();
     repo.git(&["remote", "add", "origin", "https://example.test/app.git"]);
-    env.run_in(repo.path(), &["config", "index.remote", "https://example.test/index.git"]).success();
+    // Indexed before index.remote is set: a search with it set would
+    // confirm against that (unreachable) remote first.
     env.run_in(repo.path(), &["search", "--index", "--code"]).success();
+    env.run_in(repo.path(), &["config", "index.remote", "https://example.test/index.git"]).success();
     fake.push(answer());
     let run = env.run_in(repo.path(), &["explore", "--debug", "where", "is", "one?"]);
     run.success();
