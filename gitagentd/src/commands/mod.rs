@@ -11,7 +11,7 @@ mod index;
 mod pr_message;
 mod project_id;
 mod release_note;
-mod search;
+pub(crate) mod search;
 
 pub use explore::ExploreBatcher;
 

@@ -112,7 +112,8 @@ pub async fn run(
             .map_err(CommandError::failed)?
             .map(|confirmation| confirmation.with_crash_at(services.search.crash_at()));
     if selection.revision.is_none() {
-        let head = HeadRevision { invocation, scopes: head_scopes, began, template: &request };
+        let head =
+            HeadRevision { invocation, root: invocation.cwd.clone(), scopes: head_scopes, began, template: &request };
         head.confirm(services, &feedback, cancel).await?;
     }
     if let Some(confirmation) = &confirmation {
@@ -177,17 +178,22 @@ pub async fn run(
 /// is confirmed against the remote, ensured, and published before the
 /// working tree is searched, so only committed content is ever shared (the
 /// working tree's own index, with its dirty-only vectors, never is). The
-/// working-tree search then reuses the revision's vectors.
-struct HeadRevision<'a> {
-    invocation: &'a Invocation,
-    scopes: Vec<String>,
-    began: std::time::Instant,
+/// working-tree search then reuses the revision's vectors. Explore's
+/// deferred index-only synchronization runs the same confirmation.
+pub(crate) struct HeadRevision<'a> {
+    pub invocation: &'a Invocation,
+    /// The folder whose committed `HEAD` is selected.
+    pub root: PathBuf,
+    pub scopes: Vec<String>,
+    /// When the command began: only a remote observation completed after
+    /// it may be reused.
+    pub began: std::time::Instant,
     /// The working-tree search, whose settings the index-only run shares.
-    template: &'a SearchRequest,
+    pub template: &'a SearchRequest,
 }
 
 impl HeadRevision<'_> {
-    async fn confirm(
+    pub(crate) async fn confirm(
         self,
         services: &Arc<Services>,
         feedback: &Arc<Feedback>,
@@ -202,7 +208,7 @@ impl HeadRevision<'_> {
         if crate::index_sync::confirm::configured_remote(env).await.map_err(CommandError::failed)?.is_none() {
             return Ok(());
         }
-        let (cwd, head_env, scopes) = (self.invocation.cwd.clone(), env.clone(), self.scopes);
+        let (cwd, head_env, scopes) = (self.root, env.clone(), self.scopes);
         let selected = crate::blocking::run_to_end("the search scope", move || {
             search::select_source(&cwd, &head_env, &scopes, Some("HEAD"))
         })

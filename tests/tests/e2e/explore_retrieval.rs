@@ -105,11 +105,11 @@ fn missing_vectors_publish_no_leads_and_build_nothing_then_a_warm_index_gives_le
 #[test]
 fn with_an_index_remote_the_leader_synchronizes_beside_the_conversation() {
     let (env, fake, _embeddings, repo) = setup();
+    let shared = tempfile::tempdir().unwrap();
+    let remote = bare_index_remote(shared.path());
     repo.git(&["remote", "add", "origin", "https://example.test/app.git"]);
-    // Indexed before index.remote is set: a search with it set would
-    // confirm against that (unreachable) remote first.
+    env.run_in(repo.path(), &["config", "index.remote", remote.to_str().unwrap()]).success();
     env.run_in(repo.path(), &["search", "--index", "--code"]).success();
-    env.run_in(repo.path(), &["config", "index.remote", "https://example.test/index.git"]).success();
     fake.push(answer());
     let run = env.run_in(repo.path(), &["explore", "--debug", "where", "is", "one?"]);
     run.success();
@@ -126,4 +126,40 @@ fn with_an_index_remote_the_leader_synchronizes_beside_the_conversation() {
     let run = env.run_in(repo.path(), &["explore", "--debug", "what", "is", "new?"]);
     run.success();
     assert!(!run.stderr.contains("phase=index_sync"), "{}", run.stderr);
+}
+
+#[test]
+fn a_failed_deferred_sync_fails_the_warm_explore_after_the_provider_answered() {
+    let (env, fake, _embeddings, repo) = setup();
+    let shared = tempfile::tempdir().unwrap();
+    let remote = bare_index_remote(shared.path());
+    repo.git(&["remote", "add", "origin", "https://example.test/app.git"]);
+    env.run_in(repo.path(), &["config", "index.remote", remote.to_str().unwrap()]).success();
+    env.run_in(repo.path(), &["search", "--index", "--code"]).success();
+    // The remote breaks after the index was built: its folder is no
+    // longer a repository.
+    std::fs::remove_dir_all(&remote).unwrap();
+    std::fs::write(&remote, "not a repository\n").unwrap();
+    fake.push(answer());
+    let run = env.run_in(repo.path(), &["explore", "--debug", "where", "is", "one?"]);
+    let stderr = run.failure().to_string();
+    assert_eq!(run.stdout_text(), "", "no result object on failure");
+    assert_eq!(fake.requests().len(), 1, "the provider work completed:\n{stderr}");
+    assert!(leads(&fake.requests()[0].body).is_some(), "the warm path ran:\n{stderr}");
+    assert!(stderr.contains("index.git"), "the error names the remote:\n{stderr}");
+    assert!(!stderr.contains("phase=persistence "), "nothing was persisted:\n{stderr}");
+}
+
+/// An empty bare repository on disk to serve as `index.remote`.
+fn bare_index_remote(dir: &std::path::Path) -> std::path::PathBuf {
+    let remote = dir.join("index.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "--bare", "-q", "-b", "main"])
+        .current_dir(&remote)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(init.success());
+    remote
 }

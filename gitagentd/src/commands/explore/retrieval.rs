@@ -160,7 +160,25 @@ pub async fn deferred_sync(
     .await??;
     let Some(request) = request else { return Ok(()) };
     let feedback = feedback(invocation, output, phases, "index_sync");
-    let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
+    // The same confirmation an ordinary `search --index` runs: with
+    // `index.remote`, the committed HEAD revision is confirmed against the
+    // remote (a failure is terminal) before the working tree's index.
+    let head = crate::commands::search::HeadRevision {
+        invocation,
+        root: root.to_path_buf(),
+        scopes: Vec::new(),
+        began: std::time::Instant::now(),
+        template: &request,
+    };
+    let result = match head.confirm(services, &feedback, cancel).await {
+        Ok(()) => services
+            .search
+            .search(request, Arc::clone(&feedback), cancel.clone())
+            .await
+            .map(|_| ())
+            .map_err(CommandError::from),
+        Err(error) => Err(error),
+    };
     feedback.finish(result.as_ref().err().map(ToString::to_string).as_deref());
-    result.map(|_| ()).map_err(CommandError::from)
+    result
 }
