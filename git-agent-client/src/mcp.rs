@@ -195,52 +195,67 @@ type ToolResult = Result<Vec<ContentBlock>, ToolFailure>;
 /// The names of [`tools`], in their order.
 const TOOL_NAMES: [&str; 7] = ["search", "explore", "review", "simplify", "task_wait", "task_status", "project_id"];
 
+/// A tool's input type gives no valid MCP input schema: a defect of this
+/// build, answered to the MCP client as an internal error.
+#[derive(Debug, thiserror::Error)]
+#[error("the input schema of {type_name} is not a valid MCP input schema: {reason}")]
+struct InputSchemaError {
+    type_name: &'static str,
+    /// rmcp's explanation.
+    reason: String,
+}
+
+/// The strict MCP input schema of `T`.
+fn input_schema<T: JsonSchema + 'static>() -> Result<std::sync::Arc<rmcp::model::JsonObject>, InputSchemaError> {
+    schema_for_input::<T>().map_err(|reason| InputSchemaError { type_name: std::any::type_name::<T>(), reason })
+}
+
 /// The tools, their descriptions and input schemas.
-fn tools() -> Result<Vec<Tool>, String> {
+fn tools() -> Result<Vec<Tool>, InputSchemaError> {
     let read_only = || ToolAnnotations::new().read_only(true);
     Ok(vec![
         Tool::new(
             "search",
             "Semantic code search over the repository (embeddings plus lexical ranking). Returns the search JSON: \
              ranked results with path, line range, score and snippet. The first call in a repository builds the index.",
-            schema_for_input::<SearchInput>()?,
+            input_schema::<SearchInput>()?,
         )
         .annotate(read_only()),
         Tool::new(
             "explore",
             "Answer a codebase question with grounded findings (paths, lines, evidence). Returns one JSON object \
              whose `id` can be passed as follow_up to continue the session.",
-            schema_for_input::<ExploreInput>()?,
+            input_schema::<ExploreInput>()?,
         )
         .annotate(read_only()),
         Tool::new(
             "review",
             "Launch a detached, evidence-backed read-only code review. Returns the launch object \
              {command, id, pid} at once; get the report with task_wait.",
-            schema_for_input::<InspectInput>()?,
+            input_schema::<InspectInput>()?,
         ),
         Tool::new(
             "simplify",
             "Launch a detached read-only simplification audit. Returns the launch object {command, id, pid} \
              at once; get the report with task_wait.",
-            schema_for_input::<InspectInput>()?,
+            input_schema::<InspectInput>()?,
         ),
         Tool::new(
             "task_wait",
             "The JSON report of a review or simplify task, waiting until it ends (block=false: fail at once while it runs).",
-            schema_for_input::<TaskWaitInput>()?,
+            input_schema::<TaskWaitInput>()?,
         )
         .annotate(read_only()),
         Tool::new(
             "task_status",
             "The state (running, succeeded, failed) and live phase of a review or simplify task, without waiting.",
-            schema_for_input::<TaskStatusInput>()?,
+            input_schema::<TaskStatusInput>()?,
         )
         .annotate(read_only()),
         Tool::new(
             "project_id",
             "The project identifier of the repository, shared by its search indexes and task records.",
-            schema_for_input::<ProjectIdInput>()?,
+            input_schema::<ProjectIdInput>()?,
         )
         .annotate(read_only()),
     ])
@@ -258,7 +273,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = tools().map_err(|error| McpError::internal_error(error, None))?;
+        let tools = tools().map_err(|error| McpError::internal_error(error.to_string(), None))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -650,6 +665,13 @@ mod tests {
             assert_eq!(schema["additionalProperties"], false, "{}: {schema}", tool.name);
             assert!(schema["properties"]["cwd"].is_object(), "{}: every tool takes cwd", tool.name);
         }
+    }
+
+    #[test]
+    fn a_type_without_an_object_schema_is_a_typed_error_naming_it() {
+        let error = input_schema::<String>().unwrap_err();
+        assert_eq!(error.type_name, "alloc::string::String");
+        assert!(error.to_string().starts_with("the input schema of alloc::string::String is not"), "{error}");
     }
 
     #[test]

@@ -193,7 +193,7 @@ async fn head_revision_and_amend_tools_read_commits_not_the_worktree() {
         )
         .await,
     );
-    assert!(refused_rev.contains("rev must name a commit"), "{refused_rev}");
+    assert!(refused_rev.contains("must name a commit"), "{refused_rev}");
     let outside = refused(
         call(
             &fixture,
@@ -212,6 +212,42 @@ async fn head_revision_and_amend_tools_read_commits_not_the_worktree() {
     );
     let delta = call(&fixture, "git_amend_delta", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
     assert!(delta.data["diff"].as_str().unwrap().contains("-line 1\n"));
+}
+
+/// commit-msg and explore share one implementation of the revision tools:
+/// over the whole repository paths are repository-relative, over a folder
+/// they are relative to it and nothing above it is visible.
+#[tokio::test]
+async fn revision_tools_read_the_same_commit_from_the_repository_or_a_folder() {
+    let fixture = fixture();
+    let git = Repository::discover(fixture.repo.path()).unwrap();
+    let folder = Arc::new(RepoFiles::rooted(&fixture.repo.path().join("src"), Some(git)));
+    let mut explore = ToolRegistry::new();
+    explore.extend(tools::history::tools(&folder));
+    let read = |path: &str| json!({"rev": "HEAD", "path": path, "max_bytes": null, "max_lines": 1}).to_string();
+    let whole =
+        call(&fixture, "git_show_file_at_rev", serde_json::from_str(&read("src/lib.rs")).unwrap()).await.unwrap();
+    let tool = explore.get("git_show_file_at_rev").unwrap();
+    let beneath = tool.call(&read("lib.rs"), CancellationToken::new()).await.unwrap();
+    assert_eq!(whole.data["content"], json!("line 1\n[truncated]\n"));
+    assert_eq!(beneath.data["content"], whole.data["content"]);
+    assert_eq!(beneath.data["path"], json!("lib.rs"));
+    let above = refused(tool.call(&read("../data.json"), CancellationToken::new()).await);
+    assert!(above.contains(".."), "{above}");
+    let caps = json!({"max_bytes": null, "max_lines": null}).to_string();
+    let show = explore.get("git_head_show").unwrap().call(&caps, CancellationToken::new()).await.unwrap();
+    let text = show.data["show"].as_str().unwrap();
+    assert!(text.contains("+++ b/lib.rs") && !text.contains("data.json"), "only the folder, relative to it: {text}");
+    assert_eq!(show.data["changed_beneath_root"], json!(true));
+    let whole_show = call(&fixture, "git_head_show", json!({"max_bytes": null, "max_lines": null})).await.unwrap();
+    assert!(whole_show.data["show"].as_str().unwrap().contains("+++ b/data.json"));
+    assert!(whole_show.data.get("changed_beneath_root").is_none());
+    let path_doc = |registry: &ToolRegistry| {
+        let spec = registry.specs().into_iter().find(|spec| spec.name == "git_show_file_at_rev").unwrap();
+        spec.parameters["properties"]["path"]["description"].clone()
+    };
+    assert_eq!(path_doc(&fixture.registry), json!("Repository-relative file path."));
+    assert_eq!(path_doc(&explore), json!("File path relative to the exploration root."));
 }
 
 /// Committed links out of the repository: the index and HEAD hold their

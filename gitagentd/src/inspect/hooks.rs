@@ -67,9 +67,21 @@ pub enum SettingsError {
     #[error("cannot read {path}: {source}\nhint: check the file's permissions")]
     Read { path: PathBuf, source: std::io::Error },
     #[error(
-        "invalid settings {path}: {message}\nhint: the v1 schema is {{\"hooks\":{{\"post_inspection\":[\"<shell command template>\"]}}}}"
+        "invalid settings {path}: {source}\nhint: the v1 schema is {{\"hooks\":{{\"post_inspection\":[\"<shell command template>\"]}}}}"
     )]
-    Invalid { path: PathBuf, message: String },
+    Invalid { path: PathBuf, source: SettingsSyntaxError },
+}
+
+/// What is wrong with the bytes of a settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsSyntaxError {
+    /// Malformed JSON, an unknown field or a value of the wrong type.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the file holds no JSON value")]
+    Empty,
+    #[error("multiple JSON values")]
+    MultipleValues,
 }
 
 /// Reads `<metadata root>/settings.json`; a missing file configures
@@ -82,19 +94,15 @@ pub fn load_settings(metadata_root: &Path) -> Result<Settings, SettingsError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
         Err(source) => return Err(SettingsError::Read { path, source }),
     };
-    parse_settings(&bytes).map_err(|message| SettingsError::Invalid { path, message })
+    parse_settings(&bytes).map_err(|source| SettingsError::Invalid { path, source })
 }
 
-fn parse_settings(bytes: &[u8]) -> Result<Settings, String> {
+fn parse_settings(bytes: &[u8]) -> Result<Settings, SettingsSyntaxError> {
     let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<Settings>();
-    let settings = match values.next() {
-        Some(Ok(settings)) => settings,
-        Some(Err(error)) => return Err(error.to_string()),
-        None => return Err("the file holds no JSON value".into()),
-    };
+    let settings = values.next().ok_or(SettingsSyntaxError::Empty)??;
     let rest = &bytes[values.byte_offset()..];
     if rest.iter().any(|byte| !byte.is_ascii_whitespace()) {
-        return Err("multiple JSON values".into());
+        return Err(SettingsSyntaxError::MultipleValues);
     }
     Ok(settings)
 }

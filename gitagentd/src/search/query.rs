@@ -152,50 +152,62 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
     let mut cosines = vec![0f64; items.len()];
     parallel_zip(&order, &mut cosines, |order, cosines| {
         for (&index, cosine) in order.iter().zip(cosines.iter_mut()) {
-            let item = &items[index as usize];
-            *cosine = if query_norm == 0.0 || item.norm == 0.0 || query.vector.len() != item.vector.len() {
-                0.0
-            } else {
-                dot(query.vector, item.vector) / (query_norm * item.norm)
-            };
+            *cosine = item_cosine(&items[index as usize], query.vector, query_norm, dot);
         }
     });
-    let mut scores = vec![Scores::default(); items.len()];
+    // One rank per candidate, nothing more: the full scores are built
+    // again for the few that are returned.
+    let mut ranks = vec![0f64; items.len()];
     for (&index, &cosine) in order.iter().zip(&cosines) {
-        let relatedness = ranking::relatedness(cosine);
-        scores[index as usize] =
-            Scores { cosine, vector_relatedness: relatedness, rank: relatedness, ..Scores::default() };
+        ranks[index as usize] = ranking::relatedness(cosine);
     }
+    drop((order, cosines));
 
     timings.cosine = phase.elapsed();
     let phase = std::time::Instant::now();
     let terms = ranking::query_terms(query.text);
-    if !terms.is_empty() && !items.is_empty() {
+    let hashes: Vec<u64> = terms.iter().map(|(_, hash)| *hash).collect();
+    let lexical = if !hashes.is_empty() && !items.is_empty() {
         warm_terms(&items);
-        let hashes: Vec<u64> = terms.iter().map(|(_, hash)| *hash).collect();
         let inputs = lexical_inputs(&items, &hashes);
-        ranking::apply_lexical(&mut scores, &inputs, hashes.len());
+        ranking::LexicalStats::new(&inputs, hashes.len()).map(|stats| (inputs, stats))
+    } else {
+        None
+    };
+    // The rank of candidate `index` whose vector relatedness `ranks` holds,
+    // and its full scores.
+    let scores_of = |index: usize, cosine: f64| {
+        let relatedness = ranking::relatedness(cosine);
+        let mut scores = Scores { cosine, vector_relatedness: relatedness, rank: relatedness, ..Scores::default() };
+        if let Some((inputs, stats)) = &lexical {
+            stats.apply(inputs, index, &mut scores);
+        }
+        scores
+    };
+    let range = query.fusion.range(ranks.iter().copied());
+    for (index, rank) in ranks.iter_mut().enumerate() {
+        let mut lexical_score = Scores::default();
+        if let Some((inputs, stats)) = &lexical {
+            stats.apply(inputs, index, &mut lexical_score);
+        }
+        *rank = query.fusion.rank(*rank, lexical_score.lexical, range);
     }
-    ranking::fuse(&mut scores, query.fusion);
 
     timings.lexical = phase.elapsed();
     let phase = std::time::Instant::now();
-    let ranges: Vec<i64> = items
-        .iter()
-        .map(|item| {
-            let record = live.snapshot.records.get(item.record);
-            record.end_line() - record.start_line()
-        })
-        .collect();
+    // Line span of a candidate: shorter ranges win ties.
+    let span = |index: usize| {
+        let record = live.snapshot.records.get(items[index].record);
+        record.end_line() - record.start_line()
+    };
     let mut survivors: Vec<u32> =
-        (0..scores.len() as u32).filter(|&index| scores[index as usize].rank >= query.min_score).collect();
+        (0..ranks.len() as u32).filter(|&index| ranks[index as usize] >= query.min_score).collect();
     let order = |a: &u32, b: &u32| {
         let (a, b) = (*a as usize, *b as usize);
-        scores[b]
-            .rank
-            .partial_cmp(&scores[a].rank)
+        ranks[b]
+            .partial_cmp(&ranks[a])
             .unwrap_or(Ordering::Equal)
-            .then_with(|| ranges[a].cmp(&ranges[b]))
+            .then_with(|| span(a).cmp(&span(b)))
             .then_with(|| a.cmp(&b))
     };
     if survivors.len() > query.limit {
@@ -208,8 +220,9 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
         .into_iter()
         .map(|index| {
             let index = index as usize;
-            let scores = scores[index];
             let item = &items[index];
+            let mut scores = scores_of(index, item_cosine(item, query.vector, query_norm, dot));
+            scores.rank = ranks[index];
             let content = &item.link.content;
             let chunk = &content.chunks[item.link.chunk as usize];
             let record = live.snapshot.records.get(item.record);
@@ -231,11 +244,21 @@ fn rank_timed(query: &Query<'_>) -> (Vec<Hit>, RankTimings) {
     (hits, timings)
 }
 
+/// The cosine between the query and `item`'s vector (0 for an empty one
+/// or a dimension mismatch).
+fn item_cosine(item: &Item<'_>, query: &[f32], query_norm: f64, dot: fn(&[f32], &[f32]) -> f64) -> f64 {
+    if query_norm == 0.0 || item.norm == 0.0 || query.len() != item.vector.len() {
+        0.0
+    } else {
+        dot(query, item.vector) / (query_norm * item.norm)
+    }
+}
+
 /// Term counts, lengths and field matches of every item, computed on
 /// several threads when there are many.
 fn lexical_inputs(items: &[Item<'_>], hashes: &[u64]) -> LexicalInputs {
-    let part = |items: &[Item<'_>]| {
-        let mut inputs = LexicalInputs::with_capacity(items.len(), hashes.len());
+    // Each part fills its own candidates of one shared set of inputs.
+    let fill = |items: &[Item<'_>], mut inputs: ranking::LexicalPart<'_>| {
         let mut slot_of_chunk: Vec<usize> = Vec::new();
         let mut start = 0;
         // Items come grouped by file: look each query term up once per
@@ -250,11 +273,12 @@ fn lexical_inputs(items: &[Item<'_>], hashes: &[u64]) -> LexicalInputs {
             let path_matches = hashes.iter().filter(|hash| file_terms.path_has(**hash)).count();
             slot_of_chunk.clear();
             slot_of_chunk.resize(content.chunks.len(), usize::MAX);
-            for item in &items[start..end] {
+            for (slot, item) in (start..end).zip(&items[start..end]) {
                 let chunk = item.link.chunk as usize;
                 let length = file_terms.chunk_lengths.get(chunk).copied().unwrap_or(0);
-                if let Some(slot) = slot_of_chunk.get_mut(chunk) {
-                    *slot = inputs.push_empty(length, path_matches, 0);
+                inputs.set_candidate(slot, length, path_matches);
+                if let Some(chunk_slot) = slot_of_chunk.get_mut(chunk) {
+                    *chunk_slot = slot;
                 }
             }
             let slot = |chunk: u32| slot_of_chunk.get(chunk as usize).copied().filter(|slot| *slot != usize::MAX);
@@ -272,21 +296,22 @@ fn lexical_inputs(items: &[Item<'_>], hashes: &[u64]) -> LexicalInputs {
             }
             start = end;
         }
-        inputs
     };
+    let mut inputs = LexicalInputs::zeroed(items.len(), hashes.len());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
-        return part(items);
+        if let Some(part) = inputs.parts(items.len()).pop() {
+            fill(items, part);
+        }
+        return inputs;
     }
     let per = items.len().div_ceil(threads);
-    let parts: Vec<LexicalInputs> = std::thread::scope(|scope| {
-        let handles: Vec<_> = items.chunks(per).map(|chunk| scope.spawn(move || part(chunk))).collect();
-        handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+    std::thread::scope(|scope| {
+        for (chunk, part) in items.chunks(per).zip(inputs.parts(per)) {
+            let fill = &fill;
+            scope.spawn(move || fill(chunk, part));
+        }
     });
-    let mut inputs = LexicalInputs::with_capacity(items.len(), hashes.len());
-    for piece in parts {
-        inputs.append(piece);
-    }
     inputs
 }
 

@@ -393,18 +393,52 @@ pub struct LexicalInputs {
     symbol_matches: Vec<u32>,
 }
 
+/// A run of consecutive candidates of a [`LexicalInputs`], filled in place
+/// (by one thread each when there are many): candidate `i` of a part is
+/// candidate `first + i` of the whole.
+pub struct LexicalPart<'a> {
+    terms: usize,
+    counts: &'a mut [u32],
+    lengths: &'a mut [u32],
+    path_matches: &'a mut [u32],
+    symbol_matches: &'a mut [u32],
+}
+
 impl LexicalInputs {
-    pub fn with_capacity(candidates: usize, terms: usize) -> Self {
+    /// Inputs for `candidates` candidates with no counts, lengths or
+    /// matches yet, filled through [`Self::parts`].
+    pub fn zeroed(candidates: usize, terms: usize) -> Self {
         Self {
             terms,
-            counts: Vec::with_capacity(candidates * terms),
-            lengths: Vec::with_capacity(candidates),
-            path_matches: Vec::with_capacity(candidates),
-            symbol_matches: Vec::with_capacity(candidates),
+            counts: vec![0; candidates * terms],
+            lengths: vec![0; candidates],
+            path_matches: vec![0; candidates],
+            symbol_matches: vec![0; candidates],
         }
     }
 
+    /// The candidates in runs of `per` (the last one shorter).
+    pub fn parts(&mut self, per: usize) -> Vec<LexicalPart<'_>> {
+        let per = per.max(1);
+        let terms = self.terms;
+        self.counts
+            .chunks_mut((per * terms).max(1))
+            .chain(std::iter::repeat_with(|| &mut [][..]))
+            .zip(self.lengths.chunks_mut(per))
+            .zip(self.path_matches.chunks_mut(per))
+            .zip(self.symbol_matches.chunks_mut(per))
+            .map(|(((counts, lengths), path_matches), symbol_matches)| LexicalPart {
+                terms,
+                counts,
+                lengths,
+                path_matches,
+                symbol_matches,
+            })
+            .collect()
+    }
+
     /// Appends one candidate; `counts` yields one count per query term.
+    #[cfg(test)]
     pub fn push(&mut self, counts: impl Iterator<Item = u32>, length: u32, path_matches: usize, symbol_matches: usize) {
         let before = self.counts.len();
         self.counts.extend(counts);
@@ -414,13 +448,20 @@ impl LexicalInputs {
         self.symbol_matches.push(symbol_matches as u32);
     }
 
-    /// Appends a candidate with no counts yet and returns its index.
-    pub fn push_empty(&mut self, length: u32, path_matches: usize, symbol_matches: usize) -> usize {
-        self.counts.resize(self.counts.len() + self.terms, 0);
-        self.lengths.push(length);
-        self.path_matches.push(path_matches as u32);
-        self.symbol_matches.push(symbol_matches as u32);
-        self.lengths.len() - 1
+    fn candidates(&self) -> usize {
+        self.lengths.len()
+    }
+
+    fn counts(&self, candidate: usize) -> &[u32] {
+        &self.counts[candidate * self.terms..(candidate + 1) * self.terms]
+    }
+}
+
+impl LexicalPart<'_> {
+    /// Sets candidate `candidate`'s body length and path matches.
+    pub fn set_candidate(&mut self, candidate: usize, length: u32, path_matches: usize) {
+        self.lengths[candidate] = length;
+        self.path_matches[candidate] = path_matches as u32;
     }
 
     /// Counts one more query term in candidate `candidate`'s symbol.
@@ -432,44 +473,50 @@ impl LexicalInputs {
     pub fn set_count(&mut self, candidate: usize, term: usize, count: u32) {
         self.counts[candidate * self.terms + term] = count;
     }
-
-    /// Moves `other`'s candidates after this one's.
-    pub fn append(&mut self, mut other: Self) {
-        self.counts.append(&mut other.counts);
-        self.lengths.append(&mut other.lengths);
-        self.path_matches.append(&mut other.path_matches);
-        self.symbol_matches.append(&mut other.symbol_matches);
-    }
-
-    fn counts(&self, candidate: usize) -> &[u32] {
-        &self.counts[candidate * self.terms..(candidate + 1) * self.terms]
-    }
 }
 
-/// Completes `scores` (whose cosine fields are set) with the lexical
-/// components; candidate `i` of `inputs` belongs to `scores[i]`.
-pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms: usize) {
-    if scores.is_empty() || query_terms == 0 {
-        return;
-    }
-    let docs = scores.len() as f64;
-    let mut df = vec![0usize; query_terms];
-    let mut total_length = 0f64;
-    for candidate in 0..scores.len() {
-        total_length += f64::from(inputs.lengths[candidate]);
-        for (term, count) in inputs.counts(candidate).iter().enumerate() {
-            if *count > 0 {
-                df[term] += 1;
+/// BM25's statistics over all candidates (document frequency of each
+/// query term, average body length), so that each candidate's lexical
+/// components can be computed on their own, without a scores row for
+/// every candidate.
+#[derive(Debug, Clone)]
+pub struct LexicalStats {
+    docs: f64,
+    df: Vec<usize>,
+    average: f64,
+    query_terms: usize,
+}
+
+impl LexicalStats {
+    /// The statistics of `inputs`; `None` without candidates or terms
+    /// (the lexical components then stay 0).
+    pub fn new(inputs: &LexicalInputs, query_terms: usize) -> Option<Self> {
+        let candidates = inputs.candidates();
+        if candidates == 0 || query_terms == 0 {
+            return None;
+        }
+        let docs = candidates as f64;
+        let mut df = vec![0usize; query_terms];
+        let mut total_length = 0f64;
+        for candidate in 0..candidates {
+            total_length += f64::from(inputs.lengths[candidate]);
+            for (term, count) in inputs.counts(candidate).iter().enumerate() {
+                if *count > 0 {
+                    df[term] += 1;
+                }
             }
         }
+        let mut average = total_length / docs;
+        if average == 0.0 {
+            average = 1.0;
+        }
+        Some(Self { docs, df, average, query_terms })
     }
-    let mut average = total_length / docs;
-    if average == 0.0 {
-        average = 1.0;
-    }
-    const K1: f64 = 1.2;
-    const B: f64 = 0.75;
-    for (candidate, score) in scores.iter_mut().enumerate() {
+
+    /// Sets the lexical components of candidate `candidate` in `score`.
+    pub fn apply(&self, inputs: &LexicalInputs, candidate: usize, score: &mut Scores) {
+        const K1: f64 = 1.2;
+        const B: f64 = 0.75;
         let length = inputs.lengths[candidate];
         let mut bm25 = 0.0;
         if length > 0 {
@@ -477,17 +524,29 @@ pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms:
                 if count == 0 {
                     continue;
                 }
-                let df = df[term] as f64;
-                let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+                let df = self.df[term] as f64;
+                let idf = (1.0 + (self.docs - df + 0.5) / (df + 0.5)).ln();
                 let freq = f64::from(count);
-                let denominator = freq + K1 * (1.0 - B + B * f64::from(length) / average);
+                let denominator = freq + K1 * (1.0 - B + B * f64::from(length) / self.average);
                 bm25 += idf * (freq * (K1 + 1.0) / denominator);
             }
         }
         score.text = bm25 / (bm25 + 1.0);
-        score.path = f64::from(inputs.path_matches[candidate]) / query_terms as f64;
-        score.symbol = f64::from(inputs.symbol_matches[candidate]) / query_terms as f64;
+        score.path = f64::from(inputs.path_matches[candidate]) / self.query_terms as f64;
+        score.symbol = f64::from(inputs.symbol_matches[candidate]) / self.query_terms as f64;
         score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
+    }
+}
+
+/// Completes `scores` (whose cosine fields are set) with the lexical
+/// components; candidate `i` of `inputs` belongs to `scores[i]`.
+pub fn apply_lexical(scores: &mut [Scores], inputs: &LexicalInputs, query_terms: usize) {
+    if scores.is_empty() {
+        return;
+    }
+    let Some(stats) = LexicalStats::new(inputs, query_terms) else { return };
+    for (candidate, score) in scores.iter_mut().enumerate() {
+        stats.apply(inputs, candidate, score);
     }
 }
 
@@ -508,24 +567,47 @@ impl Default for Fusion {
     }
 }
 
+/// The candidates' vector relatedness range a [`Fusion`] normalizes by.
+#[derive(Debug, Clone, Copy)]
+pub struct RelatednessRange {
+    lowest: f64,
+    highest: f64,
+}
+
+impl Fusion {
+    /// The range of `relatedness` over all candidates (unused, and not
+    /// computed, without normalization).
+    pub fn range(self, relatedness: impl Iterator<Item = f64>) -> RelatednessRange {
+        let (mut lowest, mut highest) = (f64::INFINITY, f64::NEG_INFINITY);
+        if self.normalize_cosine {
+            for value in relatedness {
+                lowest = lowest.min(value);
+                highest = highest.max(value);
+            }
+        }
+        RelatednessRange { lowest, highest }
+    }
+
+    /// The rank of a candidate from its vector relatedness and lexical
+    /// component.
+    pub fn rank(self, vector_relatedness: f64, lexical: f64, range: RelatednessRange) -> f64 {
+        let RelatednessRange { lowest, highest } = range;
+        let spread = highest - lowest;
+        let vector = if self.normalize_cosine && spread > 0.0 {
+            ((vector_relatedness - lowest) / spread * highest).max(1e-9)
+        } else {
+            vector_relatedness
+        };
+        vector + (1.0 - vector) * (self.lexical_weight * lexical).min(1.0)
+    }
+}
+
 /// Sets every candidate's rank from its vector relatedness and lexical
 /// components (the lexical ones are 0 for a query without terms).
 pub fn fuse(scores: &mut [Scores], fusion: Fusion) {
-    let (mut lowest, mut highest) = (f64::INFINITY, f64::NEG_INFINITY);
-    if fusion.normalize_cosine {
-        for score in scores.iter() {
-            lowest = lowest.min(score.vector_relatedness);
-            highest = highest.max(score.vector_relatedness);
-        }
-    }
-    let spread = highest - lowest;
+    let range = fusion.range(scores.iter().map(|score| score.vector_relatedness));
     for score in scores.iter_mut() {
-        let vector = if fusion.normalize_cosine && spread > 0.0 {
-            ((score.vector_relatedness - lowest) / spread * highest).max(1e-9)
-        } else {
-            score.vector_relatedness
-        };
-        score.rank = vector + (1.0 - vector) * (fusion.lexical_weight * score.lexical).min(1.0);
+        score.rank = fusion.rank(score.vector_relatedness, score.lexical, range);
     }
 }
 
@@ -592,7 +674,8 @@ mod tests {
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
         ];
-        let mut inputs = LexicalInputs::with_capacity(2, 2);
+        let mut inputs = LexicalInputs::default();
+        inputs.terms = 2;
         inputs.push([3, 0].into_iter(), 10, 1, 2);
         inputs.push([0, 0].into_iter(), 10, 0, 0);
         apply_lexical(&mut scores, &inputs, 2);
@@ -642,6 +725,49 @@ mod tests {
         let mut single = scores(&[0.3], &[0.0]);
         fuse(&mut single, Fusion { lexical_weight: 1.0, normalize_cosine: true });
         assert!((single[0].rank - 0.65).abs() < 1e-12);
+    }
+
+    #[test]
+    fn inputs_filled_in_parts_equal_inputs_filled_whole() {
+        // Candidate i: length i + 1, path matches i % 2, count (i * t) % 3
+        // of term t, one symbol match for every third candidate.
+        let fill = |per: usize| {
+            let mut inputs = LexicalInputs::zeroed(7, 2);
+            for (number, mut part) in inputs.parts(per).into_iter().enumerate() {
+                for local in 0..part.lengths.len() {
+                    let candidate = number * per + local;
+                    part.set_candidate(local, candidate as u32 + 1, candidate % 2);
+                    for term in 0..2 {
+                        part.set_count(local, term, (candidate * term % 3) as u32);
+                    }
+                    if candidate % 3 == 0 {
+                        part.add_symbol_match(local);
+                    }
+                }
+            }
+            inputs
+        };
+        let whole = fill(7);
+        assert_eq!(whole.lengths, [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(whole.counts(4), [0, 1]);
+        for per in [1, 2, 3, 4] {
+            let parts = fill(per);
+            assert_eq!(
+                (&parts.counts, &parts.lengths, &parts.path_matches, &parts.symbol_matches),
+                (&whole.counts, &whole.lengths, &whole.path_matches, &whole.symbol_matches),
+                "{per} per part"
+            );
+        }
+        let mut scores = vec![Scores::default(); 7];
+        apply_lexical(&mut scores, &whole, 2);
+        let stats = LexicalStats::new(&whole, 2).unwrap();
+        for (candidate, expected) in scores.iter().enumerate() {
+            let mut alone = Scores::default();
+            stats.apply(&whole, candidate, &mut alone);
+            assert_eq!(&alone, expected, "candidate {candidate} scored on its own");
+        }
+        assert!(LexicalStats::new(&LexicalInputs::zeroed(0, 2), 2).is_none());
+        assert!(LexicalStats::new(&whole, 0).is_none());
     }
 
     #[test]

@@ -2,8 +2,11 @@
 //! staged diff whole or for chosen paths, recent commits, the HEAD commit
 //! (`git_head_show`, `git_diff_against_parent`), files at a revision, and
 //! in amend mode the final amended diff and the staged amend delta. Which
-//! of them a request offers is the task's [`CommitTools`] choice.
+//! of them a request offers is the task's [`CommitTools`] choice. The
+//! revision tools are explore's ([`super::history`]) over the whole
+//! repository.
 
+use super::history::{DiffAgainstParent, HeadShow, Root, ShowFileAtRev, git_error};
 use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
 use crate::git::{DiffScope, Repository};
@@ -49,18 +52,14 @@ pub fn select(repo: &Repository, choice: CommitTools) -> Vec<Arc<dyn Tool>> {
         out.push(Arc::new(StagedDiffForPaths(Arc::clone(&repo))));
     }
     out.push(Arc::new(RecentCommits(Arc::clone(&repo))));
-    out.push(Arc::new(HeadShow(Arc::clone(&repo))));
-    out.push(Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::AgainstParent }));
+    out.push(Arc::new(HeadShow(Root::Repository(Arc::clone(&repo)))));
+    out.push(Arc::new(DiffAgainstParent(Root::Repository(Arc::clone(&repo)))));
     if choice.amend {
         out.push(Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::FinalAmended }));
         out.push(Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::AmendDelta }));
     }
-    out.push(Arc::new(ShowFileAtRev(repo)));
+    out.push(Arc::new(ShowFileAtRev(Root::Repository(repo))));
     out
-}
-
-fn git_error(error: crate::git::GitError) -> ToolError {
-    ToolError::Recoverable(error.to_string())
 }
 
 /// At most [`MAX_ENTRIES`] items, and whether some were left out.
@@ -131,22 +130,10 @@ staged_inventory_tool!(
     }
 );
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct CapArgs {
-    /// Maximum bytes to return; null for 32768.
-    #[schemars(range(min = 1, max = 65536))]
-    max_bytes: Option<u64>,
-    /// Maximum lines to return; null for 800.
-    #[schemars(range(min = 1, max = 2000))]
-    max_lines: Option<u64>,
-}
-
 /// The whole-scope diff tools.
 #[derive(Debug, Clone, Copy)]
 enum DiffTool {
     Staged,
-    AgainstParent,
     FinalAmended,
     AmendDelta,
 }
@@ -155,7 +142,6 @@ impl DiffTool {
     fn name(self) -> &'static str {
         match self {
             Self::Staged => "git_staged_diff",
-            Self::AgainstParent => "git_diff_against_parent",
             Self::FinalAmended => "git_final_amended_diff",
             Self::AmendDelta => "git_amend_delta",
         }
@@ -164,9 +150,6 @@ impl DiffTool {
     fn description(self) -> &'static str {
         match self {
             Self::Staged => "The staged diff versus HEAD, capped.",
-            Self::AgainstParent => {
-                "The HEAD commit's diff versus its first parent (the empty tree for a root commit), capped."
-            }
             Self::FinalAmended => {
                 "Authoritative in amend mode: the final amended commit (staged changes overlaid on HEAD) versus HEAD's first parent, capped."
             }
@@ -177,7 +160,6 @@ impl DiffTool {
     fn scope(self) -> DiffScope {
         match self {
             Self::Staged | Self::AmendDelta => DiffScope::Staged,
-            Self::AgainstParent => DiffScope::HeadCommit,
             Self::FinalAmended => DiffScope::Amended,
         }
     }
@@ -196,12 +178,12 @@ impl Tool for ScopeDiff {
         self.kind.description()
     }
     fn parameters(&self) -> Value {
-        schema::strict::<CapArgs>()
+        schema::strict::<schema::CapArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
         let repo = Arc::clone(&self.repo);
         let kind = self.kind;
-        blocking(kind.name(), arguments, cancel, move |args: CapArgs, _| {
+        blocking(kind.name(), arguments, cancel, move |args: schema::CapArgs, _| {
             let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
             let diff = repo.diff(kind.scope(), &[], max_bytes, max_lines).map_err(git_error)?;
             Ok(ToolOutput::new(json!({ "diff": diff.text }), diff.truncated))
@@ -290,84 +272,6 @@ impl Tool for RecentCommits {
                 commits.push(commit);
             }
             Ok(ToolOutput::new(json!({ "commits": commits }), truncated))
-        })
-    }
-}
-
-struct HeadShow(Arc<Repository>);
-
-impl Tool for HeadShow {
-    fn name(&self) -> &'static str {
-        "git_head_show"
-    }
-    fn description(&self) -> &'static str {
-        "The HEAD commit like git show: id, parents, author, date, full message, then its patch versus the first parent; capped."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<CapArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let repo = Arc::clone(&self.0);
-        blocking("git_head_show", arguments, cancel, move |args: CapArgs, _| {
-            let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let head = repo.head_details().map_err(git_error)?;
-            let diff = repo.diff(DiffScope::HeadCommit, &[], max_bytes, max_lines).map_err(git_error)?;
-            let message: String = head.message.lines().map(|line| format!("    {line}\n")).collect();
-            let parents = if head.parents.is_empty() { "(root commit)".to_string() } else { head.parents.join(" ") };
-            let show = format!(
-                "commit {}\nParents: {parents}\nAuthor: {} <{}>\nDate:   {}\n\n{message}\n{}",
-                head.sha, head.author, head.author_email, head.date, diff.text
-            );
-            let bounded = crate::bounded::bound(&show, max_bytes, max_lines);
-            Ok(ToolOutput::new(json!({ "show": bounded.text }), bounded.truncated || diff.truncated))
-        })
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct RevisionArgs {
-    /// Commit-ish revision to read from.
-    rev: String,
-    /// Repository-relative file path.
-    path: String,
-    /// Maximum bytes to return; null for 32768.
-    #[schemars(range(min = 1, max = 65536))]
-    max_bytes: Option<u64>,
-    /// Maximum lines to return; null for 800.
-    #[schemars(range(min = 1, max = 2000))]
-    max_lines: Option<u64>,
-}
-
-struct ShowFileAtRev(Arc<Repository>);
-
-impl Tool for ShowFileAtRev {
-    fn name(&self) -> &'static str {
-        "git_show_file_at_rev"
-    }
-    fn description(&self) -> &'static str {
-        "A file's content at a commit-ish (HEAD, HEAD~1, a branch, a tag, a commit id), capped."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<RevisionArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let repo = Arc::clone(&self.0);
-        blocking("git_show_file_at_rev", arguments, cancel, move |args: RevisionArgs, _| {
-            let rev = args.rev.trim();
-            if rev.is_empty() || rev.starts_with('-') {
-                return Err(ToolError::Recoverable("rev must name a commit, such as HEAD or HEAD~1".into()));
-            }
-            let path = super::RepoFiles::clean(&args.path)?;
-            let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let content = repo.file_at_revision(rev, &path).map_err(git_error)?.ok_or_else(|| {
-                ToolError::Recoverable(format!("{path} is not a file at {rev}; list the commit's paths first"))
-            })?;
-            if content[..content.len().min(8000)].contains(&0) {
-                return Ok(ToolOutput::new(json!({ "path": path, "rev": rev, "binary": true, "content": "" }), false));
-            }
-            let bounded = crate::bounded::bound(&String::from_utf8_lossy(&content), max_bytes, max_lines);
-            Ok(ToolOutput::new(json!({ "path": path, "rev": rev, "content": bounded.text }), bounded.truncated))
         })
     }
 }

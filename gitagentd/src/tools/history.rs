@@ -6,6 +6,10 @@
 //! Nothing above the root (paths, patches, file content) ever reaches the
 //! model through them. They exist only when the root is inside a Git
 //! repository.
+//!
+//! The revision tools (`git_head_show`, `git_diff_against_parent`,
+//! `git_show_file_at_rev`) take a [`Root`]: commit-msg offers the same
+//! ones over the whole repository (see [`super::commit`]).
 
 use super::paths::RepoFiles;
 use super::schema;
@@ -25,13 +29,13 @@ pub fn tools(files: &Arc<RepoFiles>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(RecentCommits(Arc::clone(files))),
         Arc::new(LogRange(Arc::clone(files))),
-        Arc::new(HeadShow(Arc::clone(files))),
-        Arc::new(DiffAgainstParent(Arc::clone(files))),
-        Arc::new(ShowFileAtRev(Arc::clone(files))),
+        Arc::new(HeadShow(Root::Folder(Arc::clone(files)))),
+        Arc::new(DiffAgainstParent(Root::Folder(Arc::clone(files)))),
+        Arc::new(ShowFileAtRev(Root::Folder(Arc::clone(files)))),
     ]
 }
 
-fn git_error(error: GitError) -> ToolError {
+pub(super) fn git_error(error: GitError) -> ToolError {
     ToolError::Recoverable(error.to_string())
 }
 
@@ -133,32 +137,50 @@ impl Tool for LogRange {
     }
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct CapArgs {
-    /// Maximum bytes to return; null for 32768.
-    #[schemars(range(min = 1, max = 65536))]
-    max_bytes: Option<u64>,
-    /// Maximum lines to return; null for 800.
-    #[schemars(range(min = 1, max = 2000))]
-    max_lines: Option<u64>,
+/// Where the revision tools read: the whole repository (commit-msg; paths
+/// repository-relative) or a folder of it (explore; paths relative to the
+/// folder, nothing above it visible).
+#[derive(Clone)]
+pub enum Root {
+    Repository(Arc<Repository>),
+    Folder(Arc<RepoFiles>),
 }
 
-/// The HEAD commit's patch versus its first parent, limited to paths
-/// beneath the root and rendered relative to it.
-fn head_patch(files: &RepoFiles, max_bytes: usize, max_lines: usize) -> Result<crate::bounded::BoundedText, ToolError> {
-    let repo = repo(files)?;
-    let base = files.base();
-    let mut text = String::new();
-    for change in repo.changes(DiffScope::HeadCommit).map_err(git_error)? {
-        let Some(relative) = beneath(base, &change.path) else { continue };
-        let patch = repo.file_patch(relative, change.old.as_ref(), change.new.as_ref(), true).map_err(git_error)?;
-        text.push_str(&patch.text);
-        if text.len() > max_bytes {
-            break;
+impl Root {
+    fn repo(&self) -> Result<&Repository, ToolError> {
+        match self {
+            Self::Repository(repo) => Ok(repo),
+            Self::Folder(files) => repo(files),
         }
     }
-    Ok(crate::bounded::bound(&text, max_bytes, max_lines))
+
+    /// The folder's place in the repository (`""` at its top).
+    fn base(&self) -> &str {
+        match self {
+            Self::Repository(_) => "",
+            Self::Folder(files) => files.base(),
+        }
+    }
+
+    /// The HEAD commit's patch versus its first parent: the whole diff for
+    /// the repository, the paths beneath a folder rendered relative to it.
+    fn head_patch(&self, max_bytes: usize, max_lines: usize) -> Result<crate::bounded::BoundedText, ToolError> {
+        let repo = self.repo()?;
+        let Self::Folder(files) = self else {
+            return repo.diff(DiffScope::HeadCommit, &[], max_bytes, max_lines).map_err(git_error);
+        };
+        let base = files.base();
+        let mut text = String::new();
+        for change in repo.changes(DiffScope::HeadCommit).map_err(git_error)? {
+            let Some(relative) = beneath(base, &change.path) else { continue };
+            let patch = repo.file_patch(relative, change.old.as_ref(), change.new.as_ref(), true).map_err(git_error)?;
+            text.push_str(&patch.text);
+            if text.len() > max_bytes {
+                break;
+            }
+        }
+        Ok(crate::bounded::bound(&text, max_bytes, max_lines))
+    }
 }
 
 /// `path` relative to `base`, when it lies beneath it.
@@ -169,28 +191,37 @@ fn beneath<'a>(base: &str, path: &'a str) -> Option<&'a str> {
     path.strip_prefix(base)?.strip_prefix('/')
 }
 
-struct HeadShow(Arc<RepoFiles>);
+/// `git_head_show`: the HEAD commit like `git show`.
+pub struct HeadShow(pub Root);
 
 impl Tool for HeadShow {
     fn name(&self) -> &'static str {
         "git_head_show"
     }
     fn description(&self) -> &'static str {
-        "The HEAD commit like git show (id, parents, author, date, message, patch beneath the exploration root), capped; empty when HEAD changed nothing beneath the root."
+        match self.0 {
+            Root::Repository(_) => {
+                "The HEAD commit like git show: id, parents, author, date, full message, then its patch versus the first parent; capped."
+            }
+            Root::Folder(_) => {
+                "The HEAD commit like git show (id, parents, author, date, message, patch beneath the exploration root), capped; empty when HEAD changed nothing beneath the root."
+            }
+        }
     }
     fn parameters(&self) -> Value {
-        schema::strict::<CapArgs>()
+        schema::strict::<schema::CapArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("git_head_show", arguments, cancel, move |args: CapArgs, _| {
-            let repo = repo(&files)?;
-            if !repo.head_touches(files.base()).map_err(git_error)? {
+        let root = self.0.clone();
+        blocking("git_head_show", arguments, cancel, move |args: schema::CapArgs, _| {
+            let repo = root.repo()?;
+            let folder = matches!(root, Root::Folder(_));
+            if folder && !repo.head_touches(root.base()).map_err(git_error)? {
                 return Ok(ToolOutput::new(json!({ "show": "", "changed_beneath_root": false }), false));
             }
             let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
             let head = repo.head_details().map_err(git_error)?;
-            let diff = head_patch(&files, max_bytes, max_lines)?;
+            let diff = root.head_patch(max_bytes, max_lines)?;
             let message: String = head.message.lines().map(|line| format!("    {line}\n")).collect();
             let parents = if head.parents.is_empty() { "(root commit)".to_string() } else { head.parents.join(" ") };
             let show = format!(
@@ -198,31 +229,43 @@ impl Tool for HeadShow {
                 head.sha, head.author, head.author_email, head.date, diff.text
             );
             let bounded = crate::bounded::bound(&show, max_bytes, max_lines);
-            Ok(ToolOutput::new(
-                json!({ "show": bounded.text, "changed_beneath_root": true }),
-                bounded.truncated || diff.truncated,
-            ))
+            let truncated = bounded.truncated || diff.truncated;
+            let output = if folder {
+                json!({ "show": bounded.text, "changed_beneath_root": true })
+            } else {
+                json!({ "show": bounded.text })
+            };
+            Ok(ToolOutput::new(output, truncated))
         })
     }
 }
 
-struct DiffAgainstParent(Arc<RepoFiles>);
+/// `git_diff_against_parent`: the HEAD commit's diff versus its first
+/// parent.
+pub struct DiffAgainstParent(pub Root);
 
 impl Tool for DiffAgainstParent {
     fn name(&self) -> &'static str {
         "git_diff_against_parent"
     }
     fn description(&self) -> &'static str {
-        "The HEAD commit's diff versus its first parent for paths beneath the exploration root, capped."
+        match self.0 {
+            Root::Repository(_) => {
+                "The HEAD commit's diff versus its first parent (the empty tree for a root commit), capped."
+            }
+            Root::Folder(_) => {
+                "The HEAD commit's diff versus its first parent for paths beneath the exploration root, capped."
+            }
+        }
     }
     fn parameters(&self) -> Value {
-        schema::strict::<CapArgs>()
+        schema::strict::<schema::CapArgs>()
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("git_diff_against_parent", arguments, cancel, move |args: CapArgs, _| {
+        let root = self.0.clone();
+        blocking("git_diff_against_parent", arguments, cancel, move |args: schema::CapArgs, _| {
             let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let diff = head_patch(&files, max_bytes, max_lines)?;
+            let diff = root.head_patch(max_bytes, max_lines)?;
             Ok(ToolOutput::new(json!({ "diff": diff.text }), diff.truncated))
         })
     }
@@ -233,7 +276,7 @@ impl Tool for DiffAgainstParent {
 struct RevisionArgs {
     /// Commit-ish revision to read from.
     rev: String,
-    /// File path relative to the exploration root.
+    /// File path: repository-relative, or relative to the exploration root.
     path: String,
     /// Maximum bytes to return; null for 32768.
     #[schemars(range(min = 1, max = 65536))]
@@ -243,28 +286,42 @@ struct RevisionArgs {
     max_lines: Option<u64>,
 }
 
-struct ShowFileAtRev(Arc<RepoFiles>);
+/// `git_show_file_at_rev`: a file's content at a commit-ish.
+pub struct ShowFileAtRev(pub Root);
 
 impl Tool for ShowFileAtRev {
     fn name(&self) -> &'static str {
         "git_show_file_at_rev"
     }
     fn description(&self) -> &'static str {
-        "A file's content (path relative to the exploration root) at a commit-ish (HEAD, HEAD~1, a branch, a tag, an id), capped."
+        match self.0 {
+            Root::Repository(_) => {
+                "A file's content at a commit-ish (HEAD, HEAD~1, a branch, a tag, a commit id), capped."
+            }
+            Root::Folder(_) => {
+                "A file's content (path relative to the exploration root) at a commit-ish (HEAD, HEAD~1, a branch, a tag, an id), capped."
+            }
+        }
     }
     fn parameters(&self) -> Value {
-        schema::strict::<RevisionArgs>()
+        let mut parameters = schema::strict::<RevisionArgs>();
+        // One argument type, worded for where the paths start.
+        parameters["properties"]["path"]["description"] = json!(match self.0 {
+            Root::Repository(_) => "Repository-relative file path.",
+            Root::Folder(_) => "File path relative to the exploration root.",
+        });
+        parameters
     }
     fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
+        let root = self.0.clone();
         blocking("git_show_file_at_rev", arguments, cancel, move |args: RevisionArgs, _| {
-            let repo = repo(&files)?;
+            let repo = root.repo()?;
             let rev = revision(&args.rev)?;
             let path = RepoFiles::clean(&args.path)?;
             if path.is_empty() {
                 return Err(ToolError::Recoverable("a file path is required".into()));
             }
-            let tracked = if files.base().is_empty() { path.clone() } else { format!("{}/{path}", files.base()) };
+            let tracked = if root.base().is_empty() { path.clone() } else { format!("{}/{path}", root.base()) };
             let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
             let content = repo.file_at_revision(rev, &tracked).map_err(git_error)?.ok_or_else(|| {
                 ToolError::Recoverable(format!("{path} is not a file at {rev}; list the commit's paths first"))

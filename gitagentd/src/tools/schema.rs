@@ -142,6 +142,18 @@ pub fn source(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": ["string", "null"], "enum": ["worktree", "index", "head", null]})
 }
 
+/// The arguments of a tool that returns capped text.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapArgs {
+    /// Maximum bytes to return; null for 32768.
+    #[schemars(range(min = 1, max = 65536))]
+    pub max_bytes: Option<u64>,
+    /// Maximum lines to return; null for 800.
+    #[schemars(range(min = 1, max = 2000))]
+    pub max_lines: Option<u64>,
+}
+
 /// The byte and line caps to apply.
 pub fn resolve_caps(max_bytes: Option<u64>, max_lines: Option<u64>) -> (usize, usize) {
     let bytes = max_bytes.unwrap_or(32 * 1024).clamp(1, 65536);

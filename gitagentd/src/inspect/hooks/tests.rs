@@ -51,7 +51,7 @@ fn data() -> Value {
 }
 
 fn settings(text: &str) -> Result<Vec<String>, String> {
-    parse_settings(text.as_bytes()).map(|settings| settings.post_inspection())
+    parse_settings(text.as_bytes()).map(|settings| settings.post_inspection()).map_err(|error| error.to_string())
 }
 
 #[test]
@@ -70,6 +70,17 @@ fn settings_are_strict_v1() {
     assert!(entry.contains("invalid type: integer `3`, expected a string"), "{entry}");
     assert!(settings(r#"{"hooks":"#).is_err(), "malformed JSON");
     assert!(settings("").is_err(), "an empty file is malformed");
+}
+
+#[test]
+fn settings_errors_keep_their_kind() {
+    assert!(matches!(parse_settings(b"{} {}"), Err(SettingsSyntaxError::MultipleValues)));
+    assert!(matches!(parse_settings(b"  \n"), Err(SettingsSyntaxError::Empty)));
+    assert_eq!(parse_settings(b"").unwrap_err().to_string(), "the file holds no JSON value");
+    let Err(SettingsSyntaxError::Json(error)) = parse_settings(br#"{"hooks":"#) else {
+        panic!("malformed JSON is a JSON error")
+    };
+    assert!(error.is_eof(), "{error}");
 }
 
 #[test]
