@@ -462,7 +462,10 @@ mod ranking_tests {
     fn reference(live: &LiveIndex, query_text: &str, query_vector: &[f32]) -> Vec<(String, Scores)> {
         let terms: Vec<String> = {
             let mut seen = HashSet::new();
-            ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect()
+            let unique: Vec<String> =
+                ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect();
+            let content: Vec<String> = unique.iter().filter(|term| !ranking::is_stopword(term)).cloned().collect();
+            if content.is_empty() { unique } else { content }
         };
         let mut rows = Vec::new();
         for (index, record) in live.snapshot.records.to_index_records().iter().enumerate() {
@@ -471,7 +474,7 @@ mod ranking_tests {
             let body_terms = ranking::terms(link.content.chunk_body(chunk));
             let vector = live.vector(index).unwrap();
             let cosine = ranking::dot(query_vector, vector) / (ranking::norm(query_vector) * ranking::norm(vector));
-            let symbol = chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default();
+            let symbol = chunk.symbol.as_ref().map(|s| s.name.clone()).unwrap_or_default();
             rows.push((
                 record.path.clone(),
                 record.start_line,
@@ -500,7 +503,7 @@ mod ranking_tests {
                 let path_score = terms.iter().filter(|t| path_terms.contains(t)).count() as f64 / terms.len() as f64;
                 let symbol = terms.iter().filter(|t| symbol_terms.contains(t)).count() as f64 / terms.len() as f64;
                 let lexical = (text * 0.45 + path_score * 0.30 + symbol * 0.35).min(1.0);
-                let rank = relatedness + (1.0 - relatedness) * lexical;
+                let rank = relatedness + (1.0 - relatedness) * (1.0 - (1.0 - lexical).powi(2));
                 let scores =
                     Scores { cosine, vector_relatedness: relatedness, text, path: path_score, symbol, lexical, rank };
                 (format!("{path}:{start}"), scores)
