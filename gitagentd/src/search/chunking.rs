@@ -12,9 +12,12 @@
 //!   cut at their declarations the same way, and a container's members
 //!   (methods of a class, impl or trait) are chunks of their own, with the
 //!   container's first line as `context:` in their embedding input and
-//!   its header (up to the first member) as a chunk of its own. Tiny
-//!   neighbouring declarations of one container merge (each at most 3
-//!   lines, together at most 12); the lines between declarations form
+//!   its header (up to the first member) as a chunk of its own. A
+//!   function or method is always a chunk of its own (the answer to a
+//!   search is the function, not a run of them); tiny neighbouring
+//!   declarations of other kinds (constants, fields, type aliases) of one
+//!   container merge (each at most 3 lines, together at most 12); the
+//!   lines between declarations form
 //!   chunks of their own, without the lines that hold only punctuation or
 //!   a closing keyword. Markdown is cut at its headings.
 //! - Other files, and files whose syntax cannot be followed, are cut into
@@ -36,7 +39,7 @@ use sha2::{Digest, Sha256};
 /// index built by another version (or by a build with other languages) is
 /// refreshed rather than trusted. [`chunker_version`] adds the built-in
 /// grammars.
-const CHUNKER_RULES: &str = "syntax-1";
+const CHUNKER_RULES: &str = "syntax-2";
 pub const CHUNK_LINES: usize = 80;
 /// Declarations of at most this many lines are tiny: neighbours merge.
 pub const TINY_LINES: usize = 3;
@@ -352,7 +355,17 @@ fn outline_pieces(outline: &syntax::Outline, text: &str, lines: &LineIndex) -> V
     out
 }
 
-/// Merges neighbouring tiny declarations of one container.
+/// Symbol kinds of code that runs: each is a chunk of its own, however
+/// small.
+const CALLABLE_KINDS: &[&str] =
+    &["constructor", "deinit", "destructor", "function", "indexer", "init", "macro", "method", "operator", "subscript"];
+
+fn is_callable(piece: &Piece) -> bool {
+    piece.symbol.as_ref().is_some_and(|symbol| CALLABLE_KINDS.contains(&symbol.kind))
+}
+
+/// Merges neighbouring tiny declarations of one container, functions and
+/// methods excepted.
 fn merge_tiny(pieces: Vec<Piece>) -> Vec<Piece> {
     let mut out: Vec<Piece> = Vec::with_capacity(pieces.len());
     for piece in pieces {
@@ -361,6 +374,8 @@ fn merge_tiny(pieces: Vec<Piece>) -> Vec<Piece> {
             && piece.decl
             && last.tiny
             && piece.tiny
+            && !is_callable(last)
+            && !is_callable(&piece)
             && last.parent == piece.parent
             && piece.end - last.start < MERGED_LINES
         {
@@ -918,14 +933,15 @@ mod tests {
 
     #[cfg(feature = "lang-rust")]
     #[test]
-    fn tiny_neighbours_merge_and_lone_braces_are_no_chunk() {
+    fn tiny_neighbours_merge_but_functions_stay_apart_and_lone_braces_are_no_chunk() {
         let source = "const A: u8 = 1;\nconst B: u8 = 2;\nconst C: u8 = 3;\n\nimpl T {\n    fn a() {}\n    fn b() {}\n}\n\nfn long() {\n    one();\n    two();\n    three();\n}\nfn after() {}\n";
         let file = chunk_file("src/t.rs", source.to_string(), 0);
         assert_eq!(
             ranges(&file),
             [
                 (1, 3, Some("const A, B, C".into())),
-                (6, 7, Some("method T::a, T::b".into())),
+                (6, 6, Some("method T::a".into())),
+                (7, 7, Some("method T::b".into())),
                 (10, 14, Some("function long".into())),
                 (15, 15, Some("function after".into())),
             ]
@@ -954,7 +970,7 @@ mod tests {
     #[test]
     fn the_chunker_version_names_the_built_in_languages() {
         let version = chunker_version();
-        assert!(version.starts_with("syntax-1+"), "{version}");
+        assert!(version.starts_with("syntax-2+"), "{version}");
         #[cfg(feature = "lang-rust")]
         assert!(version.split(['+', ',']).any(|part| part == "rust"), "{version}");
     }

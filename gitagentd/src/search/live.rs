@@ -95,7 +95,7 @@ impl FileContent {
             FileTerms::build(
                 &self.path,
                 self.chunks.iter().map(|chunk| {
-                    let symbol = chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default();
+                    let symbol = chunk.symbol.as_ref().map(|s| s.name.clone()).unwrap_or_default();
                     (self.chunk_body(chunk), symbol)
                 }),
             )

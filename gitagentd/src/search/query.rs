@@ -487,7 +487,10 @@ mod ranking_tests {
     fn reference(live: &LiveIndex, query_text: &str, query_vector: &[f32]) -> Vec<(String, Scores)> {
         let terms: Vec<String> = {
             let mut seen = HashSet::new();
-            ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect()
+            let unique: Vec<String> =
+                ranking::terms(query_text).into_iter().filter(|term| seen.insert(term.clone())).collect();
+            let content: Vec<String> = unique.iter().filter(|term| !ranking::is_stopword(term)).cloned().collect();
+            if content.is_empty() { unique } else { content }
         };
         let mut rows = Vec::new();
         for (index, record) in live.snapshot.records.to_index_records().iter().enumerate() {
@@ -496,7 +499,7 @@ mod ranking_tests {
             let body_terms = ranking::terms(link.content.chunk_body(chunk));
             let vector = live.vector(index).unwrap();
             let cosine = ranking::dot(query_vector, vector) / (ranking::norm(query_vector) * ranking::norm(vector));
-            let symbol = chunk.symbol.as_ref().map(|s| format!("{} {}", s.kind, s.name)).unwrap_or_default();
+            let symbol = chunk.symbol.as_ref().map(|s| s.name.clone()).unwrap_or_default();
             rows.push((
                 record.path.clone(),
                 record.start_line,
@@ -550,7 +553,9 @@ mod ranking_tests {
             ("docs/flags.md", "# Flags\n\nSearch flags and parsing rules; flags flags.\n"),
             ("main.go", "package main\n\nfunc main() {}\n"),
         ]);
-        let query_text = "parse the search flags";
+        // `the` is a function word and `function` names a symbol kind, not
+        // a name: neither counts.
+        let query_text = "parse the search flags function";
         let query_vector = vector_for(query_text);
         let candidates: Vec<String> = vec!["search/parse.go".into(), "docs/flags.md".into(), "main.go".into()];
         let hits = rank(&Query {

@@ -7,7 +7,8 @@
 //! function each, with the query that should find it (typically its doc
 //! comment, removed from `code`). The functions of one path are laid out in
 //! one file, in corpus order by `line`, separated by a blank line (a `.go`
-//! file starts with `package <folder>`); the
+//! file starts with `package <folder>`, methods lifted out of a Java, C#,
+//! TypeScript or PHP class go back into one); the
 //! benchmark indexes that tree with the real binaries (an isolated user, as
 //! in the other benchmarks), runs `git-agent search` once per query and
 //! prints, at function level:
@@ -266,7 +267,10 @@ fn load_corpus(path: &str) -> Vec<Function> {
 
 /// The files of the corpus (path -> content) and every function's lines,
 /// in corpus order. Functions of one path follow each other by `line`
-/// (corpus order among equal lines), one blank line apart.
+/// (corpus order among equal lines), one blank line apart, after the
+/// file's [`preamble`]; runs of methods lifted out of their class (see
+/// [`is_member`]) are put back into a class named after the file, so
+/// that the laid-out file is valid source in its language.
 fn layout(corpus: &[Function]) -> (BTreeMap<String, String>, Vec<Target>) {
     let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (index, function) in corpus.iter().enumerate() {
@@ -276,25 +280,38 @@ fn layout(corpus: &[Function]) -> (BTreeMap<String, String>, Vec<Target>) {
     let mut targets = vec![None; corpus.len()];
     for (path, mut members) in by_path {
         members.sort_by_key(|&index| corpus[index].line);
-        let mut content = go_package_clause(path);
-        let mut next_line = 1 + content.lines().count() as u32;
+        let mut content = preamble(path);
+        let mut in_class = false;
         for index in members {
             let code = corpus[index].code.trim_end_matches('\n');
+            let member = is_member(path, code);
+            if member && !in_class {
+                content.push_str(&format!("class {} {{\n\n", class_name(path)));
+            } else if !member && in_class {
+                content.push_str("}\n\n");
+            }
+            in_class = member;
+            let next_line = 1 + content.lines().count() as u32;
             let lines = code.lines().count().max(1) as u32;
             targets[index] = Some(Target { path: path.to_string(), start: next_line, end: next_line + lines - 1 });
             content.push_str(code);
             content.push_str("\n\n");
-            next_line += lines + 1;
+        }
+        if in_class {
+            content.push_str("}\n");
         }
         files.insert(path.to_string(), content);
     }
     (files, targets.into_iter().map(|target| target.expect("every function is laid out")).collect())
 }
 
-/// A Go file is Go only with its package clause (the functions of a
-/// corpus come without it): `package <folder>` and a blank line for a
-/// `.go` path, nothing for others.
-fn go_package_clause(path: &str) -> String {
+/// What a file needs before its functions to be source in its language:
+/// a Go file's package clause (`package <folder>` and a blank line), a
+/// PHP file's `<?php` tag; nothing for others.
+fn preamble(path: &str) -> String {
+    if path.ends_with(".php") {
+        return "<?php\n\n".into();
+    }
     if !path.ends_with(".go") {
         return String::new();
     }
@@ -302,6 +319,59 @@ fn go_package_clause(path: &str) -> String {
     let name: String = folder.unwrap_or("main").chars().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_').collect();
     let name = if name.is_empty() || name.starts_with(|ch: char| ch.is_ascii_digit()) { "main".into() } else { name };
     format!("package {name}\n\n")
+}
+
+/// Whether `code` is a method that only parses inside a class: every
+/// Java and C# function; a JavaScript/TypeScript or PHP function that
+/// does not start like a top-level item (`export`, `function`, `const`,
+/// ...), e.g. `private parse(c: number)` or `resume(): void {`.
+fn is_member(path: &str, code: &str) -> bool {
+    let extension = path.rsplit_once('.').map_or("", |(_, extension)| extension);
+    let first = code
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('@') && !line.starts_with("//") && !line.starts_with("/*"))
+        .unwrap_or("");
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|prefix| first.starts_with(prefix));
+    match extension {
+        "java" | "cs" => true,
+        "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" => !starts(&[
+            "export ",
+            "function ",
+            "function*",
+            "async function",
+            "const ",
+            "let ",
+            "var ",
+            "class ",
+            "abstract class",
+            "interface ",
+            "type ",
+            "enum ",
+            "declare ",
+            "namespace ",
+            "module ",
+            "import ",
+        ]),
+        "php" => starts(&["public ", "private ", "protected ", "static ", "abstract ", "final "]),
+        _ => false,
+    }
+}
+
+/// The class lifted methods are put back into: the file's name in
+/// PascalCase (`tokenizer.ts` -> `Tokenizer`, `json_reader.java` ->
+/// `JsonReader`).
+fn class_name(path: &str) -> String {
+    let stem = Path::new(path).file_stem().and_then(|stem| stem.to_str()).unwrap_or("Members");
+    let name: String = stem
+        .split(|ch: char| !ch.is_ascii_alphanumeric())
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or(String::new(), |first| first.to_ascii_uppercase().to_string() + chars.as_str())
+        })
+        .collect();
+    if name.is_empty() || name.starts_with(|ch: char| ch.is_ascii_digit()) { "Members".into() } else { name }
 }
 
 /// The 1-based rank of the first result within [`DEPTH`] that hits
@@ -595,7 +665,24 @@ mod tests {
         let (files, targets) = layout(&[function("gin/render/json.go", 5, "func A() {\n}")]);
         assert_eq!(files["gin/render/json.go"], "package render\n\nfunc A() {\n}\n\n");
         assert_eq!(targets[0], Target { path: "gin/render/json.go".into(), start: 3, end: 4 });
-        assert_eq!(go_package_clause("cobra.go"), "package main\n\n");
+        assert_eq!(preamble("cobra.go"), "package main\n\n");
+        // Lifted methods go back into a class named after the file.
+        let (files, targets) = layout(&[
+            function("src/json_reader.ts", 1, "export function a() {}"),
+            function("src/json_reader.ts", 2, "private b(): void {\n}"),
+            function("src/json_reader.ts", 3, "@Decorated\nc() {}"),
+            function("src/json_reader.ts", 4, "const d = 1"),
+        ]);
+        assert_eq!(
+            files["src/json_reader.ts"],
+            "export function a() {}\n\nclass JsonReader {\n\nprivate b(): void {\n}\n\n@Decorated\nc() {}\n\n}\n\nconst d = 1\n\n"
+        );
+        assert_eq!(targets[1], Target { path: "src/json_reader.ts".into(), start: 5, end: 6 });
+        assert_eq!(targets[2], Target { path: "src/json_reader.ts".into(), start: 8, end: 9 });
+        assert_eq!(targets[3], Target { path: "src/json_reader.ts".into(), start: 13, end: 13 });
+        let (files, targets) = layout(&[function("a/Gson.java", 1, "public int x() {\n  return 1;\n}")]);
+        assert_eq!(files["a/Gson.java"], "class Gson {\n\npublic int x() {\n  return 1;\n}\n\n}\n");
+        assert_eq!(targets[0], Target { path: "a/Gson.java".into(), start: 3, end: 5 });
     }
 
     #[test]
