@@ -464,8 +464,7 @@ impl TlsFront {
             .enable_all()
             .build()
             .expect("start the TLS front runtime");
-        let listener =
-            runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the TLS front");
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the TLS front");
         let address = listener.local_addr().expect("an address");
         runtime.spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {

@@ -411,7 +411,8 @@ type WindowDone<K> = Result<(Vec<K>, Vec<Vec<f32>>, Duration), EmbeddingError>;
 /// for its request slot before the next input is taken, so a slow endpoint
 /// holds the producer back (bounded memory) instead of piling up windows.
 /// `on_batch` sees each finished window (its keys and vectors) in
-/// completion order, with the count received so far as the total. The
+/// completion order, with the count received so far as the total, and an
+/// empty call (no keys) as each window is sent, for progress. The
 /// first failure closes the channel (the producer's next send fails) and
 /// cancels the requests in flight.
 pub async fn embed_stream<K, F>(
@@ -453,6 +454,12 @@ where
                 window.push((key, text));
             }
             windows += 1;
+            // A progress tick (no keys): the count received so far is known.
+            on_batch(
+                Vec::new(),
+                Vec::new(),
+                BatchDone { done, total: received, elapsed: started.elapsed(), request: Duration::ZERO },
+            );
             let client = client.clone();
             let settings = settings.clone();
             let cancel = local_cancel.clone();

@@ -570,6 +570,17 @@ impl SearchService {
                 &settings,
                 receiver,
                 |keys: Vec<chunking::Hash32>, batch, done| {
+                    if keys.is_empty() {
+                        // A window was sent: the status line shows the
+                        // growing total before anything completes.
+                        progress.update(Update {
+                            done: done.done,
+                            total: done.total,
+                            elapsed: done.elapsed,
+                            ..Update::default()
+                        });
+                        return;
+                    }
                     for (hash, vector) in keys.iter().zip(batch) {
                         if spool_error.is_none()
                             && let Err(error) = spool.insert(&request.temp_dir, *hash, &vector)

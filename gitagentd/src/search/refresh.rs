@@ -242,7 +242,9 @@ impl<'a> Early<'a> {
         }
         let mut any = false;
         for draft in &chunked.chunks {
-            if !self.reindex && (self.live.record_for_input(&draft.input_hash).is_some() || self.held_elsewhere(&draft.input_hash)) {
+            if !self.reindex
+                && (self.live.record_for_input(&draft.input_hash).is_some() || self.held_elsewhere(&draft.input_hash))
+            {
                 continue;
             }
             if !self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(draft.input_hash) {

@@ -33,7 +33,10 @@
 //! once the whole pack is indexed and offers no hook on arriving entries,
 //! so the index is built after the fetch, not while it runs.
 
-use crate::provider::{self, network::{NetworkError, NetworkSettings}};
+use crate::provider::{
+    self,
+    network::{NetworkError, NetworkSettings},
+};
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
