@@ -4,6 +4,8 @@
 //! - [`HttpGit`]: `git http-backend` behind a small HTTP server (axum),
 //!   counting requests, optionally requiring basic-auth credentials, and
 //!   able to die in the middle of a pack;
+//! - [`TlsFront`]: `https://` in front of an [`HttpGit`], with a certificate
+//!   from its own throw-away CA (rcgen);
 //! - [`GitDaemon`]: `git daemon` serving `git://`, connections counted from
 //!   its verbose log;
 //! - [`SshServer`]: a throw-away `sshd` on a loopback port with its own
@@ -122,6 +124,11 @@ impl HttpGit {
             Some(userinfo) => format!("http://{userinfo}@{}/{name}", self.address),
             None => format!("http://{}/{name}", self.address),
         }
+    }
+
+    /// The plain HTTP address (for a [`TlsFront`]).
+    pub fn address(&self) -> SocketAddr {
+        self.address
     }
 
     /// Requests served so far.
@@ -422,4 +429,67 @@ fn keygen(path: &Path) {
 fn user() -> String {
     let output = Command::new("id").arg("-un").output().expect("run id -un");
     String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// TLS in front of a plain server on 127.0.0.1: a throw-away CA of its
+/// own signs a certificate for `127.0.0.1` and `localhost`; each accepted
+/// connection is decrypted and relayed to the backend byte for byte.
+pub struct TlsFront {
+    address: SocketAddr,
+    ca_pem: String,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl TlsFront {
+    pub fn start(backend: SocketAddr) -> Self {
+        let ca_key = rcgen::KeyPair::generate().expect("a CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "git-agent test CA");
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("a self-signed CA");
+        let server_key = rcgen::KeyPair::generate().expect("a server key");
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("server parameters");
+        params.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));
+        let certificate = params.signed_by(&server_key, &ca).expect("a server certificate");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![certificate.der().clone()], key)
+            .expect("the server certificate");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("start the TLS front runtime");
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind the TLS front");
+        let address = listener.local_addr().expect("an address");
+        runtime.spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends here.
+                    let Ok(mut tls) = acceptor.accept(stream).await else { return };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await else { return };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+        Self { address, ca_pem: ca.pem(), _runtime: runtime }
+    }
+
+    /// `https://127.0.0.1:<port>/<name>`, with `userinfo@` when given.
+    pub fn url(&self, name: &str, userinfo: Option<&str>) -> String {
+        match userinfo {
+            Some(userinfo) => format!("https://{userinfo}@{}/{name}", self.address),
+            None => format!("https://{}/{name}", self.address),
+        }
+    }
+
+    /// The CA certificate (PEM) that signed the server's certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
 }

@@ -198,11 +198,43 @@ pub fn build_client(network: &NetworkSettings, kind: ClientKind) -> Result<reqwe
     if network.ca_file.is_some() || network.ca_dir.is_some() {
         // Like OpenSSL, the caller's CA locations replace the system's.
         builder = builder.tls_built_in_root_certs(false);
-        for certificate in caller_certificates(network)? {
+        for certificate in caller_certificates(network, reqwest::Certificate::from_pem_bundle)? {
             builder = builder.add_root_certificate(certificate);
         }
     }
     builder.build().map_err(|error| NetworkError::Build(error.without_url().to_string()))
+}
+
+/// Configures gix's HTTP client (reqwest 0.13, the `--remote` transport)
+/// like [`build_client`]: exactly the proxies and CAs of `network`, the
+/// invocation's, never those of the daemon's own environment.
+pub fn configure_git_client(
+    network: &NetworkSettings,
+    builder: reqwest_gix::blocking::ClientBuilder,
+) -> Result<reqwest_gix::blocking::ClientBuilder, NetworkError> {
+    let mut builder = builder.no_proxy();
+    let no_proxy = network.no_proxy.as_deref().and_then(reqwest_gix::NoProxy::from_string);
+    let proxies =
+        [(&network.http_proxy, Scope::Http), (&network.https_proxy, Scope::Https), (&network.all_proxy, Scope::All)];
+    for (setting, scope) in proxies {
+        let Some(setting) = setting else { continue };
+        let url = proxy_url(setting)?;
+        let proxy = match scope {
+            Scope::Http => reqwest_gix::Proxy::http(url.as_str()),
+            Scope::Https => reqwest_gix::Proxy::https(url.as_str()),
+            Scope::All => reqwest_gix::Proxy::all(url.as_str()),
+        };
+        let proxy = proxy.map_err(|error| NetworkError::InvalidProxy {
+            variable: setting.variable,
+            reason: error.without_url().to_string(),
+        })?;
+        builder = builder.proxy(proxy.no_proxy(no_proxy.clone()));
+    }
+    if network.ca_file.is_some() || network.ca_dir.is_some() {
+        // Like OpenSSL, the caller's CA locations replace the system's.
+        builder = builder.tls_certs_only(caller_certificates(network, reqwest_gix::Certificate::from_pem_bundle)?);
+    }
+    Ok(builder)
 }
 
 /// Which requests a proxy variable covers.
@@ -225,8 +257,12 @@ fn proxy_url(setting: &ProxySetting) -> Result<reqwest::Url, NetworkError> {
     }
 }
 
-/// The certificates of `SSL_CERT_FILE` and every PEM file of `SSL_CERT_DIR`.
-fn caller_certificates(network: &NetworkSettings) -> Result<Vec<reqwest::Certificate>, NetworkError> {
+/// The certificates of `SSL_CERT_FILE` and every PEM file of `SSL_CERT_DIR`,
+/// parsed by `parse` (the certificate type of the client they are for).
+fn caller_certificates<C, E: std::fmt::Display>(
+    network: &NetworkSettings,
+    parse: impl Fn(&[u8]) -> Result<Vec<C>, E>,
+) -> Result<Vec<C>, NetworkError> {
     let mut certificates = Vec::new();
     if let Some(path) = &network.ca_file {
         let variable = vars::SSL_CERT_FILE;
@@ -235,7 +271,7 @@ fn caller_certificates(network: &NetworkSettings) -> Result<Vec<reqwest::Certifi
             path: path.clone(),
             source,
         })?;
-        let found = reqwest::Certificate::from_pem_bundle(&bytes).map_err(|error| NetworkError::InvalidCa {
+        let found = parse(&bytes).map_err(|error| NetworkError::InvalidCa {
             variable,
             path: path.clone(),
             reason: Some(error.to_string()),
@@ -254,7 +290,7 @@ fn caller_certificates(network: &NetworkSettings) -> Result<Vec<reqwest::Certifi
             // Hash links, CRLs and other files that are not PEM
             // certificates are skipped, as OpenSSL does.
             let Ok(bytes) = std::fs::read(&path) else { continue };
-            certificates.extend(reqwest::Certificate::from_pem_bundle(&bytes).unwrap_or_default());
+            certificates.extend(parse(&bytes).unwrap_or_default());
         }
         if certificates.len() == before {
             return Err(NetworkError::InvalidCa { variable, path: dir.clone(), reason: None });

@@ -400,6 +400,138 @@ where
     }
 }
 
+/// One window's outcome: its keys, vectors and request time.
+type WindowDone<K> = Result<(Vec<K>, Vec<Vec<f32>>, Duration), EmbeddingError>;
+
+/// Embeds inputs while they are still being produced: `inputs` delivers
+/// `(key, text)` pairs; a window is dispatched as soon as it is complete
+/// (`batch_inputs` inputs, or the next input would pass `batch_max_chars`),
+/// the final partial window only once the channel closes. At most
+/// `settings.concurrency` requests run at once, and a complete window waits
+/// for its request slot before the next input is taken, so a slow endpoint
+/// holds the producer back (bounded memory) instead of piling up windows.
+/// `on_batch` sees each finished window (its keys and vectors) in
+/// completion order, with the count received so far as the total, and an
+/// empty call (no keys) as each window is sent, for progress. The
+/// first failure closes the channel (the producer's next send fails) and
+/// cancels the requests in flight.
+pub async fn embed_stream<K, F>(
+    client: &EmbeddingsClient,
+    settings: &EmbeddingSettings,
+    mut inputs: tokio::sync::mpsc::Receiver<(K, String)>,
+    mut on_batch: F,
+    cancel: &CancellationToken,
+) -> Result<Streamed, EmbeddingError>
+where
+    K: Send + 'static,
+    F: FnMut(Vec<K>, Vec<Vec<f32>>, BatchDone),
+{
+    let max_inputs = settings.batch_inputs.max(1);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1)));
+    let local_cancel = cancel.child_token();
+    let mut tasks: tokio::task::JoinSet<WindowDone<K>> = tokio::task::JoinSet::new();
+    let mut window: Vec<(K, String)> = Vec::new();
+    let mut window_chars = 0;
+    // An input that did not fit the window before it: it opens the next.
+    let mut carry: Option<(K, String)> = None;
+    let mut open = true;
+    let mut received = 0;
+    let mut done = 0;
+    let mut windows = 0;
+    let started = Instant::now();
+    let mut failure: Option<EmbeddingError> = None;
+    loop {
+        let complete = window.len() >= max_inputs || carry.is_some() || (!open && !window.is_empty());
+        if complete && failure.is_none() {
+            let permit = tokio::select! {
+                permit = Arc::clone(&semaphore).acquire_owned() => permit.map_err(|_| EmbeddingError::Cancelled)?,
+                _ = cancel.cancelled() => return Err(EmbeddingError::Cancelled),
+            };
+            let (keys, texts): (Vec<K>, Vec<String>) = std::mem::take(&mut window).into_iter().unzip();
+            window_chars = 0;
+            if let Some((key, text)) = carry.take() {
+                window_chars = text.len();
+                window.push((key, text));
+            }
+            windows += 1;
+            // A progress tick (no keys): the count received so far is known.
+            on_batch(
+                Vec::new(),
+                Vec::new(),
+                BatchDone { done, total: received, elapsed: started.elapsed(), request: Duration::ZERO },
+            );
+            let client = client.clone();
+            let settings = settings.clone();
+            let cancel = local_cancel.clone();
+            tasks.spawn(async move {
+                let _permit = permit;
+                let started = Instant::now();
+                let vectors = client.embed(&settings, &texts, &cancel).await?;
+                Ok((keys, vectors, started.elapsed()))
+            });
+            continue;
+        }
+        if !open && tasks.is_empty() {
+            break;
+        }
+        tokio::select! {
+            next = inputs.recv(), if open && carry.is_none() => match next {
+                Some((key, text)) if failure.is_none() => {
+                    received += 1;
+                    if !window.is_empty() && window_chars + text.len() > settings.batch_max_chars {
+                        carry = Some((key, text));
+                    } else {
+                        window_chars += text.len();
+                        window.push((key, text));
+                    }
+                }
+                // After a failure, what the producer had already sent is
+                // dropped.
+                Some(_) => {}
+                None => open = false,
+            },
+            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                let error = match joined {
+                    Ok(Ok((keys, vectors, request))) => {
+                        if failure.is_none() {
+                            done += keys.len();
+                            on_batch(keys, vectors, BatchDone { done, total: received, elapsed: started.elapsed(), request });
+                        }
+                        None
+                    }
+                    Ok(Err(error)) => Some(error),
+                    Err(error) => Some(EmbeddingError::Client(error.to_string())),
+                };
+                if let Some(error) = error {
+                    local_cancel.cancel();
+                    // The producer's next send fails, and it stops.
+                    inputs.close();
+                    window.clear();
+                    carry = None;
+                    if failure.is_none() || matches!(failure, Some(EmbeddingError::Cancelled)) {
+                        failure = Some(error);
+                    }
+                }
+            }
+            _ = cancel.cancelled() => return Err(EmbeddingError::Cancelled),
+        }
+    }
+    if cancel.is_cancelled() {
+        return Err(EmbeddingError::Cancelled);
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(Streamed { inputs: done, windows }),
+    }
+}
+
+/// What [`embed_stream`] embedded: inputs, in how many windows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Streamed {
+    pub inputs: usize,
+    pub windows: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -382,6 +382,33 @@ impl Default for SearchService {
     }
 }
 
+/// How many full embedding windows may wait between the walk's threads
+/// and the embedder before the walk is held back.
+const STREAM_WINDOWS_QUEUED: usize = 4;
+
+/// The progress of index embedding: a debug event and the status line.
+fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: usize) {
+    let item = done.elapsed.checked_div(done.done.max(1) as u32).unwrap_or_default();
+    feedback.event(
+        "search_embed_progress",
+        &[
+            (
+                "progress",
+                Field::Str(format!(
+                    "{}/{} ({:.1}%)",
+                    done.done,
+                    done.total,
+                    done.done as f64 / done.total.max(1) as f64 * 100.0
+                )),
+            ),
+            ("elapsed", Field::Duration(done.elapsed)),
+            ("item_elapsed", Field::Duration(item)),
+            ("client_elapsed", Field::Duration(done.request)),
+        ],
+    );
+    feedback.update(Update { done: done.done, total: done.total, reused, elapsed: done.elapsed, ..Update::default() });
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -506,13 +533,86 @@ impl SearchService {
             crash_at: self.crash_at,
             tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
         };
+        // The build pipeline: the walk's threads read and chunk files and
+        // hand new inputs to the embedder, which sends each complete window
+        // while production goes on (the last partial one once the walk
+        // ends). A failure of either side cancels the other; nothing is
+        // published. New vectors go to a spool file as their windows
+        // arrive (see `spool`); a write failure stops using it and is
+        // reported below.
+        let mut spool = spool::VectorSpool::new();
+        let mut spool_error: Option<std::io::Error> = None;
+        let build_cancel = cancel.child_token();
+        let (sender, receiver) = tokio::sync::mpsc::channel::<(chunking::Hash32, String)>(
+            settings.batch_inputs.max(1).saturating_mul(STREAM_WINDOWS_QUEUED),
+        );
+        // A warm-only search embeds nothing.
+        let sink: Option<refresh::InputSink> = (!request.warm_only)
+            .then(|| Box::new(move |hash, text| sender.blocking_send((hash, text)).is_ok()) as refresh::InputSink);
         let reporter = Arc::clone(&feedback);
-        let token = cancel.clone();
-        let prepared = blocking(move || {
-            let cancelled = move || token.is_cancelled();
-            refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled)
-        })
-        .await??;
+        let token = build_cancel.clone();
+        let production = async {
+            let prepared = blocking(move || {
+                let cancelled = move || token.is_cancelled();
+                refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled, sink)
+            })
+            .await
+            .and_then(|prepared| prepared.map_err(SearchError::from));
+            if prepared.is_err() {
+                build_cancel.cancel();
+            }
+            prepared
+        };
+        let streaming = async {
+            let progress = Arc::clone(&feedback);
+            let streamed = embeddings::embed_stream(
+                &client,
+                &settings,
+                receiver,
+                |keys: Vec<chunking::Hash32>, batch, done| {
+                    if keys.is_empty() {
+                        // A window was sent: the status line shows the
+                        // growing total before anything completes.
+                        progress.update(Update {
+                            done: done.done,
+                            total: done.total,
+                            elapsed: done.elapsed,
+                            ..Update::default()
+                        });
+                        return;
+                    }
+                    for (hash, vector) in keys.iter().zip(batch) {
+                        if spool_error.is_none()
+                            && let Err(error) = spool.insert(&request.temp_dir, *hash, &vector)
+                        {
+                            spool_error = Some(error);
+                        }
+                    }
+                    report_embedding(&progress, done, 0);
+                },
+                &build_cancel,
+            )
+            .await;
+            if streamed.is_err() {
+                build_cancel.cancel();
+            }
+            streamed
+        };
+        let production_started = Instant::now();
+        let (prepared, streamed) = tokio::join!(production, streaming);
+        // The embedding failure is the cause when production stopped for it.
+        let streamed = match (prepared.as_ref(), streamed) {
+            (_, Err(EmbeddingError::Cancelled)) if cancel.is_cancelled() => return Err(SearchError::Cancelled),
+            (Err(_), Err(EmbeddingError::Cancelled)) => embeddings::Streamed::default(),
+            (_, Err(error)) => return Err(error.into()),
+            (_, Ok(streamed)) => streamed,
+        };
+        let streamed_done = streamed.inputs;
+        let prepared = prepared?;
+        if streamed.windows > 0 {
+            // Discovery, chunking and the embedding windows sent meanwhile.
+            feedback.timing_event("embed_stream", production_started.elapsed());
+        }
         // Nothing to embed and nothing to rank against: either way there
         // are no leads, and the query needs no embeddings call.
         if request.warm_only && (prepared.chunks == 0 || !prepared.missing.is_empty()) {
@@ -522,35 +622,38 @@ impl SearchService {
         let (files, chunks, reused, embedded, skipped) =
             (prepared.files, prepared.chunks, prepared.reused, prepared.embedded_chunks, prepared.skipped);
 
-        // New vectors go to a spool file as their batches arrive (see
-        // `spool`); a write failure stops using it and is reported below.
-        let mut spool = spool::VectorSpool::new();
-        let mut spool_error: Option<std::io::Error> = None;
+        // What the walk did not stream (inputs the shared store was
+        // expected to hold but did not verify) is embedded now.
         let embed_started = Instant::now();
+        let rest: Vec<usize> = (0..prepared.missing.len())
+            .filter(|&index| !prepared.streamed.contains(&prepared.missing[index].hash))
+            .collect();
         if !prepared.missing.is_empty() {
-            let sizes: Vec<usize> = prepared.missing.iter().map(|missing| missing.input_bytes).collect();
-            let hashes: Vec<chunking::Hash32> = prepared.missing.iter().map(|missing| missing.hash).collect();
+            let sizes: Vec<usize> = rest.iter().map(|&index| prepared.missing[index].input_bytes).collect();
+            let hashes: Vec<chunking::Hash32> = rest.iter().map(|&index| prepared.missing[index].hash).collect();
             let batches = embeddings::plan_batches(&sizes, settings.batch_inputs, settings.batch_max_chars);
             feedback.event(
                 "search_embed_plan",
                 &[
-                    ("missing_chunks", Field::Int(sizes.len() as i64)),
+                    ("missing_chunks", Field::Int(prepared.missing.len() as i64)),
                     ("reused_chunks", Field::Int(reused as i64)),
-                    ("batches", Field::Int(batches.len() as i64)),
+                    ("batches", Field::Int((streamed.windows + batches.len()) as i64)),
                     ("batch_inputs", Field::Int(settings.batch_inputs as i64)),
                     ("batch_max_chars", Field::Int(settings.batch_max_chars as i64)),
                     ("concurrency", Field::Int(settings.concurrency as i64)),
+                    // Embedded while the walk still ran.
+                    ("streamed_chunks", Field::Int(streamed_done as i64)),
                     ("index_dir", Field::Str(selection.index_dir.display().to_string())),
                 ],
             );
-            let total = sizes.len();
-            feedback.update(Update { total, reused, ..Update::default() });
+            let total = prepared.missing.len();
+            feedback.update(Update { done: streamed_done, total, reused, ..Update::default() });
             let progress = Arc::clone(&feedback);
             let result = embeddings::embed_many(
                 &client,
                 &settings,
                 &sizes,
-                prepared.input_builder(),
+                prepared.input_builder(&rest),
                 |range, batch, done| {
                     for (hash, vector) in hashes[range].iter().zip(batch) {
                         if spool_error.is_none()
@@ -559,42 +662,19 @@ impl SearchService {
                             spool_error = Some(error);
                         }
                     }
-                    let item = done.elapsed.checked_div(done.done.max(1) as u32).unwrap_or_default();
-                    progress.event(
-                        "search_embed_progress",
-                        &[
-                            (
-                                "progress",
-                                Field::Str(format!(
-                                    "{}/{} ({:.1}%)",
-                                    done.done,
-                                    done.total,
-                                    done.done as f64 / done.total.max(1) as f64 * 100.0
-                                )),
-                            ),
-                            ("elapsed", Field::Duration(done.elapsed)),
-                            ("item_elapsed", Field::Duration(item)),
-                            ("client_elapsed", Field::Duration(done.request)),
-                        ],
-                    );
-                    progress.update(Update {
-                        done: done.done,
-                        total,
-                        reused,
-                        elapsed: done.elapsed,
-                        ..Update::default()
-                    });
+                    let done = embeddings::BatchDone { done: streamed_done + done.done, total, ..done };
+                    report_embedding(&progress, done, reused);
                 },
                 &cancel,
             )
             .await;
             feedback.timing_event("embed_index", embed_started.elapsed());
             result?;
-            if let Some(source) = spool_error {
-                return Err(RefreshError::Snapshot { dir: request.temp_dir.clone(), source }.into());
-            }
         } else {
             feedback.timing_event("embed_index", embed_started.elapsed());
+        }
+        if let Some(source) = spool_error {
+            return Err(RefreshError::Snapshot { dir: request.temp_dir.clone(), source }.into());
         }
 
         let reporter = Arc::clone(&feedback);

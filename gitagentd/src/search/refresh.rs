@@ -26,7 +26,8 @@ use super::spool::{NewVectors, Spooled};
 use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What one refresh is asked to do.
@@ -114,6 +115,9 @@ pub struct Prepared {
     pub reused: usize,
     pub embedded_chunks: usize,
     pub skipped: SkipCounts,
+    /// Inputs already handed to the early sink while the walk ran (see
+    /// [`prepare`]): their vectors come from there.
+    pub streamed: HashSet<Hash32>,
     contents: HashMap<String, Arc<FileContent>>,
     rejected: HashMap<String, (FileStat, SkipReason)>,
 }
@@ -134,12 +138,18 @@ impl Prepared {
         input_text(&candidate.content, missing.first.1, self.request.max_input_chars)
     }
 
-    /// A builder for inputs that owns what it needs.
-    pub fn input_builder(&self) -> impl Fn(std::ops::Range<usize>) -> Vec<String> + Send + Sync + 'static {
-        let parts: Vec<(Arc<FileContent>, usize)> = self
-            .missing
+    /// A builder for the inputs of `self.missing[selected[i]]` (by ranges
+    /// of `selected`) that owns what it needs.
+    pub fn input_builder(
+        &self,
+        selected: &[usize],
+    ) -> impl Fn(std::ops::Range<usize>) -> Vec<String> + Send + Sync + 'static {
+        let parts: Vec<(Arc<FileContent>, usize)> = selected
             .iter()
-            .map(|missing| (Arc::clone(&self.candidates[missing.first.0].content), missing.first.1))
+            .map(|&index| {
+                let missing = &self.missing[index];
+                (Arc::clone(&self.candidates[missing.first.0].content), missing.first.1)
+            })
             .collect();
         let cap = self.request.max_input_chars;
         move |range| parts[range].iter().map(|(content, chunk)| input_text(content, *chunk, cap)).collect()
@@ -187,12 +197,122 @@ pub fn load_live(
     Ok(Arc::new(LiveIndex::build(Arc::new(snapshot), &request.model, request.dimensions, contents, rejected, None)))
 }
 
-/// Step 1: walk, read what changed, resolve vectors.
+/// Receives embedding inputs while the walk still runs; `false` once
+/// nobody takes them any more (the build is failing).
+pub type InputSink = Box<dyn Fn(Hash32, String) -> bool + Send + Sync>;
+
+/// The early half of the build pipeline: each file the walk's threads
+/// chunk hands its new embedding inputs to the sink at once, so complete
+/// embedding windows go out while discovery and chunking continue.
+/// Inputs this index or another index of the metadata root already holds
+/// are not sent (`--reindex` sends all); neither are the files `--code`
+/// leaves out. An input the shared store turns out not to hold after all
+/// is embedded after the walk with the rest of [`Prepared::missing`].
+struct Early<'a> {
+    /// Taken (dropped) when production ends.
+    sink: RwLock<Option<InputSink>>,
+    request: &'a RefreshRequest,
+    live: &'a LiveIndex,
+    reindex: bool,
+    /// Inputs other indexes of the metadata root hold, read at the first
+    /// file that has new chunks (a warm walk never reads them).
+    shared: OnceLock<HashSet<Hash32>>,
+    sent: Mutex<HashSet<Hash32>>,
+    closed: AtomicBool,
+}
+
+impl<'a> Early<'a> {
+    fn new(sink: InputSink, request: &'a RefreshRequest, live: &'a LiveIndex, reindex: bool) -> Self {
+        Self {
+            sink: RwLock::new(Some(sink)),
+            request,
+            live,
+            reindex,
+            shared: OnceLock::new(),
+            sent: Mutex::new(HashSet::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Sends the inputs of one chunked file that nothing holds yet.
+    /// Returns whether any was sent.
+    fn offer(&self, path: &str, chunked: &chunking::ChunkedFile) -> bool {
+        if self.closed.load(Ordering::Relaxed) || (self.request.code_only && !is_code_path(path)) {
+            return false;
+        }
+        let mut any = false;
+        for draft in &chunked.chunks {
+            if !self.reindex
+                && (self.live.record_for_input(&draft.input_hash).is_some() || self.held_elsewhere(&draft.input_hash))
+            {
+                continue;
+            }
+            if !self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(draft.input_hash) {
+                continue;
+            }
+            let input = chunking::chunk_input(path, &chunked.text, draft, self.request.max_input_chars);
+            let sink = self.sink.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !sink.as_ref().is_some_and(|sink| sink(draft.input_hash, input)) {
+                self.closed.store(true, Ordering::Relaxed);
+                return any;
+            }
+            any = true;
+        }
+        any
+    }
+
+    fn held_elsewhere(&self, hash: &Hash32) -> bool {
+        self.shared
+            .get_or_init(|| {
+                let request = self.request;
+                store::referenced_inputs(
+                    &request.metadata_dir,
+                    &request.index_dir,
+                    &request.model,
+                    request.dimensions as i64,
+                    None,
+                )
+            })
+            .contains(hash)
+    }
+
+    /// Ends production (the sink, and with it the channel, is dropped):
+    /// what was sent.
+    fn finish(&self) -> HashSet<Hash32> {
+        self.sink.write().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        std::mem::take(&mut *self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+/// Test-only: `GITAGENTD_TEST_HOLD_PRODUCTION` in the daemon's environment
+/// keeps the first build of the daemon's life producing, after its first
+/// file with streamed inputs, until the build is cancelled (at most 60 s),
+/// so a test can fail an embedding window while production is open.
+#[cfg(feature = "test-hooks")]
+fn hold_production(cancelled: &dyn Fn() -> bool) {
+    static HELD: AtomicBool = AtomicBool::new(false);
+    if std::env::var_os("GITAGENTD_TEST_HOLD_PRODUCTION").is_none() || HELD.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cancelled() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn hold_production(_cancelled: &dyn Fn() -> bool) {}
+
+/// Step 1: walk, read what changed, resolve vectors. With a `sink`, new
+/// embedding inputs are handed to it as the walk's threads chunk each
+/// file; the sink is dropped when the walk ends (production closes), and
+/// [`Prepared::streamed`] lists what it was given.
 pub fn prepare(
     request: RefreshRequest,
     previous: Option<Arc<LiveIndex>>,
     reporter: &dyn Reporter,
     cancelled: &(dyn Fn() -> bool + Sync),
+    sink: Option<InputSink>,
 ) -> Result<Prepared, RefreshError> {
     let mut phase = Instant::now();
     let live = match previous {
@@ -212,11 +332,17 @@ pub fn prepare(
     // One pass: the walk's threads read and chunk each file whose cached
     // version cannot be trusted as soon as its folder is listed.
     let mut rules = IgnoreRules::new(&request.root);
-    let reader = Reader { request: &request, live: &live, now: now_ns(), cancelled };
+    let now = now_ns();
+    let early = sink.map(|sink| Early::new(sink, &request, &live, reindex));
+    let reader = Reader { request: &request, live: &live, now, cancelled, early: early.as_ref() };
     let worked = match &request.tree {
-        Some(tree) => revision::walk_with(tree, &request.scope, &reader)?,
-        None => discovery::walk_with(&request.root, &request.scope, &mut rules, &reader),
+        Some(tree) => revision::walk_with(tree, &request.scope, &reader),
+        None => Ok(discovery::walk_with(&request.root, &request.scope, &mut rules, &reader)),
     };
+    // Production ends with the walk: the last partial window may go.
+    let streamed = early.as_ref().map(Early::finish).unwrap_or_default();
+    let worked = worked?;
+    let reader = Reader { request: &request, live: &live, now, cancelled, early: None };
     if cancelled() {
         return Err(StoreError::Cancelled.into());
     }
@@ -341,6 +467,7 @@ pub fn prepare(
         reused: 0,
         embedded_chunks: 0,
         skipped,
+        streamed,
         contents,
         rejected,
         live,
@@ -388,12 +515,13 @@ enum Cached<'a> {
 /// The walk's file work: reads and chunks every file whose cached version
 /// cannot be trusted, appending its text to the thread's own snapshot
 /// segment.
-struct Reader<'a> {
+struct Reader<'a, 'e> {
     request: &'a RefreshRequest,
     live: &'a LiveIndex,
     /// When the walk started (for the racy-timestamp check).
     now: i128,
     cancelled: &'a (dyn Fn() -> bool + Sync),
+    early: Option<&'e Early<'a>>,
 }
 
 /// One reader thread's segment, opened at its first file.
@@ -417,7 +545,7 @@ impl ReaderThread {
     }
 }
 
-impl Reader<'_> {
+impl Reader<'_, '_> {
     fn cached(&self, file: &discovery::FoundFile) -> Cached<'_> {
         if let Some((stat, reason)) = self.live.rejected.get(&file.path)
             && *stat == file.stat
@@ -432,7 +560,7 @@ impl Reader<'_> {
     }
 }
 
-impl discovery::FileWork for Reader<'_> {
+impl discovery::FileWork for Reader<'_, '_> {
     type State = ReaderThread;
     type Output = Result<PendingFile, SkipReason>;
 
@@ -456,6 +584,11 @@ impl discovery::FileWork for Reader<'_> {
             None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
         };
         let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
+        if let Some(early) = self.early
+            && early.offer(&file.path, &chunked)
+        {
+            hold_production(self.cancelled);
+        }
         match state.append(&self.request.temp_dir, &chunked.text) {
             Ok((offset, len)) => Ok(PendingFile {
                 path: file.path.clone(),
@@ -585,7 +718,7 @@ fn resolve_sources(prepared: &mut Prepared, cancelled: &dyn Fn() -> bool) -> Res
             &request.index_dir,
             &request.model,
             dimensions,
-            &missing_hashes,
+            Some(&missing_hashes),
         );
         let shared =
             store::read_shared_vectors(&request.metadata_dir, &referenced, &request.model, dimensions, cancelled)?;
@@ -938,7 +1071,7 @@ mod tests {
     }
 
     fn refresh_with(request: RefreshRequest, previous: Option<Arc<LiveIndex>>) -> Arc<LiveIndex> {
-        let prepared = prepare(request, previous, &Quiet, &|| false).unwrap();
+        let prepared = prepare(request, previous, &Quiet, &|| false, None).unwrap();
         let mut spool = VectorSpool::new();
         for missing in &prepared.missing {
             spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&missing.hash)).unwrap();
@@ -968,7 +1101,7 @@ mod tests {
         let built = refresh_with(index_of(first.path()), None);
 
         let other = index_of(second.path());
-        let prepared = prepare(other, None, &Quiet, &|| false).unwrap();
+        let prepared = prepare(other, None, &Quiet, &|| false, None).unwrap();
         assert!(prepared.missing.is_empty(), "every vector is in the shared store");
         assert_eq!(prepared.reused, built.snapshot.records.len());
         let reused = finish(prepared, NewVectors::default(), &Quiet, &|| false).unwrap();
@@ -1119,7 +1252,7 @@ mod tests {
         )
         .unwrap();
 
-        let prepared = prepare(request.clone(), None, &Quiet, &|| false).unwrap();
+        let prepared = prepare(request.clone(), None, &Quiet, &|| false, None).unwrap();
         assert!(!prepared.unchanged);
         let rust_chunks = chunking::chunk_file("src/lib.rs", rust.to_string(), 0);
         let mut missing: Vec<Hash32> = prepared.missing.iter().map(|missing| missing.hash).collect();
@@ -1149,7 +1282,7 @@ mod tests {
         }
 
         // Now current: the warm path.
-        let again = prepare(request.clone(), Some(Arc::clone(&refreshed)), &Quiet, &|| false).unwrap();
+        let again = prepare(request.clone(), Some(Arc::clone(&refreshed)), &Quiet, &|| false, None).unwrap();
         assert!(again.unchanged);
 
         // The same records under another chunker's name are not trusted:
@@ -1159,7 +1292,7 @@ mod tests {
         let mut manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
         manifest["chunker"] = "syntax-0+other".into();
         std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
-        let stale = prepare(request, None, &Quiet, &|| false).unwrap();
+        let stale = prepare(request, None, &Quiet, &|| false, None).unwrap();
         assert!(!stale.unchanged);
         assert!(stale.missing.is_empty());
         let republished = finish(stale, NewVectors::default(), &Quiet, &|| false).unwrap();

@@ -33,6 +33,10 @@
 //! once the whole pack is indexed and offers no hook on arriving entries,
 //! so the index is built after the fetch, not while it runs.
 
+use crate::provider::{
+    self,
+    network::{NetworkError, NetworkSettings},
+};
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -68,6 +72,19 @@ pub enum RemoteError {
     Cancelled,
 }
 
+/// Why a lookup or edit in the cached repository, or the check of the
+/// advertised refs, failed. Its text may name the raw URL: it is
+/// sanitized before it is kept in a [`RemoteError`].
+#[derive(Debug, thiserror::Error)]
+enum CacheError {
+    #[error(transparent)]
+    Gix(#[from] gix::Error),
+    #[error(transparent)]
+    RefName(#[from] gix::validate::reference::name::Error),
+    #[error("the remote does not advertise {rev:?} (no such branch or tag)")]
+    NotAdvertised { rev: String },
+}
+
 /// One remote: where its cache lives and how to reach it. The raw URL is
 /// kept out of `Debug`.
 #[derive(Clone)]
@@ -76,6 +93,8 @@ pub struct Remote {
     pub sanitized: String,
     pub dir: PathBuf,
     ssh_command: String,
+    /// The invocation's proxies and CA locations, for HTTP transports.
+    network: NetworkSettings,
 }
 
 impl std::fmt::Debug for Remote {
@@ -124,7 +143,13 @@ impl Remote {
         };
         let sanitized = giturl::sanitize(&raw);
         let key = hex(&Sha256::digest(sanitized.as_bytes()));
-        Ok(Self { raw, sanitized, dir: remotes_root(metadata_root).join(key), ssh_command: ssh_command(env) })
+        Ok(Self {
+            raw,
+            sanitized,
+            dir: remotes_root(metadata_root).join(key),
+            ssh_command: ssh_command(env),
+            network: NetworkSettings::from_env(env),
+        })
     }
 
     /// The cached bare repository.
@@ -149,6 +174,39 @@ impl Remote {
 
     pub fn record(&self) -> RemoteRecord {
         read_record(&self.dir.join(RECORD)).unwrap_or_default()
+    }
+
+    /// The transport options of a connection to `url` from `repo`: for
+    /// `http://` and `https://`, gix's defaults with a client configured
+    /// from the invocation's proxies and CA locations (reqwest would
+    /// otherwise read the daemon's own environment); `None` for other
+    /// transports. A bad setting fails here, before any connection.
+    pub(crate) fn transport_options(
+        &self,
+        repo: &gix::Repository,
+        url: &gix::Url,
+    ) -> Result<Option<Box<dyn std::any::Any>>, NetworkError> {
+        use gix::protocol::transport::client::blocking_io::http;
+        if !matches!(url.scheme, gix::url::Scheme::Http | gix::url::Scheme::Https) {
+            return Ok(None);
+        }
+        // Checked once here so the error is ours, not a failed request's.
+        let _checked =
+            provider::network::configure_git_client(&self.network, reqwest_gix::blocking::ClientBuilder::new())?;
+        let defaults = repo
+            .transport_options(gix::bstr::BStr::new(&url.to_bstring()), None)
+            .map_err(|error| NetworkError::Build(self.sanitize_text(&error.to_string())))?;
+        let mut options = match defaults.map(|options| options.downcast::<http::Options>()) {
+            Some(Ok(options)) => *options,
+            _ => http::Options::default(),
+        };
+        let network = self.network.clone();
+        let configure: Box<http::reqwest::ConfigureClientFn> = Box::new(move |builder| {
+            provider::network::configure_git_client(&network, builder).map_err(gix::Error::from_error)
+        });
+        let backend = http::reqwest::Options { configure_client: Some(configure), configure_request: None };
+        options.backend = Some(Arc::new(Mutex::new(backend)));
+        Ok(Some(Box::new(options)))
     }
 
     pub(crate) fn sanitize_text(&self, text: &str) -> String {
@@ -237,10 +295,10 @@ pub fn resolve(
     fetch(remote, &rev_text, reporter, interrupt)?;
     let fetched_at = SystemTime::now();
     let repo = open(remote)?;
-    let commit = resolve_local(&repo, &rev_text).map_err(|message| RemoteError::Resolve {
+    let commit = resolve_local(&repo, &rev_text).map_err(|error| RemoteError::Resolve {
         rev: rev_text.clone(),
         remote: remote.sanitized.clone(),
-        message: remote.sanitize_text(&message),
+        message: remote.sanitize_text(&error.to_string()),
     })?;
     Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at) })
 }
@@ -252,10 +310,10 @@ pub fn resolve_cached(remote: &Remote, rev: Option<&str>) -> Result<gix::ObjectI
     }
     let rev_text = rev.map(str::trim).filter(|rev| !rev.is_empty()).unwrap_or("HEAD");
     let repo = open(remote)?;
-    resolve_local(&repo, rev_text).map_err(|message| RemoteError::Resolve {
+    resolve_local(&repo, rev_text).map_err(|error| RemoteError::Resolve {
         rev: rev_text.to_string(),
         remote: remote.sanitized.clone(),
-        message,
+        message: remote.sanitize_text(&error.to_string()),
     })
 }
 
@@ -310,10 +368,9 @@ fn open_or_init(remote: &Remote) -> Result<gix::Repository, RemoteError> {
 }
 
 /// `rev` to a commit id in `repo`.
-fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, String> {
-    let id = repo.rev_parse_single(rev).map_err(|error| error.to_string())?;
-    let commit = id.object().map_err(|error| error.to_string())?.peel_to_commit().map_err(|error| error.to_string())?;
-    Ok(commit.id)
+fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, CacheError> {
+    let id = repo.rev_parse_single(rev)?;
+    Ok(id.object()?.peel_to_commit()?.id)
 }
 
 /// One fetch of every branch and tag; `HEAD` is pointed at the remote's
@@ -335,18 +392,22 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         .with_refspecs(REFSPECS, Direction::Fetch)
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
-    let connection = handle
+    let transport_options = remote.transport_options(&repo, &url).map_err(|error| failed(error.to_string()))?;
+    let mut connection = handle
         .connect(Direction::Fetch)
         .map_err(|error| failed(describe(&error)))?
         .with_credentials(move |action| credentials(action, account.as_ref()));
+    if let Some(options) = transport_options {
+        connection = connection.with_transport_options(options);
+    }
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
     let prepare =
         connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
     let refs = &prepare.ref_map().remote_refs;
-    check_advertised(refs, rev).map_err(|message| RemoteError::Resolve {
+    check_advertised(refs, rev).map_err(|error| RemoteError::Resolve {
         rev: rev.to_string(),
         remote: remote.sanitized.clone(),
-        message,
+        message: error.to_string(),
     })?;
     let head = refs.iter().find_map(|reference| match reference {
         gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
@@ -371,7 +432,7 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
     })?;
     reporter.fetching(&totals.detail("received", &remote.sanitized));
     if let Some(target) = head {
-        point_head(&repo, &target.to_string()).map_err(failed)?;
+        point_head(&repo, &target.to_string()).map_err(|error| failed(error.to_string()))?;
     }
     Ok(())
 }
@@ -633,7 +694,7 @@ pub(crate) fn credentials(
 
 /// Fails when `rev` is a direct name (no `~`, `^`, `@`, `:`) that the
 /// server did not advertise and that is not a commit id.
-fn check_advertised(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Result<(), String> {
+fn check_advertised(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Result<(), CacheError> {
     if rev.contains(['~', '^', '@', ':']) || (rev.len() >= 4 && rev.bytes().all(|byte| byte.is_ascii_hexdigit())) {
         return Ok(());
     }
@@ -650,25 +711,25 @@ fn check_advertised(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Result
     if refs.iter().any(|reference| candidates.contains(&name(reference))) {
         Ok(())
     } else {
-        Err(format!("the remote does not advertise {rev:?} (no such branch or tag)"))
+        Err(CacheError::NotAdvertised { rev: rev.to_string() })
     }
 }
 
 /// Points the cache's `HEAD` at `target` (`refs/heads/<default>`).
-fn point_head(repo: &gix::Repository, target: &str) -> Result<(), String> {
+fn point_head(repo: &gix::Repository, target: &str) -> Result<(), CacheError> {
     use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
-    let name: gix::refs::FullName =
-        target.try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?;
+    let name: gix::refs::FullName = target.try_into()?;
     let edit = RefEdit {
         change: Change::Update {
             log: LogChange { mode: RefLog::AndReference, force_create_reflog: false, message: "remote HEAD".into() },
             expected: PreviousValue::Any,
             new: gix::refs::Target::Symbolic(name),
         },
-        name: "HEAD".try_into().map_err(|error: gix::validate::reference::name::Error| error.to_string())?,
+        name: "HEAD".try_into()?,
         deref: false,
     };
-    repo.edit_reference(edit).map(|_| ()).map_err(|error| error.to_string())
+    repo.edit_reference(edit)?;
+    Ok(())
 }
 
 /// The SSH client gix spawns: the system's OpenSSH in batch mode (never a

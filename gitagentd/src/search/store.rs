@@ -947,13 +947,14 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Input hashes of complete indexes under `metadata_dir` (other than
 /// `exclude`) with the given model and dimensions, and their shared keys:
-/// the candidates for cross-index reuse.
+/// the candidates for cross-index reuse. Only those in `wanted`, or all
+/// of them for `None`.
 pub fn referenced_inputs(
     metadata_dir: &Path,
     exclude: &Path,
     model: &str,
     dimensions: i64,
-    wanted: &HashSet<Hash32>,
+    wanted: Option<&HashSet<Hash32>>,
 ) -> HashSet<Hash32> {
     let mut found = HashSet::new();
     let mut pending = vec![search_root(metadata_dir)];
@@ -981,7 +982,7 @@ pub fn referenced_inputs(
         let Some(records) = read_records(&dir) else { continue };
         for record in records {
             let Some(hash) = parse_hash(&record.embedding_input_hash) else { continue };
-            if wanted.contains(&hash)
+            if wanted.is_none_or(|wanted| wanted.contains(&hash))
                 && record.embedding_model == model
                 && record.dimensions == dimensions
                 && record.vector_key == vector_key(&record.embedding_input_hash, model, dimensions)
@@ -989,7 +990,7 @@ pub fn referenced_inputs(
                 found.insert(hash);
             }
         }
-        if found.len() == wanted.len() {
+        if wanted.is_some_and(|wanted| found.len() == wanted.len()) {
             break;
         }
     }

@@ -5,7 +5,7 @@
 //! injection, credentials never written, and the listings.
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
-use git_agent_tests::git_servers::{GitDaemon, HttpGit, SshServer, bare_copy, push};
+use git_agent_tests::git_servers::{GitDaemon, HttpGit, SshServer, TlsFront, bare_copy, push};
 use git_agent_tests::{GitRepo, Run, TestEnv, wait_until};
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -516,4 +516,124 @@ fn agent_progress_reports_the_fetch() {
     let warm = search(&env, &["search", "--remote", &url, "--agent", "flags"]);
     warm.success();
     assert!(warm.stderr.is_empty(), "{}", warm.stderr);
+}
+
+#[test]
+fn an_embedding_failure_while_production_is_open_cancels_it_and_publishes_nothing() {
+    let (mut env, fake) = setup();
+    // One input a window, so the first chunked file completes a window;
+    // the daemon then keeps producing until the build is cancelled.
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    env.set_env("GITAGENTD_TEST_HOLD_PRODUCTION", "1");
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    fake.set_mode(Mode::Fail { status: 400, message: "bad input".into() });
+    let started = std::time::Instant::now();
+    let failed = search(&env, &["search", "--remote", &url, "flags"]);
+    // Production stops for the failed window instead of running out its
+    // hold (60 s): the failure reached it while it was open.
+    assert!(started.elapsed() < DEADLINE, "the failed window did not stop production ({:?})", started.elapsed());
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    assert!(failed.failure().contains("bad input"), "the embedding failure is the reported cause: {}", failed.stderr);
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published after a failed build");
+    assert!(manifests(&env).is_empty(), "an index published after a failed build");
+    fake.set_mode(Mode::Words);
+    let output = json(&search(&env, &["search", "--remote", &url, "--min-score", "0.01", "flags"]));
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert_eq!(manifests(&env).len(), 1);
+}
+
+/// Writes `pem` to a file under the test's root and returns its path.
+fn ca_file(env: &TestEnv, name: &str, pem: &str) -> String {
+    let path = env.root().join(name);
+    std::fs::write(&path, pem).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn https_remote_trusts_the_callers_ca_and_never_writes_credentials() {
+    let (mut env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let secret = "tls-S3cret-word";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let front = TlsFront::start(server.address());
+    let url = front.url("upstream.git", Some(&format!("reader:{secret}")));
+    let sanitized = front.url("upstream.git", None);
+    // The daemon's own environment names no CA: only the invocation's
+    // SSL_CERT_FILE lets the fetch trust the server.
+    env.set_env("SSL_CERT_FILE", &ca_file(&env, "ca.pem", front.ca_pem()));
+    let run = search(&env, &["search", "--remote", &url, "--debug", "--min-score", "0.01", "flags"]);
+    let output = json(&run);
+    assert!(server.saw_credentials());
+    assert_eq!(output["source"]["remote"], sanitized.as_str());
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert!(paths(&output).contains(&"src/flags.go".to_string()), "{output}");
+    let ls = search(&env, &["search", "--ls", "--remote", &url]);
+    let texts = [run.stdout_text(), run.stderr.clone(), ls.stdout_text(), ls.stderr.clone()];
+    for text in &texts {
+        assert!(!text.contains(secret), "the password leaked: {text}");
+    }
+    // Every file under HOME and the state folder, the daemon's log included.
+    assert_not_written(&env, secret);
+    assert!(remote_dir(&env).join("remote.json").is_file());
+}
+
+fn assert_not_written(env: &TestEnv, secret: &str) {
+    let mut files = Vec::new();
+    collect_files(&env.home(), &mut files);
+    collect_files(&env.state_home(), &mut files);
+    assert!(files.iter().any(|path| path.starts_with(env.state_home().join("git-agent/logs"))), "no daemon log");
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|window| window == secret.as_bytes()),
+            "the password was written to {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn https_remote_with_an_unknown_ca_fails_clearly() {
+    let (mut env, _fake) = setup();
+    let (_repo, served, _bare) = upstream(&env);
+    let secret = "tls-Unknown-ca-pw";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let front = TlsFront::start(server.address());
+    // Another throw-away CA: it did not sign the server's certificate.
+    let other = TlsFront::start(server.address());
+    env.set_env("SSL_CERT_FILE", &ca_file(&env, "other-ca.pem", other.ca_pem()));
+    let url = front.url("upstream.git", Some(&format!("reader:{secret}")));
+    let failed = search(&env, &["search", "--remote", &url, "flags"]);
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    let message = failed.failure();
+    assert!(message.contains(&front.url("upstream.git", None)), "{message}");
+    assert!(message.to_lowercase().contains("certificate"), "the failure does not name the certificate: {message}");
+    assert!(!message.contains(secret), "the password leaked: {message}");
+    assert_not_written(&env, secret);
+    assert_eq!(server.requests(), 0, "a request passed the refused TLS handshake");
+    assert!(manifests(&env).is_empty());
+}
+
+#[test]
+fn http_remote_fetches_through_the_callers_proxy() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("upstream.git", None);
+    let proxy = git_agent_tests::fake_proxy::FakeProxy::start();
+    let output = env
+        .git_agent_in(&env.work(), &["search", "--remote", &url, "--min-score", "0.01", "flags"])
+        .env("HTTP_PROXY", proxy.url())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    let targets = proxy.targets();
+    assert!(
+        targets.iter().any(|target| target.starts_with(&format!("{url}/info/refs"))),
+        "the fetch did not go through the caller's HTTP_PROXY: {targets:?}"
+    );
 }
