@@ -723,8 +723,7 @@ mod tests {
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
         ];
-        let mut inputs = LexicalInputs::default();
-        inputs.terms = 2;
+        let mut inputs = LexicalInputs { terms: 2, ..LexicalInputs::default() };
         inputs.push([3, 0].into_iter(), 10, 1, 2);
         inputs.push([0, 0].into_iter(), 10, 0, 0);
         apply_lexical(&mut scores, &inputs, 2);
@@ -798,7 +797,7 @@ mod tests {
                     for term in 0..2 {
                         part.set_count(local, term, (candidate * term % 3) as u32);
                     }
-                    if candidate % 3 == 0 {
+                    if candidate.is_multiple_of(3) {
                         part.add_symbol_match(local);
                     }
                 }
