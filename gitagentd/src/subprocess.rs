@@ -190,6 +190,18 @@ pub struct Helper {
     keep_stdout: bool,
     stdin: Option<Vec<u8>>,
     pipe_grace: Option<Duration>,
+    stderr_observer: Option<StreamObserver>,
+}
+
+/// Hears each piece of a stream as it is read, while the helper runs (a
+/// helper's progress, such as `git push --progress` on stderr).
+#[derive(Clone)]
+pub struct StreamObserver(pub std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>);
+
+impl std::fmt::Debug for StreamObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamObserver")
+    }
 }
 
 impl Helper {
@@ -207,6 +219,7 @@ impl Helper {
             keep_stdout: true,
             stdin: None,
             pipe_grace: None,
+            stderr_observer: None,
         }
     }
 
@@ -270,6 +283,13 @@ impl Helper {
         self
     }
 
+    /// Hands every piece of stderr to `observer` as it arrives; stderr is
+    /// still captured as usual.
+    pub fn observe_stderr(mut self, observer: StreamObserver) -> Self {
+        self.stderr_observer = Some(observer);
+        self
+    }
+
     fn name(&self) -> String {
         self.program.file_name().unwrap_or(self.program.as_os_str()).to_string_lossy().into_owned()
     }
@@ -297,6 +317,7 @@ impl Helper {
         let group = child.id();
         let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (limit, grace, input) = (self.output_limit, self.pipe_grace, self.stdin);
+        let observer = self.stderr_observer;
         let work = async move {
             let mut out = Captured::default();
             let mut err = Captured::default();
@@ -309,7 +330,7 @@ impl Helper {
                         let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await;
                     }
                 };
-                let pipes = async { tokio::join!(feed, out.read(stdout, limit), err.read(stderr, limit)) };
+                let pipes = async { tokio::join!(feed, out.read(stdout, limit), err.read_observed(stderr, limit, observer.as_ref())) };
                 tokio::pin!(pipes);
                 let wait = child.wait();
                 tokio::pin!(wait);
@@ -364,11 +385,23 @@ struct Captured {
 
 impl Captured {
     async fn read(&mut self, pipe: Option<impl AsyncRead + Unpin>, limit: usize) {
+        self.read_observed(pipe, limit, None).await;
+    }
+
+    async fn read_observed(
+        &mut self,
+        pipe: Option<impl AsyncRead + Unpin>,
+        limit: usize,
+        observer: Option<&StreamObserver>,
+    ) {
         let Some(mut pipe) = pipe else { return };
         let mut buffer = [0u8; 8192];
         while let Ok(read) = pipe.read(&mut buffer).await {
             if read == 0 {
                 break;
+            }
+            if let Some(observer) = observer {
+                (observer.0)(&buffer[..read]);
             }
             let room = limit.saturating_sub(self.kept.len());
             self.truncated |= read > room;

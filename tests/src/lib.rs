@@ -374,3 +374,38 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
+
+/// Runs `command` with stdout and stderr on one new pseudo-terminal, so
+/// the client renders for a terminal, and returns its exit code and every
+/// byte it wrote there in order (the terminal turns `\n` into `\r\n`).
+pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills in two new descriptors, owned from here on.
+    let opened = unsafe {
+        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+    };
+    assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    command.stdin(Stdio::null()).stdout(slave.try_clone().expect("dup the terminal")).stderr(slave);
+    let mut child = command.spawn().expect("run on a terminal");
+    // The parent's copies of the terminal's slave side close here, so the
+    // read below ends when the child's do.
+    drop(command);
+    let mut terminal = std::fs::File::from(master);
+    let mut written = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match terminal.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => written.extend_from_slice(&buffer[..read]),
+            // Linux reports the slave side's last close as EIO.
+            Err(error) if error.raw_os_error() == Some(libc::EIO) => break,
+            Err(error) => panic!("read the terminal: {error}"),
+        }
+    }
+    let status = child.wait().expect("wait for the command");
+    (status.code(), String::from_utf8_lossy(&written).into_owned())
+}

@@ -20,6 +20,7 @@ use crate::search::{Selection, revision};
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::{Environment, giturl, paths, timefmt};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +31,11 @@ pub struct Confirmation {
     candidate: Candidate,
     mode: &'static str,
     remote: String,
+    /// The remote's records of the revision as [`Self::import`] read them:
+    /// [`Self::publish`] skips the round trip when the local index holds
+    /// nothing beyond them (decoding the remote snapshot a second time to
+    /// find that out was most of a reusing search's cost).
+    imported: Arc<Mutex<Option<Vec<SyncRecord>>>>,
 }
 
 /// The configured `index.remote`, or `None` when it is unset.
@@ -84,6 +90,7 @@ pub async fn prepare(
         candidate: Candidate { target, metadata_dir: selection.metadata_dir.clone(), index_dir },
         mode: selection.mode(),
         remote: revision.remote.clone(),
+        imported: Arc::default(),
     }))
 }
 
@@ -106,9 +113,13 @@ impl Confirmation {
         };
         let this = self.clone();
         let token = cancel.clone();
-        crate::blocking::run_to_end("the imported revision index", move || this.publish_locally(records, &token))
-            .await
-            .map_err(|_| SyncError::Cancelled)?
+        crate::blocking::run_to_end("the imported revision index", move || {
+            let gained = this.publish_locally(&records, &token)?;
+            *this.imported.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(records);
+            Ok(gained)
+        })
+        .await
+        .map_err(|_| SyncError::Cancelled)?
     }
 
     /// Publishes the imported records as the local revision index: alone
@@ -116,7 +127,7 @@ impl Confirmation {
     /// (compatible records by identity; conflicting payloads fail) into
     /// the one it has otherwise. Returns the records the local index
     /// gained.
-    fn publish_locally(&self, records: Vec<SyncRecord>, cancel: &CancellationToken) -> Result<usize, SyncError> {
+    fn publish_locally(&self, records: &[SyncRecord], cancel: &CancellationToken) -> Result<usize, SyncError> {
         if records.is_empty() {
             return Ok(0);
         }
@@ -127,7 +138,7 @@ impl Confirmation {
         let (manifest, records, gained) = match existing {
             Some((manifest, local)) => {
                 let before = local.records.len();
-                let merged = merge::merge_strict(local.records, records, &target.model, target.dimensions)?;
+                let merged = merge::merge_strict(local.records, records.to_vec(), &target.model, target.dimensions)?;
                 if merged.len() == before {
                     return Ok(0);
                 }
@@ -145,7 +156,7 @@ impl Confirmation {
                     ..Manifest::default()
                 };
                 let gained = records.len();
-                (manifest, records, gained)
+                (manifest, records.to_vec(), gained)
             }
         };
         let manifest = Manifest { created_at: timefmt::format_rfc3339(jiff::Timestamp::now()), ..manifest };
@@ -172,15 +183,84 @@ impl Confirmation {
         Ok(gained)
     }
 
-    /// Publishes the local revision index (after the search persisted it).
-    pub async fn publish(&self, cancel: &CancellationToken) -> Result<(), SyncError> {
-        let candidate = self.candidate.clone();
-        let export = crate::blocking::run_to_end("the revision index", move || local::load(&candidate))
-            .await
-            .map_err(|_| SyncError::Cancelled)?;
-        if let Some(export) = export {
-            self.endpoint.publish(vec![export], cancel).await?;
+    /// Publishes the local revision index (after the search persisted it),
+    /// unless every one of its records is one this search imported: the
+    /// remote already holds them, and it never prunes a revision.
+    /// Returns whether a publication ran.
+    pub async fn publish(&self, cancel: &CancellationToken) -> Result<bool, SyncError> {
+        let this = self.clone();
+        let export = crate::blocking::run_to_end("the revision index", move || {
+            local::load(&this.candidate).filter(|export| !this.already_shared(&export.records))
+        })
+        .await
+        .map_err(|_| SyncError::Cancelled)?;
+        let Some(export) = export else {
+            return Ok(false);
+        };
+        self.endpoint.publish(vec![export], cancel).await?;
+        Ok(true)
+    }
+
+    /// Whether merging `local` into the imported records adds nothing. A
+    /// conflict is not decided here: the publication reports it.
+    fn already_shared(&self, local: &[SyncRecord]) -> bool {
+        let imported = self.imported.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(remote) = imported.as_ref() else {
+            return false;
+        };
+        let target = &self.candidate.target;
+        // The merge keeps the imported record of every identity both hold
+        // (their payloads being equal), so it grows only by new records.
+        merge::merge_strict(remote.clone(), local.to_vec(), &target.model, target.dimensions)
+            .is_ok_and(|merged| merged.len() == remote.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index_sync::sync::tests::{World, record, target};
+
+    /// A confirmation of `target()` on `endpoint`, its local index under
+    /// `metadata_dir`.
+    fn confirmation(endpoint: Endpoint, metadata_dir: &Path) -> Confirmation {
+        let target = target();
+        let index_dir = revision::index_dir(metadata_dir, &target.revision, None);
+        Confirmation {
+            endpoint,
+            candidate: Candidate { target, metadata_dir: metadata_dir.to_path_buf(), index_dir },
+            mode: "revision",
+            remote: String::new(),
+            imported: Arc::default(),
         }
-        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_search_that_added_nothing_to_the_imported_records_publishes_nothing() {
+        let world = World::new("main");
+        let mut endpoint = world.machine("b");
+        // An unreachable remote: any publication attempt fails.
+        endpoint.remote =
+            crate::search::remote::Remote::new("/nonexistent/index.git", Path::new("/"), &world.root, &endpoint.env)
+                .unwrap();
+        let metadata_dir = world.root.join("b").join(".git-agent").join("a".repeat(64));
+        let confirmation = confirmation(endpoint, &metadata_dir);
+        let records = vec![record("a.go", "i-a", [1.0, 0.0, 0.0]), record("b.go", "i-b", [0.0, 1.0, 0.0])];
+        let cancel = CancellationToken::new();
+        assert_eq!(confirmation.publish_locally(&records, &cancel).unwrap(), 2);
+        assert_eq!(local::load(&confirmation.candidate).unwrap().records.len(), 2);
+
+        // Every local record was imported: no round trip with the remote.
+        *confirmation.imported.lock().unwrap() = Some(records.clone());
+        assert!(!confirmation.publish(&cancel).await.unwrap());
+
+        // The local index holds a record the remote lacks: it is published
+        // (and here fails, proving the attempt).
+        *confirmation.imported.lock().unwrap() = Some(records[..1].to_vec());
+        let error = confirmation.publish(&cancel).await.unwrap_err();
+        assert!(matches!(error, SyncError::Fetch { .. }), "{error}");
+        // Nothing imported (the remote had no records): published too.
+        *confirmation.imported.lock().unwrap() = None;
+        assert!(confirmation.publish(&cancel).await.is_err());
     }
 }

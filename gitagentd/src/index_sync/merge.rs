@@ -53,7 +53,7 @@ pub struct PackSlot {
 
 /// Every stored (embedding key, payload digest), each at its smallest
 /// reference.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackCatalog {
     slots: HashMap<(Digest, Digest), PackSlot>,
 }

@@ -18,12 +18,18 @@
 //! strict v2 tree does not allow still fails. A v2 tree without v1
 //! manifests is a successful no-op.
 //!
+//! A run stopped after its local commit but before its push leaves that
+//! commit pending in the sync repository: the migration reads it beside
+//! the fetched tip (its v1 snapshots are recovered, its v2 indexes merged),
+//! so the push that clears it loses nothing.
+//!
 //! A dry run fetches into a disposable repository in temporary storage and
 //! builds the same tree there, so neither the persistent sync repository
 //! nor the remote changes.
 
 use super::FormatError;
 use super::manifest::{self, SnapshotV1, SyncRecord, Target};
+use super::merge;
 use super::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
 use super::schema::{self, SchemaVersion};
 use super::sync::{Endpoint, PUSH_ATTEMPTS, interrupt_on};
@@ -193,7 +199,8 @@ fn plan(
         None => return Err(FormatError::SchemaMissing.into()),
     };
     let (v1_paths, rest) = split_v1(&files, schema);
-    if schema == SchemaVersion::V2 && v1_paths.is_empty() {
+    let pending = pending_changes(repo, tip)?;
+    if schema == SchemaVersion::V2 && v1_paths.is_empty() && pending.snapshots.is_empty() {
         // Validate the tree as normal sync would, then report the no-op.
         Staged::from_files(repo, tip, SchemaVersion::V2, files)?;
         return Ok(Plan { summary: MigrationSummary::no_op(), commit: None });
@@ -207,10 +214,25 @@ fn plan(
     for id in files.values() {
         current_bytes += repo.blob_size(*id)?;
     }
-    let mut snapshots = Vec::with_capacity(v1_paths.len());
+    let mut snapshots = BTreeMap::new();
     for path in &v1_paths {
         cancelled(interrupt)?;
-        snapshots.push(read_snapshot(repo, path, &repo.blob(files[path])?)?);
+        snapshots.insert(path.clone(), read_snapshot(repo, path, &repo.blob(files[path])?)?);
+    }
+    // The pending commit's snapshots join the tip's; one both hold is
+    // one index whose records merge.
+    for (path, snapshot) in pending.snapshots {
+        match snapshots.entry(path) {
+            std::collections::btree_map::Entry::Occupied(mut entry) => {
+                let current = entry.get_mut();
+                let (model, dimensions) = (&current.target.model, current.target.dimensions);
+                let records = std::mem::take(&mut current.records);
+                current.records = merge::merge_strict(records, snapshot.records, model, dimensions)?;
+            }
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(snapshot);
+            }
+        }
     }
     // A repair keeps every v2 file and drops the v1 manifests; a migration
     // starts from an empty v2 tree.
@@ -221,12 +243,17 @@ fn plan(
     let total = snapshots.len();
     progress(MigratePhase::Building { done: 0, total, elapsed: Duration::ZERO })?;
     let mut summary = MigrationSummary { from: schema.number(), to: 2, current_bytes, ..Default::default() };
-    for (done, snapshot) in snapshots.into_iter().enumerate() {
+    for (done, snapshot) in snapshots.into_values().enumerate() {
         cancelled(interrupt)?;
         summary.indexes += 1;
         summary.records += snapshot.records.len();
         staged.export(&snapshot.target, snapshot.records)?;
         progress(MigratePhase::Building { done: done + 1, total, elapsed: started.elapsed() })?;
+    }
+    // The pending commit's v2 indexes are already v2: merged, not counted.
+    for export in pending.exports {
+        cancelled(interrupt)?;
+        staged.export(&export.target, export.records)?;
     }
     for path in &v1_paths {
         staged.remove(path);
@@ -242,6 +269,64 @@ fn plan(
     let message = if schema == SchemaVersion::V1 { MIGRATE_MESSAGE } else { REPAIR_MESSAGE };
     let commit = staged.commit(message)?;
     Ok(Plan { summary, commit })
+}
+
+/// What a run stopped between its local commit and its push left in the
+/// sync repository (`refs/git-agent/pending`) beyond the fetched tip.
+#[derive(Default)]
+struct Pending {
+    /// The v1 snapshots it wrote or changed, strictly decoded, by path.
+    snapshots: Vec<(String, Snapshot)>,
+    /// The records of the v2 manifests it wrote or changed.
+    exports: Vec<Snapshot>,
+}
+
+/// Reads what the pending commit, if any, added or changed relative to
+/// the tree it was made on. The migration merges it, so the push (which
+/// clears the pending commit) loses none of it.
+fn pending_changes(repo: &SyncRepo, tip: &RemoteTip) -> Result<Pending, SyncError> {
+    let mut pending = Pending::default();
+    let Some(commit) = repo.pending()? else {
+        return Ok(pending);
+    };
+    if tip.commit == Some(commit) {
+        return Ok(pending);
+    }
+    let files = repo.tree_files(commit)?;
+    let schema = match files.get("schema.json") {
+        Some(id) => schema::parse(&repo.blob(*id)?)?,
+        None if files.is_empty() => return Ok(pending),
+        None => return Err(FormatError::SchemaMissing.into()),
+    };
+    let before = repo.parent_files(commit)?;
+    let changed = |path: &str, id: &ObjectId| before.get(path) != Some(id);
+    let (v1_paths, rest) = split_v1(&files, schema);
+    for path in v1_paths {
+        let id = files[&path];
+        if changed(&path, &id) {
+            let snapshot = read_snapshot(repo, &path, &repo.blob(id)?)?;
+            pending.snapshots.push((path, snapshot));
+        }
+    }
+    if schema == SchemaVersion::V2 {
+        let manifests: Vec<String> = rest
+            .iter()
+            .filter(|(path, id)| path.starts_with("indexes/") && changed(path, id))
+            .map(|(path, _)| path.clone())
+            .collect();
+        if !manifests.is_empty() {
+            let base = RemoteTip { branch: tip.branch.clone(), commit: Some(commit) };
+            let mut staged = Staged::from_files(repo, &base, SchemaVersion::V2, rest)?;
+            for path in manifests {
+                let Some(bytes) = staged.read(&path)? else { continue };
+                let target = manifest::target_of(&bytes, &path)?;
+                if let Some(records) = staged.import(&target)? {
+                    pending.exports.push(Snapshot { target, records });
+                }
+            }
+        }
+    }
+    Ok(pending)
 }
 
 /// The schema-v1 manifest paths of `files` (only a v1 tree or a mixed v2

@@ -242,3 +242,40 @@ async fn malformed_or_misplaced_snapshots_fail_without_publishing() {
     let error = migrate(&a, false, no_progress(), &cancel).await.unwrap_err();
     assert!(error.to_string().contains("unsafe path"), "{error}");
 }
+
+#[tokio::test]
+async fn mixed_tree_recovery_also_reads_a_commit_a_stopped_run_never_pushed() {
+    let world = World::new("main");
+    v1_remote(&world).await;
+    let cancel = CancellationToken::new();
+    // Machine B commits on the v1 tip and stops before its push (what the
+    // `sync-push` fault point leaves): a third revision, and a record more
+    // for the first one.
+    let b = world.machine("b");
+    let third = Target { revision: "fedcba9876543210fedcba9876543210fedcba98".into(), ..target() };
+    let pending = {
+        let repo = SyncRepo::open(b.remote.clone(), b.dir.clone()).unwrap();
+        let tip = repo.fetch(&AtomicBool::new(false)).unwrap();
+        let mut staged = repo.stage(&tip).unwrap();
+        staged.export(&third, vec![record("src/c.rs", "hc", [7.0, 8.0, 9.0])]).unwrap();
+        staged.export(&target(), vec![record("src/d.rs", "hd", [0.5, 0.5, 0.5])]).unwrap();
+        staged.commit("stopped before its push").unwrap().unwrap()
+    };
+    // Meanwhile machine A migrates the remote: its tip is pure v2, so B's
+    // pending v1 snapshots make B's tree a mixed one.
+    migrate(&world.machine("a"), false, no_progress(), &cancel).await.unwrap();
+    let repaired = migrate(&b, false, no_progress(), &cancel).await.unwrap();
+    assert_eq!((repaired.from, repaired.to, repaired.indexes, repaired.records), (2, 2, 2, 4), "{repaired:?}");
+    let files = world.remote_files("main");
+    assert!(files.iter().all(|path| !path.starts_with("indexes/") || path.len() > 8 + 65 + 41 + 21), "{files:?}");
+    let repo = SyncRepo::open(b.remote.clone(), b.dir.clone()).unwrap();
+    assert_eq!(repo.pending().unwrap(), None, "the repair's push carried the pending commit {pending}");
+    let c = world.machine("c");
+    assert_eq!(c.import(third, &cancel).await.unwrap().unwrap(), vec![record("src/c.rs", "hc", [7.0, 8.0, 9.0])]);
+    let first = c.import(target(), &cancel).await.unwrap().unwrap();
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert!(first.contains(&record("src/d.rs", "hd", [0.5, 0.5, 0.5])));
+
+    // Without the pending commit the same v2 remote is a no-op.
+    assert_eq!(migrate(&b, false, no_progress(), &cancel).await.unwrap(), MigrationSummary::no_op());
+}

@@ -131,9 +131,25 @@ fn digest_at(bytes: &[u8], offset: usize) -> Digest {
     digest
 }
 
-/// Decodes and verifies a pack. `expected_digest` is the digest its path
-/// names; `name` labels errors.
-pub fn decode(bytes: &[u8], expected_digest: Option<&Digest>, name: &str) -> Result<Pack, FormatError> {
+/// A pack's header and entry table, without its payloads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryTable {
+    pub model_key: Digest,
+    pub entries: Vec<PackEntry>,
+}
+
+/// Reads a pack's header and entry table, checking the framing, the size
+/// and the entry order but neither the digest nor the payloads: for a pack
+/// whose full verification a valid derived catalog already records (the
+/// Git object of a pack never changes).
+pub fn entry_table(bytes: &[u8], name: &str) -> Result<EntryTable, FormatError> {
+    let (_, count, _) = header(bytes, name)?;
+    Ok(EntryTable { model_key: digest_at(bytes, 20), entries: entries(bytes, count, name)? })
+}
+
+/// Checks the header and overall size; returns (dimensions, entry count,
+/// payload width in bytes).
+fn header(bytes: &[u8], name: &str) -> Result<(u32, usize, usize), FormatError> {
     if bytes.len() < HEADER_LEN {
         return Err(invalid(name, "the header is truncated"));
     }
@@ -154,15 +170,12 @@ pub fn decode(bytes: &[u8], expected_digest: Option<&Digest>, name: &str) -> Res
     if u64::from(count) * (ENTRY_LEN as u64 + width) != body {
         return Err(invalid(name, "the size does not match its dimensions and count"));
     }
-    if let Some(expected) = expected_digest
-        && keys::payload_digest(bytes) != *expected
-    {
-        return Err(invalid(name, "the content does not match the digest in its name"));
-    }
-    let count = count as usize;
-    let width = width as usize;
-    let payloads_start = HEADER_LEN + count * ENTRY_LEN;
-    let mut entries = Vec::with_capacity(count);
+    Ok((dimensions, count as usize, width as usize))
+}
+
+/// The strictly sorted entry table of a pack whose header checked out.
+fn entries(bytes: &[u8], count: usize, name: &str) -> Result<Vec<PackEntry>, FormatError> {
+    let mut entries: Vec<PackEntry> = Vec::with_capacity(count);
     for slot in 0..count {
         let offset = HEADER_LEN + slot * ENTRY_LEN;
         let entry = PackEntry {
@@ -170,11 +183,28 @@ pub fn decode(bytes: &[u8], expected_digest: Option<&Digest>, name: &str) -> Res
             payload_digest: digest_at(bytes, offset + 32),
             crc32: u32_at(bytes, offset + 64),
         };
-        if let Some(previous) = entries.last().map(|p: &PackEntry| (p.embedding_key, p.payload_digest))
-            && previous >= (entry.embedding_key, entry.payload_digest)
+        if let Some(previous) = entries.last()
+            && (previous.embedding_key, previous.payload_digest) >= (entry.embedding_key, entry.payload_digest)
         {
             return Err(invalid(name, "the entries are not strictly sorted"));
         }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// Decodes and verifies a pack. `expected_digest` is the digest its path
+/// names; `name` labels errors.
+pub fn decode(bytes: &[u8], expected_digest: Option<&Digest>, name: &str) -> Result<Pack, FormatError> {
+    let (dimensions, count, width) = header(bytes, name)?;
+    if let Some(expected) = expected_digest
+        && keys::payload_digest(bytes) != *expected
+    {
+        return Err(invalid(name, "the content does not match the digest in its name"));
+    }
+    let entries = entries(bytes, count, name)?;
+    let payloads_start = HEADER_LEN + count * ENTRY_LEN;
+    for (slot, entry) in entries.iter().enumerate() {
         let payload = &bytes[payloads_start + slot * width..payloads_start + (slot + 1) * width];
         if crc32fast::hash(payload) != entry.crc32 {
             return Err(invalid(name, format!("slot {slot} fails its CRC32")));
@@ -182,7 +212,6 @@ pub fn decode(bytes: &[u8], expected_digest: Option<&Digest>, name: &str) -> Res
         if keys::payload_digest(payload) != entry.payload_digest {
             return Err(invalid(name, format!("slot {slot} does not match its payload digest")));
         }
-        entries.push(entry);
     }
     Ok(Pack { dimensions, model_key: digest_at(bytes, 20), entries, payloads: bytes[payloads_start..].to_vec() })
 }

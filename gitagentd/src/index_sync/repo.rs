@@ -24,7 +24,8 @@
 use super::FormatError;
 use super::keys::{self, Digest};
 use super::manifest::{self, SyncRecord, Target};
-use super::merge::{self, PackCatalog};
+use super::catalog;
+use super::merge::{self, PackCatalog, PackSlot};
 use super::pack::{self, Pack};
 use super::schema::{self, SchemaVersion};
 use super::tree::{self, TreeEntry, TreeRules};
@@ -137,6 +138,16 @@ impl SyncRepo {
     /// Fetches every branch into `refs/remotes/origin/*` and reports the
     /// remote's default branch and its tip.
     pub fn fetch(&self, interrupt: &AtomicBool) -> Result<RemoteTip, SyncError> {
+        self.fetch_reporting(interrupt, &NoTransferReport)
+    }
+
+    /// [`Self::fetch`], reporting the growing transfer totals to `reporter`
+    /// with the sanitized URL (the renderer of `search --remote`).
+    pub fn fetch_reporting(
+        &self,
+        interrupt: &AtomicBool,
+        reporter: &dyn remote::FetchReporter,
+    ) -> Result<RemoteTip, SyncError> {
         use gix::remote::Direction;
         remote::install_tls_provider();
         let failed = |message: String| SyncError::Fetch {
@@ -152,10 +163,17 @@ impl SyncRepo {
             .with_refspecs(["+refs/heads/*:refs/remotes/origin/*"], Direction::Fetch)
             .map_err(|error| failed(error.to_string()))?;
         let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
-        let connection = handle
+        // The invocation's proxies and CA locations, never the daemon's own
+        // environment (the same client `search --remote` configures).
+        let transport_options =
+            self.remote.transport_options(&self.repo, &url).map_err(|error| failed(error.to_string()))?;
+        let mut connection = handle
             .connect(Direction::Fetch)
             .map_err(|error| failed(remote::describe(&error)))?
             .with_credentials(move |action| remote::credentials(action, account.as_ref()));
+        if let Some(options) = transport_options {
+            connection = connection.with_transport_options(options);
+        }
         let options =
             gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
         let prepare = connection
@@ -168,13 +186,22 @@ impl SyncRepo {
             name.starts_with(b"refs/heads/")
         });
         if has_branches {
-            prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
+            let sanitized = self.remote.sanitized.as_str();
+            let totals = Arc::new(remote::Totals::default());
+            let received = std::thread::scope(|scope| {
+                scope.spawn(|| remote::report_transfer(&totals, sanitized, reporter));
+                // Ends the reporting thread however the receive ends.
+                let _finish = remote::FinishOnDrop(&totals);
+                prepare.receive(remote::TransferProgress::new(Arc::clone(&totals)), interrupt)
+            });
+            received.map_err(|error| {
                 if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
                     SyncError::Cancelled
                 } else {
                     failed(remote::describe(&error))
                 }
             })?;
+            reporter.fetching(&totals.detail("received", sanitized));
         }
         let commit = self.tracking_tip(&branch)?;
         Ok(RemoteTip { branch, commit })
@@ -202,6 +229,7 @@ impl SyncRepo {
         };
         let mut staged = Staged::from_files(self, tip, schema.unwrap_or(SchemaVersion::V1), files)?;
         staged.changed = schema.is_none();
+        staged.tip_tree = true;
         Ok(staged)
     }
 
@@ -282,6 +310,24 @@ impl SyncRepo {
         Ok(())
     }
 
+    /// Where the derived current-HEAD pack catalog is cached: below
+    /// `.git`, never committed.
+    pub(crate) fn catalog_path(&self) -> PathBuf {
+        self.dir.join(".git").join("git-agent").join("pack-catalog")
+    }
+
+    /// Caches the catalog of the tree of `head` holding `packs` (each
+    /// fully verified, or read from a catalog that was), replacing the
+    /// previous HEAD's; atomic and private. A failure only costs the next
+    /// run a rebuild, so it is logged, not returned.
+    pub(crate) fn cache_catalog(&self, head: ObjectId, packs: &[catalog::ValidatedPack]) {
+        let Some(head) = commit_bytes(head) else { return };
+        let bytes = catalog::encode(&catalog::PackTree::new(head, packs.to_vec()).catalog());
+        if let Err(error) = private_fs::write_atomic(&self.catalog_path(), &bytes) {
+            tracing::warn!(dir = %self.dir.display(), %error, "cannot cache the index sync pack catalog");
+        }
+    }
+
     /// Records a successful push of `commit` to `branch`.
     pub fn pushed(&self, branch: &str, commit: ObjectId) -> Result<(), SyncError> {
         self.set_branch(branch, commit, true)
@@ -311,10 +357,9 @@ impl SyncRepo {
         Ok(())
     }
 
-    /// The indexes the pending `commit` added or changed relative to the
-    /// tip it was made on, with their records (validated as an import):
-    /// what a replay applies to the remote's current tip.
-    pub fn pending_exports(&self, branch: &str, commit: ObjectId) -> Result<Vec<(Target, Vec<SyncRecord>)>, SyncError> {
+    /// The files of `commit`'s first parent (none for a root commit): the
+    /// tree a commit of this machine was made on.
+    pub(crate) fn parent_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
         let parent = self
             .repo
             .find_commit(commit)
@@ -322,10 +367,17 @@ impl SyncRepo {
             .parent_ids()
             .next()
             .map(|id| id.detach());
-        let before = match parent {
-            Some(parent) => self.tree_files(parent)?,
-            None => BTreeMap::new(),
-        };
+        match parent {
+            Some(parent) => self.tree_files(parent),
+            None => Ok(BTreeMap::new()),
+        }
+    }
+
+    /// The indexes the pending `commit` added or changed relative to the
+    /// tip it was made on, with their records (validated as an import):
+    /// what a replay applies to the remote's current tip.
+    pub fn pending_exports(&self, branch: &str, commit: ObjectId) -> Result<Vec<(Target, Vec<SyncRecord>)>, SyncError> {
+        let before = self.parent_files(commit)?;
         let mut staged = self.stage(&RemoteTip { branch: branch.to_string(), commit: Some(commit) })?;
         let changed: Vec<String> = staged
             .files
@@ -343,6 +395,20 @@ impl SyncRepo {
         }
         Ok(exports)
     }
+}
+
+/// A catalog row set of one verified pack.
+fn validated_pack(digest: Digest, entries: &[pack::PackEntry]) -> catalog::ValidatedPack {
+    let entries = entries
+        .iter()
+        .map(|entry| catalog::SlotIdentity { embedding_key: entry.embedding_key, vector_digest: entry.payload_digest })
+        .collect();
+    catalog::ValidatedPack { digest, entries }
+}
+
+/// A SHA-1 commit id as the catalog stores it (`None` for another hash).
+fn commit_bytes(id: ObjectId) -> Option<catalog::CommitId> {
+    id.as_bytes().try_into().ok()
 }
 
 /// The remote's default branch: the target `HEAD` advertises, else `main`.
@@ -382,8 +448,17 @@ pub struct Staged<'repo> {
     pub schema: SchemaVersion,
     files: BTreeMap<String, ObjectId>,
     changed: bool,
+    /// Whether `files` started as exactly the tree of `base` (only then
+    /// may the derived catalog cached for that commit describe it).
+    tip_tree: bool,
     catalog: Option<PackCatalog>,
+    /// Every pack of the staged tree with its entry table, once the
+    /// catalog is known: what the catalog cached for the next commit
+    /// describes.
+    tree_packs: Option<Vec<catalog::ValidatedPack>>,
     packs: HashMap<Digest, Arc<Pack>>,
+    /// Packs fully decoded and verified by this staging (tests count them).
+    decoded_packs: usize,
 }
 
 impl<'repo> Staged<'repo> {
@@ -395,8 +470,18 @@ impl<'repo> Staged<'repo> {
         schema: SchemaVersion,
         files: BTreeMap<String, ObjectId>,
     ) -> Result<Self, SyncError> {
-        let staged =
-            Staged { repo, base: base.clone(), schema, files, changed: false, catalog: None, packs: HashMap::new() };
+        let staged = Staged {
+            repo,
+            base: base.clone(),
+            schema,
+            files,
+            changed: false,
+            tip_tree: false,
+            catalog: None,
+            tree_packs: None,
+            packs: HashMap::new(),
+            decoded_packs: 0,
+        };
         staged.check()?;
         Ok(staged)
     }
@@ -416,6 +501,7 @@ impl<'repo> Staged<'repo> {
             self.changed = true;
             // The catalog describes the packs of the tree; rebuild it.
             self.catalog = None;
+            self.tree_packs = None;
         }
     }
 
@@ -468,40 +554,101 @@ impl<'repo> Staged<'repo> {
             reason: "a manifest refers to it but the tree does not hold it".into(),
         })?;
         let pack = Arc::new(pack::decode(&bytes, Some(digest), &path)?);
+        self.decoded_packs += 1;
         self.packs.insert(*digest, Arc::clone(&pack));
         Ok(pack)
     }
 
-    /// Every stored vector of the tree (schema v2), built once per staging.
+    /// How many packs this staging fully decoded and verified.
+    pub(crate) fn decoded_packs(&self) -> usize {
+        self.decoded_packs
+    }
+
+    /// The (model key, digest) of every pack file of the tree.
+    fn pack_files(&self) -> Vec<(Digest, Digest)> {
+        self.files
+            .keys()
+            .filter_map(|path| match tree::classify(path, false, TreeRules::Strict(self.schema)) {
+                Some(TreeEntry::Pack { model_key, digest }) => {
+                    Some((keys::parse_digest(&model_key)?, keys::parse_digest(&digest)?))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every stored vector of the tree (schema v2), built once per
+    /// staging: from the derived catalog cached for the tip when it
+    /// describes this tree exactly, else from every pack, fully verified
+    /// (and then cached for the tip).
     pub(crate) fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
         if self.catalog.is_none() {
-            let mut catalog = PackCatalog::default();
-            let packs: Vec<(String, String)> = self
-                .files
-                .keys()
-                .filter_map(|path| match tree::classify(path, false, TreeRules::Strict(self.schema)) {
-                    Some(TreeEntry::Pack { model_key, digest }) => Some((model_key, digest)),
-                    _ => None,
-                })
-                .collect();
-            for (model_key, digest) in packs {
-                let (Some(model_key), Some(digest)) = (keys::parse_digest(&model_key), keys::parse_digest(&digest))
-                else {
-                    continue;
-                };
-                let pack = self.pack(&model_key, &digest)?;
-                if pack.model_key != model_key {
-                    return Err(FormatError::Pack {
-                        name: format!("packs/{}/{}.pack", keys::hex(&model_key), keys::hex(&digest)),
-                        reason: "its model key does not match its directory".into(),
-                    }
-                    .into());
-                }
-                catalog.add_pack(digest, &pack);
-            }
+            let catalog = match self.cached_catalog() {
+                Some(catalog) => catalog,
+                None => self.verify_packs()?,
+            };
             self.catalog = Some(catalog);
         }
         Ok(self.catalog.get_or_insert_with(PackCatalog::default))
+    }
+
+    /// Decodes and verifies every pack of the tree (strict validation never
+    /// trusts the cache) and returns their catalog. An unchanged tip tree's
+    /// catalog is cached for the next run.
+    pub(crate) fn verify_packs(&mut self) -> Result<PackCatalog, SyncError> {
+        let mut catalog = PackCatalog::default();
+        let mut validated = Vec::new();
+        for (model_key, digest) in self.pack_files() {
+            let pack = self.pack(&model_key, &digest)?;
+            if pack.model_key != model_key {
+                return Err(FormatError::Pack {
+                    name: format!("packs/{}/{}.pack", keys::hex(&model_key), keys::hex(&digest)),
+                    reason: "its model key does not match its directory".into(),
+                }
+                .into());
+            }
+            catalog.add_pack(digest, &pack);
+            validated.push(validated_pack(digest, &pack.entries));
+        }
+        if self.tip_tree
+            && !self.changed
+            && let Some(head) = self.base.commit
+        {
+            self.repo.cache_catalog(head, &validated);
+        }
+        self.tree_packs = Some(validated);
+        Ok(catalog)
+    }
+
+    /// The catalog cached for the tip, when this is still the tip's tree
+    /// and the cache describes it exactly; `None` (rebuild) when it is
+    /// missing, stale (another HEAD) or invalid in any way. The packs'
+    /// entry tables are read to check it; their payloads were verified
+    /// before the catalog was written.
+    fn cached_catalog(&mut self) -> Option<PackCatalog> {
+        if !self.tip_tree || self.changed || self.schema != SchemaVersion::V2 {
+            return None;
+        }
+        let head = self.base.commit?;
+        let bytes = std::fs::read(self.repo.catalog_path()).ok()?;
+        let mut validated = Vec::new();
+        for (model_key, digest) in self.pack_files() {
+            let path = format!("packs/{}/{}.pack", keys::hex(&model_key), keys::hex(&digest));
+            let table = pack::entry_table(&self.read(&path).ok()??, &path).ok()?;
+            if table.model_key != model_key {
+                return None;
+            }
+            validated.push(validated_pack(digest, &table.entries));
+        }
+        let tree = catalog::PackTree::new(commit_bytes(head)?, validated);
+        let decoded = catalog::decode(&bytes, &tree).ok()?;
+        let mut out = PackCatalog::default();
+        for row in &decoded.slots {
+            let pack = decoded.packs.get(row.pack as usize)?.digest;
+            out.add(row.identity.embedding_key, row.identity.vector_digest, PackSlot { pack, slot: row.slot });
+        }
+        self.tree_packs = Some(tree.packs().to_vec());
+        Some(out)
     }
 
     /// The shared records of `target`, validated, or `None` when the
@@ -564,6 +711,13 @@ impl<'repo> Staged<'repo> {
                         merge::merge_pack_file(&new.path, &existing, &new.bytes)?;
                         continue;
                     }
+                    if let Some(packs) = &mut self.tree_packs
+                        && let Some(digest) = new.path.rsplit('/').next().and_then(|name| name.strip_suffix(".pack"))
+                        && let Some(digest) = keys::parse_digest(digest)
+                    {
+                        let table = pack::entry_table(&new.bytes, &new.path)?;
+                        packs.push(validated_pack(digest, &table.entries));
+                    }
                     self.write(new.path, &new.bytes)?;
                 }
                 self.write(path, &manifest::encode_v2(&manifest))?;
@@ -606,6 +760,11 @@ impl<'repo> Staged<'repo> {
         };
         let id = repo.write_object(&commit).map_err(|e| git(&e))?.detach();
         self.repo.set_branch(&self.base.branch, id, false)?;
+        // The packs of the new tree are known: the next run, starting from
+        // this commit once it is pushed, reads their catalog.
+        if let Some(packs) = &self.tree_packs {
+            self.repo.cache_catalog(id, packs);
+        }
         Ok(Some(id))
     }
 }
@@ -629,6 +788,16 @@ fn lost_race(line: &str) -> bool {
                 && (line.contains("(failed to update ref)") || line.contains("(failed to lock)"))))
 }
 
+/// A fetch whose transfer nobody watches.
+struct NoTransferReport;
+
+impl remote::FetchReporter for NoTransferReport {
+    fn fetching(&self, _detail: &str) {}
+}
+
+/// Hears sanitized transport progress details (fetch or push).
+pub type TransferObserver = Arc<dyn Fn(String) + Send + Sync>;
+
 /// Pushes `commit` to `branch` of the remote with `git push --porcelain`.
 pub async fn push(
     repo_dir: &Path,
@@ -638,19 +807,40 @@ pub async fn push(
     commit: ObjectId,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<PushOutcome, SyncError> {
-    use crate::subprocess::{Helper, Toolchain};
+    push_reporting(repo_dir, remote, env, branch, commit, Arc::new(|_| {}), cancel).await
+}
+
+/// [`push`], with `git push --progress` read while it runs: each of its
+/// counting, compressing and writing updates reaches `observer` as a
+/// detail naming the sanitized URL ([`push_progress_detail`]).
+pub async fn push_reporting(
+    repo_dir: &Path,
+    remote: &Remote,
+    env: &Environment,
+    branch: &str,
+    commit: ObjectId,
+    observer: TransferObserver,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<PushOutcome, SyncError> {
+    use crate::subprocess::{Helper, StreamObserver, Toolchain};
     let git = crate::subprocess::find_executable(env, "git").ok_or(SyncError::GitMissing)?;
     let failed =
         |message: String| SyncError::Push { remote: remote.sanitized.clone(), message: remote.sanitize_text(&message) };
     let refspec = format!("{commit}:refs/heads/{branch}");
-    let output = Helper::new(&git, env, Toolchain::None)
+    let mut helper = Helper::new(&git, env, Toolchain::None);
+    for (name, value) in push_network_env(env) {
+        helper = helper.env(&name, value);
+    }
+    let output = helper
         .current_dir(repo_dir)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_ASKPASS", "")
         .env("SSH_ASKPASS", "")
         .env("GIT_SSH_COMMAND", remote.ssh_client())
         .args(["-c", "credential.helper=", "-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify"])
+        .arg("--progress")
         .arg(remote.raw_url())
+        .observe_stderr(StreamObserver(push_progress_reader(remote.sanitized.clone(), observer)))
         .arg(&refspec)
         .timeout(std::time::Duration::from_secs(600))
         .run(cancel)
@@ -663,13 +853,161 @@ pub async fn push(
     if stdout.lines().any(lost_race) {
         return Ok(PushOutcome::Rejected);
     }
-    let detail = [output.stderr_text(), stdout].into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>();
+    let detail = [push_messages(&output.stderr_text()), stdout]
+        .into_iter()
+        .filter(|text| !text.is_empty())
+        .collect::<Vec<_>>();
     Err(failed(detail.join("\n")))
+}
+
+/// A failed push's stderr without its progress updates (`\r`-separated
+/// counters), which say nothing about the failure.
+fn push_messages(stderr: &str) -> String {
+    stderr
+        .split(['\r', '\n'])
+        .filter(|line| !line.trim().is_empty() && push_progress_detail(line, "").is_none())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Splits `git push --progress` stderr into its `\r`- or `\n`-ended
+/// updates and hands each new detail to `observer`.
+fn push_progress_reader(sanitized: String, observer: TransferObserver) -> Arc<dyn Fn(&[u8]) + Send + Sync> {
+    let state = std::sync::Mutex::new((Vec::<u8>::new(), String::new()));
+    Arc::new(move |bytes: &[u8]| {
+        let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (pending, last) = &mut *state;
+        pending.extend_from_slice(bytes);
+        while let Some(end) = pending.iter().position(|byte| *byte == b'\r' || *byte == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line[..end]);
+            if let Some(detail) = push_progress_detail(&line, &sanitized)
+                && detail != *last
+            {
+                last.clone_from(&detail);
+                observer(detail);
+            }
+        }
+    })
+}
+
+/// One `git push --progress` update as a transport detail: `Writing
+/// objects:  40% (2/5), 1.20 KiB | 1.20 MiB/s` becomes `writing objects to
+/// <sanitized URL>: 2/5 objects`. Only git's own counters are read (never
+/// `remote:` lines, whose text the server chooses), so nothing but the
+/// sanitized URL and numbers reaches the caller.
+fn push_progress_detail(line: &str, sanitized: &str) -> Option<String> {
+    const STAGES: [&str; 4] = ["Enumerating objects", "Counting objects", "Compressing objects", "Writing objects"];
+    let (stage, rest) = line.trim().split_once(':')?;
+    if !STAGES.contains(&stage) {
+        return None;
+    }
+    let rest = rest.trim();
+    let is_count = |text: &str| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    let counts = match rest.split_once('(').and_then(|(_, inner)| inner.split_once(')')) {
+        Some((inner, _)) => {
+            let (done, total) = inner.split_once('/')?;
+            if !is_count(done) || !is_count(total) {
+                return None;
+            }
+            format!("{done}/{total}")
+        }
+        None => {
+            let count = rest.split(',').next().unwrap_or("").trim();
+            if !is_count(count) {
+                return None;
+            }
+            count.to_string()
+        }
+    };
+    Some(format!("{} to {sanitized}: {counts} objects", stage.to_lowercase()))
+}
+
+/// The invocation's proxies and CA locations as `git push` (curl) reads
+/// them, so a push takes the same route and trusts the same CAs as the
+/// fetch before it: the proxy variables in curl's lower-case spelling
+/// (curl ignores an upper-case `HTTP_PROXY`), `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` as `GIT_SSL_CAINFO` and `GIT_SSL_CAPATH`.
+fn push_network_env(env: &Environment) -> Vec<(String, String)> {
+    use git_agent_shared::environment::vars;
+    let mut out = Vec::new();
+    let families = [
+        (vars::HTTP_PROXY_LOWER, vars::HTTP_PROXY),
+        (vars::HTTPS_PROXY_LOWER, vars::HTTPS_PROXY),
+        (vars::ALL_PROXY_LOWER, vars::ALL_PROXY),
+        (vars::NO_PROXY_LOWER, vars::NO_PROXY),
+    ];
+    for (lower, upper) in families {
+        if let Some(value) = env.get(lower).or_else(|| env.get(upper)) {
+            out.push((lower.to_string(), value.trim().to_string()));
+        }
+    }
+    for (variable, git_name) in [(vars::SSL_CERT_FILE, "GIT_SSL_CAINFO"), (vars::SSL_CERT_DIR, "GIT_SSL_CAPATH")] {
+        if let Some(path) = env.absolute_dir(variable) {
+            out.push((git_name.to_string(), path.display().to_string()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod push_status_tests {
     use super::lost_race;
+
+    #[test]
+    fn push_progress_becomes_sanitized_details() {
+        let url = "https://git.example.com/index.git";
+        let detail = |line| super::push_progress_detail(line, url);
+        assert_eq!(detail("Enumerating objects: 5, done."), Some(format!("enumerating objects to {url}: 5 objects")));
+        assert_eq!(detail("Counting objects: 100% (5/5), done."), Some(format!("counting objects to {url}: 5/5 objects")));
+        assert_eq!(
+            detail("Writing objects:  40% (2/5), 1.20 KiB | 1.20 MiB/s"),
+            Some(format!("writing objects to {url}: 2/5 objects"))
+        );
+        for other in ["remote: Writing objects: 1 (1/1)", "Total 5 (delta 0), reused 0", "To https://u:p@h/x", ""] {
+            assert_eq!(detail(other), None, "{other:?}");
+        }
+        assert_eq!(detail("Writing objects: 40% (a/5)"), None);
+
+        // Updates split across reads and separated by `\r` arrive once each.
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        let reader = super::push_progress_reader(url.into(), std::sync::Arc::new(move |d| sink.lock().unwrap().push(d)));
+        reader(b"Writing objects:  50% (1/2)\rWriting obj");
+        reader(b"ects:  50% (1/2)\rWriting objects: 100% (2/2), done.\nTotal 2 (delta 0)\n");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![format!("writing objects to {url}: 1/2 objects"), format!("writing objects to {url}: 2/2 objects")]
+        );
+        assert_eq!(
+            super::push_messages("Writing objects: 100% (2/2)\rerror: failed to push\n"),
+            "error: failed to push"
+        );
+    }
+
+    #[test]
+    fn a_push_gets_the_callers_proxies_and_ca_in_gits_spelling() {
+        let env = git_agent_shared::Environment::new(
+            [
+                ("HTTP_PROXY", "http://127.0.0.1:3128"),
+                ("https_proxy", "http://127.0.0.1:3129"),
+                ("NO_PROXY", "example.com"),
+                ("SSL_CERT_FILE", "/etc/ca.pem"),
+                ("SSL_CERT_DIR", "relative/ignored"),
+            ]
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .into(),
+        );
+        let mut got = super::push_network_env(&env);
+        got.sort();
+        let want = [
+            ("GIT_SSL_CAINFO", "/etc/ca.pem"),
+            ("http_proxy", "http://127.0.0.1:3128"),
+            ("https_proxy", "http://127.0.0.1:3129"),
+            ("no_proxy", "example.com"),
+        ];
+        assert_eq!(got, want.map(|(name, value)| (name.to_string(), value.to_string())));
+    }
 
     #[test]
     fn a_lost_race_is_retried_and_a_refusal_is_not() {

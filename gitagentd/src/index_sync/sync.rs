@@ -202,7 +202,7 @@ impl Endpoint {
                     Some(tip) => (tip, None),
                     None => {
                         report(Phase::Fetching);
-                        let tip = repo.fetch(&flag)?;
+                        let tip = repo.fetch_reporting(&flag, &PhaseTransfer(Arc::clone(&report)))?;
                         (tip, Some(Instant::now()))
                     }
                 };
@@ -250,7 +250,9 @@ impl Endpoint {
             store::crash_if(self.crash_at, store::CrashPoint::SyncPush);
             progress(Phase::Pushing);
             let pushed_branch = branch.clone();
-            match self.push_commit(branch, commit, cancel).await? {
+            let report = Arc::clone(&progress);
+            let transfer: repo::TransferObserver = Arc::new(move |detail| report(Phase::Transfer(detail)));
+            match self.push_commit_reporting(branch, commit, transfer, cancel).await? {
                 PushOutcome::Pushed => {
                     self.observed(Instant::now(), RemoteTip { branch: pushed_branch, commit: Some(commit) });
                     published.pushed = true;
@@ -271,7 +273,20 @@ impl Endpoint {
         commit: gix::ObjectId,
         cancel: &CancellationToken,
     ) -> Result<PushOutcome, SyncError> {
-        let outcome = repo::push(&self.dir, &self.remote, &self.env, &branch, commit, cancel).await?;
+        self.push_commit_reporting(branch, commit, Arc::new(|_| {}), cancel).await
+    }
+
+    /// [`Self::push_commit`], with the push's transport progress reported
+    /// to `transfer`.
+    pub(crate) async fn push_commit_reporting(
+        &self,
+        branch: String,
+        commit: gix::ObjectId,
+        transfer: repo::TransferObserver,
+        cancel: &CancellationToken,
+    ) -> Result<PushOutcome, SyncError> {
+        let outcome =
+            repo::push_reporting(&self.dir, &self.remote, &self.env, &branch, commit, transfer, cancel).await?;
         if outcome == PushOutcome::Pushed {
             let endpoint = self.clone();
             crate::blocking::run_to_end("the index sync repository", move || {
@@ -304,12 +319,24 @@ impl ExportSource for Vec<Export> {
 }
 
 /// The phases progress reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Fetching,
     Scanning,
     Syncing { done: usize, total: usize },
     Pushing,
+    /// Transport progress of the fetch or push under way (the phase
+    /// reported last), its URL sanitized: shown as a bracketed suffix.
+    Transfer(String),
+}
+
+/// A fetch's transfer totals as [`Phase::Transfer`] reports.
+struct PhaseTransfer(Arc<dyn Fn(Phase) + Send + Sync>);
+
+impl crate::search::remote::FetchReporter for PhaseTransfer {
+    fn fetching(&self, detail: &str) {
+        (self.0)(Phase::Transfer(detail.to_string()));
+    }
 }
 
 /// An interrupt flag for gix that follows `cancel` while it lives.

@@ -220,3 +220,66 @@ async fn unsafe_and_unknown_trees_are_refused() {
     let error = world.machine("a").import(target(), &cancel).await.unwrap_err();
     assert!(matches!(error, SyncError::Format(FormatError::SchemaMissing)), "{error}");
 }
+
+#[tokio::test]
+async fn the_pack_catalog_cached_for_the_tip_is_read_instead_of_every_pack_and_rebuilt_when_bad() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new("main");
+    world.seed("main", &[("schema.json", b"{\"version\":2}\n")]);
+    let cancel = CancellationToken::new();
+    let (a, b) = (world.machine("a"), world.machine("b"));
+    let second = Target { revision: "89abcdef0123456789abcdef0123456789abcdef".into(), ..target() };
+    a.publish(export(vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]), &cancel).await.unwrap();
+    let records = vec![record("src/b.rs", "hb", [4.0, 5.0, 6.0])];
+    a.publish(vec![Export { target: second, records }], &cancel).await.unwrap();
+
+    let repo = SyncRepo::open(a.remote.clone(), a.dir.clone()).unwrap();
+    let interrupt = AtomicBool::new(false);
+    // What every pack, fully verified, says.
+    let from_packs = |tip: &RemoteTip| {
+        let mut staged = repo.stage(tip).unwrap();
+        let catalog = staged.verify_packs().unwrap();
+        (catalog, staged.decoded_packs())
+    };
+    // What a run's staging uses, and how many packs it decoded for it.
+    let used = |tip: &RemoteTip| {
+        let mut staged = repo.stage(tip).unwrap();
+        let catalog = staged.catalog().unwrap().clone();
+        (catalog, staged.decoded_packs())
+    };
+    let tip = repo.fetch(&interrupt).unwrap();
+    let (expected, packs) = from_packs(&tip);
+    assert!(packs >= 2 && expected.len() == 2, "{packs} packs, {} vectors", expected.len());
+    // The last publication cached the catalog of the commit it pushed.
+    let path = repo.catalog_path();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(used(&tip), (expected.clone(), 0), "the cached catalog is read, no pack is decoded");
+
+    // Corrupt (a flipped byte, garbage, an empty file): rebuilt from the
+    // packs, identical, and cached again.
+    let valid = std::fs::read(&path).unwrap();
+    let mut flipped = valid.clone();
+    flipped[60] ^= 1;
+    for bad in [flipped, b"not a catalog".to_vec(), Vec::new()] {
+        std::fs::write(&path, &bad).unwrap();
+        assert_eq!(used(&tip), (expected.clone(), packs), "a bad catalog is never trusted");
+        assert_eq!(std::fs::read(&path).unwrap(), valid, "the rebuilt catalog is cached");
+        assert_eq!(used(&tip), (expected.clone(), 0));
+    }
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(used(&tip), (expected.clone(), packs), "a missing catalog is rebuilt");
+
+    // Stale: another machine moved the tip; the catalog of the old HEAD is
+    // not used for the new tree.
+    let third = Target { revision: "fedcba9876543210fedcba9876543210fedcba98".into(), ..target() };
+    b.publish(vec![Export { target: third, records: vec![record("src/c.rs", "hc", [7.0, 8.0, 9.0])] }], &cancel)
+        .await
+        .unwrap();
+    let moved = repo.fetch(&interrupt).unwrap();
+    assert_ne!(moved.commit, tip.commit);
+    let (expected, packs) = from_packs(&moved);
+    std::fs::write(&path, &valid).unwrap();
+    assert_eq!(used(&moved), (expected.clone(), packs), "a stale catalog is rebuilt");
+    assert_eq!(expected.len(), 3);
+    assert_eq!(used(&moved), (expected, 0));
+}

@@ -3,7 +3,8 @@
 //! it) and the shared phase of `index gc` (which computes pack reachability
 //! from it).
 //!
-//! Every pack must decode under its content address and model directory;
+//! Every pack must decode under its content address and model directory
+//! (the cached derived catalog is never trusted here);
 //! every manifest must name exactly the path its metadata derives and
 //! resolve every record through the packs (see [`super::manifest::resolve_v2`]).
 
@@ -50,7 +51,9 @@ pub fn validate_v2(staged: &mut Staged<'_>) -> Result<TreeReport, SyncError> {
         ))
         .into());
     }
-    let mut report = TreeReport { unique_vectors: staged.catalog()?.len(), ..TreeReport::default() };
+    // Every pack is decoded and verified: strict validation never trusts
+    // the cached catalog.
+    let mut report = TreeReport { unique_vectors: staged.verify_packs()?.len(), ..TreeReport::default() };
     let files: Vec<(String, gix::ObjectId)> = staged.files().iter().map(|(path, id)| (path.clone(), *id)).collect();
     for (path, id) in files {
         let size = staged.repo().blob_size(id)?;

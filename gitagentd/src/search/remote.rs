@@ -444,7 +444,7 @@ const TRANSFER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// the pack bytes read (`read pack`), the objects indexed (`indexing`, out
 /// of the count the pack header announces) and the deltas resolved.
 #[derive(Default)]
-struct Totals {
+pub(crate) struct Totals {
     bytes: gix::progress::StepShared,
     objects: gix::progress::StepShared,
     expected_objects: AtomicUsize,
@@ -487,7 +487,7 @@ impl Totals {
 
     /// `receiving objects from <url>: 120/4000 objects, 1.2 MB`, with
     /// the resolved deltas once resolution has started.
-    fn detail(&self, verb: &str, sanitized: &str) -> String {
+    pub(crate) fn detail(&self, verb: &str, sanitized: &str) -> String {
         let objects = self.objects.load(Ordering::Relaxed);
         let expected = self.expected_objects.load(Ordering::Relaxed);
         let bytes = self.bytes.load(Ordering::Relaxed);
@@ -516,7 +516,7 @@ fn format_bytes(bytes: usize) -> String {
 }
 
 /// Marks the transfer finished when dropped.
-struct FinishOnDrop<'a>(&'a Totals);
+pub(crate) struct FinishOnDrop<'a>(pub(crate) &'a Totals);
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
@@ -526,7 +526,7 @@ impl Drop for FinishOnDrop<'_> {
 
 /// Reports the transfer's totals each time they change, at most every
 /// [`TRANSFER_REPORT_EVERY`], until gix's receive returns.
-fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporter) {
+pub(crate) fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporter) {
     let lock = || totals.signal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     loop {
         let mut signal = lock();
@@ -555,7 +555,7 @@ fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporte
 /// One node of gix's progress tree during a fetch. The nodes that count
 /// pack bytes, indexed objects and resolved deltas share their counters
 /// with [`Totals`]; every change wakes the reporting thread.
-struct TransferProgress {
+pub(crate) struct TransferProgress {
     totals: Arc<Totals>,
     id: gix::progress::Id,
     name: Option<String>,
@@ -565,7 +565,7 @@ struct TransferProgress {
 }
 
 impl TransferProgress {
-    fn new(totals: Arc<Totals>) -> Self {
+    pub(crate) fn new(totals: Arc<Totals>) -> Self {
         Self::node(totals, gix::progress::UNKNOWN, None)
     }
 

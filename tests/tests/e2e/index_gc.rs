@@ -3,28 +3,14 @@
 //! compaction that keeps every search result without embedding again, and
 //! a daemon killed at every compaction boundary.
 
-use git_agent_tests::fake_embeddings::FakeEmbeddings;
+use super::index_fixtures::{machine as setup, stop_daemon};
 use git_agent_tests::{GitRepo, TestEnv};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 const USAGE: &str = "usage: git-agent index gc [--dry-run]\n";
-
-fn setup() -> (TestEnv, FakeEmbeddings) {
-    let mut env = TestEnv::new();
-    let fake = FakeEmbeddings::start();
-    fake.configure(&mut env);
-    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "32");
-    (env, fake)
-}
-
-fn stop_daemon(env: &TestEnv) {
-    let status = env.gitagentd(&["stop"]).stdout(Stdio::null()).stderr(Stdio::null()).status().unwrap();
-    assert!(status.success());
-}
 
 fn metadata_root(env: &TestEnv) -> PathBuf {
     env.home().join(".git-agent")

@@ -2,40 +2,14 @@
 //! machine A's v1 index remote becomes v2, machine B (another HOME) then
 //! searches the revision without one embedding call.
 
+use super::index_fixtures::{bare, clone, git_in, machine, remote_bytes, remote_files, shared_project, stop_daemon};
 use super::index_gc::tree_state;
-use super::index_sync::{bare, clone, git_in, machine};
-use git_agent_tests::TestEnv;
-use std::path::Path;
-use std::process::Stdio;
-
-fn stop_daemon(env: &TestEnv) {
-    let status = env.gitagentd(&["stop"]).stdout(Stdio::null()).stderr(Stdio::null()).status().unwrap();
-    assert!(status.success());
-}
-
-/// The logical size of every file of the remote's `main` tree.
-fn remote_bytes(remote: &Path) -> u64 {
-    let listing = git_in(remote, &["ls-tree", "-r", "-l", "main"]);
-    listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
-}
-
-fn remote_files(remote: &Path) -> Vec<String> {
-    git_in(remote, &["ls-tree", "-r", "--name-only", "main"]).lines().map(str::to_string).collect()
-}
 
 #[test]
 fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding() {
     let shared = tempfile::tempdir().unwrap();
-    let index_remote = shared.path().join("index.git");
-    bare(&index_remote);
     let (a, fake_a) = machine();
-    let seed = a.repo("seed");
-    seed.write("harbour.go", "package demo\n\n// Harbour docks ships.\nfunc Harbour() int {\n\treturn 1\n}\n");
-    seed.write("docs/guide.md", "# Guide\n\nhow ships enter the harbour\n");
-    seed.commit_all("one");
-    let origin = shared.path().join("origin.git");
-    bare(&origin);
-    seed.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
+    let (origin, index_remote) = shared_project(&a, shared.path());
     let remote_arg = index_remote.to_str().unwrap();
     let project_a = clone(&a, &origin);
     a.run_in(project_a.path(), &["config", "index.remote", remote_arg]).success();
@@ -198,4 +172,35 @@ fn index_gc_prunes_unreferenced_shared_packs_and_its_dry_run_changes_nothing() {
     assert_eq!(remote_bytes(&index_remote), current - pack_size);
     let again = a.run_in(project.path(), &["index", "gc"]).success();
     assert!(again.contains(" remote_configured=true remote_removed_packs=0 "), "{again}");
+}
+
+/// A search stopped by the `sync-push` fault point leaves its commit in the
+/// sync repository unpushed; the migration reads it beside the fetched tip
+/// and its push carries that index to the remote too.
+#[test]
+fn the_migration_carries_an_index_a_stopped_run_committed_but_never_pushed() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake) = machine();
+    let (origin, index_remote) = shared_project(&a, shared.path());
+    let project = clone(&a, &origin);
+    project.write("anchor.go", "package demo\n\n// Anchor holds a ship in place.\nfunc Anchor() {}\n");
+    project.commit_all("two");
+    let (first, second) = (project.git(&["rev-parse", "HEAD~1"]), project.git(&["rev-parse", "HEAD"]));
+    a.run_in(project.path(), &["config", "index.remote", index_remote.to_str().unwrap()]).success();
+    a.run_in(project.path(), &["search", "--rev", "HEAD~1", "--index"]).success();
+    stop_daemon(&a);
+    let output = a
+        .git_agent_in(project.path(), &["search", "--rev", "HEAD", "--index"])
+        .env("GITAGENTD_SEARCH_CRASH_AT", "sync-push")
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let files = remote_files(&index_remote).join("\n");
+    assert!(files.contains(first.trim()) && !files.contains(second.trim()), "{files}");
+
+    let stdout = a.run_in(project.path(), &["index", "migrate", "--to", "v2"]).success();
+    assert!(stdout.starts_with("migrated from=1 to=2 indexes=2 "), "{stdout}");
+    let files = remote_files(&index_remote).join("\n");
+    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert!(files.contains(first.trim()) && files.contains(second.trim()), "{files}");
 }

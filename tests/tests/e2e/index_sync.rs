@@ -1,57 +1,17 @@
 //! `git-agent index sync` and searches confirmed against `index.remote`:
 //! two machines (two isolated HOMEs) share one bare index remote.
 
-use git_agent_tests::fake_embeddings::FakeEmbeddings;
+use super::index_fixtures::{clone, git_in, http_shared_project, machine, remote_files, shared_project};
 use git_agent_tests::{GitRepo, TestEnv};
 use std::path::Path;
 use std::process::Command;
 
-/// One machine: its own HOME, daemon and fake embeddings server.
-pub(crate) fn machine() -> (TestEnv, FakeEmbeddings) {
-    let mut env = TestEnv::new();
-    let fake = FakeEmbeddings::start();
-    fake.configure(&mut env);
-    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "32");
-    (env, fake)
-}
-
-pub(crate) fn bare(path: &Path) {
-    std::fs::create_dir_all(path).unwrap();
-    let status = Command::new("git").args(["init", "--bare", "-q", "-b", "main"]).current_dir(path).status().unwrap();
-    assert!(status.success());
-}
-
-pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-/// A clone of `origin` in `env`'s work folder (so both machines share the
-/// origin identity).
-pub(crate) fn clone(env: &TestEnv, origin: &Path) -> GitRepo {
-    let dir = env.work().join("project");
-    let status =
-        Command::new("git").args(["clone", "-q", origin.to_str().unwrap(), dir.to_str().unwrap()]).status().unwrap();
-    assert!(status.success());
-    GitRepo::init(env, &dir)
-}
-
 #[test]
 fn machine_b_searches_a_revision_machine_a_synced_without_embedding_it() {
     let shared = tempfile::tempdir().unwrap();
-    let index_remote = shared.path().join("index.git");
-    bare(&index_remote);
-    // The source project, pushed to a bare origin both machines clone.
     let (a, fake_a) = machine();
-    let seed = a.repo("seed");
-    seed.write("harbour.go", "package demo\n\n// Harbour docks ships.\nfunc Harbour() int {\n\treturn 1\n}\n");
-    seed.write("docs/guide.md", "# Guide\n\nhow ships enter the harbour\n");
-    seed.commit_all("one");
-    let origin = shared.path().join("origin.git");
-    bare(&origin);
-    seed.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
-    let commit = seed.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let (origin, index_remote) = shared_project(&a, shared.path());
+    let commit = git_in(&origin, &["rev-parse", "main"]);
 
     let remote_arg = index_remote.to_str().unwrap();
     let project_a = clone(&a, &origin);
@@ -104,15 +64,8 @@ fn index_sync_needs_index_remote_and_exact_usage() {
 #[test]
 fn conflicting_payloads_from_another_machine_fail_the_sync() {
     let shared = tempfile::tempdir().unwrap();
-    let index_remote = shared.path().join("index.git");
-    bare(&index_remote);
     let (a, _fake_a) = machine();
-    let seed = a.repo("seed");
-    seed.write("harbour.go", "package demo\n\n// Harbour docks ships.\nfunc Harbour() int {\n\treturn 1\n}\n");
-    seed.commit_all("one");
-    let origin = shared.path().join("origin.git");
-    bare(&origin);
-    seed.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
+    let (origin, index_remote) = shared_project(&a, shared.path());
     let remote_arg = index_remote.to_str().unwrap();
     let project_a = clone(&a, &origin);
     a.run_in(project_a.path(), &["config", "index.remote", remote_arg]).success();
@@ -130,22 +83,6 @@ fn conflicting_payloads_from_another_machine_fail_the_sync() {
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("conflicting vector payloads"), "{}", run.stderr);
     assert_eq!(run.stdout_text(), "");
-}
-
-/// A source project pushed to a bare origin under `shared` (both machines
-/// clone it, so they share its origin identity) and an empty bare index
-/// remote beside it; returns (origin, index remote).
-fn shared_project(a: &TestEnv, shared: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let index_remote = shared.join("index.git");
-    bare(&index_remote);
-    let seed = a.repo("seed");
-    seed.write("harbour.go", "package demo\n\n// Harbour docks ships.\nfunc Harbour() int {\n\treturn 1\n}\n");
-    seed.write("docs/guide.md", "# Guide\n\nhow ships enter the harbour\n");
-    seed.commit_all("one");
-    let origin = shared.join("origin.git");
-    bare(&origin);
-    seed.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
-    (origin, index_remote)
 }
 
 /// Every blob of the index remote's `main` tree, by path.
@@ -393,4 +330,119 @@ fn concurrent_and_diverged_pushes_from_two_machines_reconcile() {
         assert!(files.contains(&rev), "{rev} missing:\n{files}");
     }
     assert_eq!(git_in(&index_remote, &["rev-list", "--merges", "main"]), "", "linear history");
+}
+
+#[test]
+fn index_sync_progress_shows_sanitized_transport_details_and_never_the_credential() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake_a) = machine();
+    let secret = "sync-S3cret-word";
+    let (origin, index_remote, server) = http_shared_project(&a, shared.path(), Some(&format!("writer:{secret}")));
+    let url = server.url("index.git", Some(&format!("writer:{secret}")));
+    let sanitized = server.url("index.git", None);
+    // A publishes HEAD; B has indexed another revision locally, then syncs:
+    // its fetch receives A's objects and its push writes its own.
+    let project_a = clone(&a, &origin);
+    a.run_in(project_a.path(), &["config", "index.remote", &url]).success();
+    a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    let (b, _fake_b) = machine();
+    let project_b = clone(&b, &origin);
+    project_b.write("anchor.go", "package demo\n\n// Anchor holds a ship in place.\nfunc Anchor() {}\n");
+    project_b.commit_all("b two");
+    b.run_in(project_b.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    b.run_in(project_b.path(), &["config", "index.remote", &url]).success();
+
+    let run = b.run_in(project_b.path(), &["index", "sync"]);
+    let stdout = run.success();
+    assert!(stdout.starts_with("synced indexes=1 records="), "{stdout}");
+    // Redirected stderr: one plain line per update, no ANSI sequences.
+    for line in [
+        "index sync: fetching remote\n".to_string(),
+        format!("index sync: fetching remote [received objects from {sanitized}: "),
+        "index sync: pushing remote\n".to_string(),
+        format!("index sync: pushing remote [writing objects to {sanitized}: "),
+    ] {
+        assert!(run.stderr.contains(&line), "{line:?} missing:\n{}", run.stderr);
+    }
+    assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "{:?}", run.stderr);
+    assert!(!run.stderr.contains(secret) && !stdout.contains(secret), "the password leaked:\n{}", run.stderr);
+    let revision = project_b.git(&["rev-parse", "HEAD"]).trim().to_string();
+    assert!(remote_files(&index_remote).iter().any(|path| path.contains(&revision)));
+}
+
+#[test]
+fn index_sync_progress_on_a_terminal_is_one_rewritten_line_cleared_before_stdout() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake_a) = machine();
+    let secret = "tty-S3cret-word";
+    let (origin, _index_remote, server) = http_shared_project(&a, shared.path(), Some(&format!("writer:{secret}")));
+    let url = server.url("index.git", Some(&format!("writer:{secret}")));
+    let sanitized = server.url("index.git", None);
+    let project = clone(&a, &origin);
+    a.run_in(project.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    a.run_in(project.path(), &["config", "index.remote", &url]).success();
+
+    let (code, terminal) = git_agent_tests::run_on_terminal(a.git_agent_in(project.path(), &["index", "sync"]));
+    assert_eq!(code, Some(0), "{terminal:?}");
+    // Every update rewrites the one line (`\r`, erase line); the last is
+    // erased before the summary, which is the only text ending a line.
+    let (progress, summary) = terminal.rsplit_once("\r\x1b[2K").expect("progress was shown");
+    assert!(summary.starts_with("synced indexes=1 records="), "{terminal:?}");
+    assert!(summary.ends_with(" skipped=0\r\n") && summary.matches('\n').count() == 1, "{terminal:?}");
+    assert!(!progress.contains('\n'), "a progress update ended a line: {terminal:?}");
+    for update in [
+        "\r\x1b[2Kindex sync: fetching remote".to_string(),
+        format!("\r\x1b[2Kindex sync: pushing remote [writing objects to {sanitized}: "),
+    ] {
+        assert!(progress.contains(&update), "{update:?} missing: {terminal:?}");
+    }
+    assert!(!terminal.contains(secret), "the password leaked: {terminal:?}");
+}
+
+#[test]
+fn index_remote_fetches_and_pushes_go_through_the_callers_proxy() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake_a) = machine();
+    let (origin, index_remote, server) = http_shared_project(&a, shared.path(), None);
+    let url = server.url("index.git", None);
+    let proxy = git_agent_tests::fake_proxy::FakeProxy::start();
+    let project = clone(&a, &origin);
+    // The daemon starts here, without the proxy in its own environment.
+    a.run_in(project.path(), &["config", "index.remote", &url]).success();
+    let output = a
+        .git_agent_in(project.path(), &["search", "--rev", "HEAD", "--index"])
+        .env("HTTP_PROXY", proxy.url())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let targets = proxy.targets();
+    for service in ["git-upload-pack", "git-receive-pack"] {
+        let via_proxy = targets.iter().any(|target| target.starts_with(&format!("{url}/info/refs?service={service}")));
+        assert!(via_proxy, "{service} did not go through the caller's HTTP_PROXY: {targets:?}");
+    }
+    let commit = git_in(&origin, &["rev-parse", "main"]);
+    assert!(remote_files(&index_remote).iter().any(|path| path.contains(&commit)));
+}
+
+#[test]
+fn an_https_index_remote_trusts_the_callers_ca_only() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake_a) = machine();
+    let (origin, index_remote, server) = http_shared_project(&a, shared.path(), None);
+    let front = git_agent_tests::git_servers::TlsFront::start(server.address());
+    let url = front.url("index.git", None);
+    let ca = a.root().join("index-ca.pem");
+    std::fs::write(&ca, front.ca_pem()).unwrap();
+    let project = clone(&a, &origin);
+    a.run_in(project.path(), &["config", "index.remote", &url]).success();
+    let search = ["search", "--rev", "HEAD", "--index"];
+    let refused = a.run_in(project.path(), &search);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(refused.stderr.to_lowercase().contains("certificate"), "{}", refused.stderr);
+
+    // With the caller's CA the fetch (gix) and the push (git) both trust it.
+    let output = a.git_agent_in(project.path(), &search).env("SSL_CERT_FILE", &ca).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let commit = git_in(&origin, &["rev-parse", "main"]);
+    assert!(remote_files(&index_remote).iter().any(|path| path.contains(&commit)));
 }

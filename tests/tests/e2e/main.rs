@@ -13,6 +13,7 @@ mod explore_follow_up;
 mod explore_retrieval;
 mod follow_up;
 mod grpc_authority;
+mod index_fixtures;
 mod index_gc;
 mod index_migrate;
 mod index_sync;

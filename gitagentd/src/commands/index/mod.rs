@@ -105,14 +105,34 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
 /// update otherwise.
 fn progress_reporter(output: &Output, interactive: bool) -> Arc<dyn Fn(Phase) + Send + Sync> {
     let report = progress_line(output, interactive);
+    let texts = std::sync::Mutex::new(SyncProgressText::default());
     Arc::new(move |phase| {
-        report(match phase {
+        let text = texts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).line(phase);
+        report(text);
+    })
+}
+
+/// The text of each `index sync` progress update. Transport details are
+/// appended to the fetch or push phase under way as a bracketed suffix
+/// (`index sync: fetching remote [receiving objects from <url>: 3/9
+/// objects, 1.2 KiB]`); the phase alone shows until the first one.
+#[derive(Default)]
+struct SyncProgressText {
+    phase: String,
+}
+
+impl SyncProgressText {
+    fn line(&mut self, phase: Phase) -> String {
+        let text = match phase {
             Phase::Fetching => "index sync: fetching remote".to_string(),
             Phase::Scanning => "index sync: scanning local indexes".to_string(),
             Phase::Syncing { done, total } => format!("index sync: syncing indexes {done}/{total}"),
             Phase::Pushing => "index sync: pushing remote".to_string(),
-        })
-    })
+            Phase::Transfer(detail) => return format!("{} [{detail}]", self.phase),
+        };
+        self.phase.clone_from(&text);
+        text
+    }
 }
 
 /// Writes one progress line on stderr: rewritten in place on a terminal,
@@ -147,6 +167,23 @@ async fn configured_remote(invocation: &Invocation) -> Result<String, CommandErr
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn transport_details_are_a_bracketed_suffix_of_the_phase_under_way() {
+        let mut texts = SyncProgressText::default();
+        let url = "https://git.example.com/index.git";
+        assert_eq!(texts.line(Phase::Fetching), "index sync: fetching remote");
+        assert_eq!(
+            texts.line(Phase::Transfer(format!("receiving objects from {url}: 3/9 objects, 1.2 KiB"))),
+            format!("index sync: fetching remote [receiving objects from {url}: 3/9 objects, 1.2 KiB]")
+        );
+        assert_eq!(texts.line(Phase::Syncing { done: 1, total: 2 }), "index sync: syncing indexes 1/2");
+        assert_eq!(texts.line(Phase::Pushing), "index sync: pushing remote");
+        assert_eq!(
+            texts.line(Phase::Transfer(format!("writing objects to {url}: 2/5 objects"))),
+            format!("index sync: pushing remote [writing objects to {url}: 2/5 objects]")
+        );
+    }
 
     #[test]
     fn building_progress_shows_percentage_and_elapsed_once_an_index_is_done() {
