@@ -196,7 +196,10 @@ pub struct Helper {
 /// Hears each piece of a stream as it is read, while the helper runs (a
 /// helper's progress, such as `git push --progress` on stderr).
 #[derive(Clone)]
-pub struct StreamObserver(pub std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>);
+pub struct StreamObserver(pub std::sync::Arc<StreamFn>);
+
+/// What a [`StreamObserver`] calls with each piece read.
+pub type StreamFn = dyn Fn(&[u8]) + Send + Sync;
 
 impl std::fmt::Debug for StreamObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -330,7 +333,9 @@ impl Helper {
                         let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await;
                     }
                 };
-                let pipes = async { tokio::join!(feed, out.read(stdout, limit), err.read_observed(stderr, limit, observer.as_ref())) };
+                let pipes = async {
+                    tokio::join!(feed, out.read(stdout, limit), err.read_observed(stderr, limit, observer.as_ref()))
+                };
                 tokio::pin!(pipes);
                 let wait = child.wait();
                 tokio::pin!(wait);

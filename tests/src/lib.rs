@@ -383,9 +383,8 @@ pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
     use std::os::fd::{FromRawFd, OwnedFd};
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty fills in two new descriptors, owned from here on.
-    let opened = unsafe {
-        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
-    };
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
     assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both descriptors were just opened and are owned by nothing else.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };

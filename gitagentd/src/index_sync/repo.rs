@@ -22,9 +22,9 @@
 //! credential helper, and the same batch-mode SSH command as fetches.
 
 use super::FormatError;
+use super::catalog;
 use super::keys::{self, Digest};
 use super::manifest::{self, SyncRecord, Target};
-use super::catalog;
 use super::merge::{self, PackCatalog, PackSlot};
 use super::pack::{self, Pack};
 use super::schema::{self, SchemaVersion};
@@ -322,8 +322,10 @@ impl SyncRepo {
     /// run a rebuild, so it is logged, not returned.
     pub(crate) fn cache_catalog(&self, head: ObjectId, packs: &[catalog::ValidatedPack]) {
         let Some(head) = commit_bytes(head) else { return };
+        let path = self.catalog_path();
+        remove_abandoned_temporaries(&path);
         let bytes = catalog::encode(&catalog::PackTree::new(head, packs.to_vec()).catalog());
-        if let Err(error) = private_fs::write_atomic(&self.catalog_path(), &bytes) {
+        if let Err(error) = private_fs::write_atomic(&path, &bytes) {
             tracing::warn!(dir = %self.dir.display(), %error, "cannot cache the index sync pack catalog");
         }
     }
@@ -394,6 +396,20 @@ impl SyncRepo {
             }
         }
         Ok(exports)
+    }
+}
+
+/// Removes the temporary files an interrupted catalog write left beside
+/// `catalog` (the folder holds nothing else git-agent does not own; the
+/// sync repository lock keeps writers apart).
+fn remove_abandoned_temporaries(catalog: &Path) {
+    let Some(dir) = catalog.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
+        if is_file && entry.file_name().to_string_lossy().starts_with(".tmp-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -560,6 +576,7 @@ impl<'repo> Staged<'repo> {
     }
 
     /// How many packs this staging fully decoded and verified.
+    #[cfg(test)]
     pub(crate) fn decoded_packs(&self) -> usize {
         self.decoded_packs
     }
@@ -853,10 +870,8 @@ pub async fn push_reporting(
     if stdout.lines().any(lost_race) {
         return Ok(PushOutcome::Rejected);
     }
-    let detail = [push_messages(&output.stderr_text()), stdout]
-        .into_iter()
-        .filter(|text| !text.is_empty())
-        .collect::<Vec<_>>();
+    let detail =
+        [push_messages(&output.stderr_text()), stdout].into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>();
     Err(failed(detail.join("\n")))
 }
 
@@ -872,7 +887,7 @@ fn push_messages(stderr: &str) -> String {
 
 /// Splits `git push --progress` stderr into its `\r`- or `\n`-ended
 /// updates and hands each new detail to `observer`.
-fn push_progress_reader(sanitized: String, observer: TransferObserver) -> Arc<dyn Fn(&[u8]) + Send + Sync> {
+fn push_progress_reader(sanitized: String, observer: TransferObserver) -> Arc<crate::subprocess::StreamFn> {
     let state = std::sync::Mutex::new((Vec::<u8>::new(), String::new()));
     Arc::new(move |bytes: &[u8]| {
         let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -959,7 +974,10 @@ mod push_status_tests {
         let url = "https://git.example.com/index.git";
         let detail = |line| super::push_progress_detail(line, url);
         assert_eq!(detail("Enumerating objects: 5, done."), Some(format!("enumerating objects to {url}: 5 objects")));
-        assert_eq!(detail("Counting objects: 100% (5/5), done."), Some(format!("counting objects to {url}: 5/5 objects")));
+        assert_eq!(
+            detail("Counting objects: 100% (5/5), done."),
+            Some(format!("counting objects to {url}: 5/5 objects"))
+        );
         assert_eq!(
             detail("Writing objects:  40% (2/5), 1.20 KiB | 1.20 MiB/s"),
             Some(format!("writing objects to {url}: 2/5 objects"))
@@ -972,7 +990,8 @@ mod push_status_tests {
         // Updates split across reads and separated by `\r` arrive once each.
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = std::sync::Arc::clone(&seen);
-        let reader = super::push_progress_reader(url.into(), std::sync::Arc::new(move |d| sink.lock().unwrap().push(d)));
+        let reader =
+            super::push_progress_reader(url.into(), std::sync::Arc::new(move |d| sink.lock().unwrap().push(d)));
         reader(b"Writing objects:  50% (1/2)\rWriting obj");
         reader(b"ects:  50% (1/2)\rWriting objects: 100% (2/2), done.\nTotal 2 (delta 0)\n");
         assert_eq!(

@@ -323,7 +323,10 @@ impl ExportSource for Vec<Export> {
 pub enum Phase {
     Fetching,
     Scanning,
-    Syncing { done: usize, total: usize },
+    Syncing {
+        done: usize,
+        total: usize,
+    },
     Pushing,
     /// Transport progress of the fetch or push under way (the phase
     /// reported last), its URL sanitized: shown as a bracketed suffix.

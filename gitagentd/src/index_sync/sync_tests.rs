@@ -267,7 +267,10 @@ async fn the_pack_catalog_cached_for_the_tip_is_read_instead_of_every_pack_and_r
         assert_eq!(used(&tip), (expected.clone(), 0));
     }
     std::fs::remove_file(&path).unwrap();
+    let abandoned = path.with_file_name(".tmp-interrupted");
+    std::fs::write(&abandoned, b"half a catalog").unwrap();
     assert_eq!(used(&tip), (expected.clone(), packs), "a missing catalog is rebuilt");
+    assert!(!abandoned.exists(), "an interrupted write's temporary file is removed");
 
     // Stale: another machine moved the tip; the catalog of the old HEAD is
     // not used for the new tree.

@@ -64,7 +64,11 @@ pub(crate) fn shared_project(a: &TestEnv, shared: &Path) -> (PathBuf, PathBuf) {
 /// http-backend` (anonymous pushes accepted; with `credentials`,
 /// `user:password`, every request must carry them); returns (origin, index
 /// remote folder, server).
-pub(crate) fn http_shared_project(a: &TestEnv, shared: &Path, credentials: Option<&str>) -> (PathBuf, PathBuf, HttpGit) {
+pub(crate) fn http_shared_project(
+    a: &TestEnv,
+    shared: &Path,
+    credentials: Option<&str>,
+) -> (PathBuf, PathBuf, HttpGit) {
     let (origin, index_remote) = shared_project(a, shared);
     git_in(&index_remote, &["config", "http.receivepack", "true"]);
     (origin, index_remote, HttpGit::start(shared, credentials))
