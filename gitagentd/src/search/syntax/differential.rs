@@ -64,6 +64,7 @@ fn every_fixture_outlines_the_same_and_the_fast_path_is_taken() {
         "snippet_src_Parser.java",
         "snippet_src_Parser.cs",
         "synthetic_Long.java",
+        "vue_scripts_build.js",
     ] {
         assert!(taken.iter().any(|name| name == expected), "{expected} took the full parse ({taken:?})");
     }
@@ -169,6 +170,60 @@ def last(a,
     y = rb'\x00'
     return (x,
             y)
+
+
+from typing import (
+    Any,
+    Dict,
+)
+
+TABLE = {
+    "key": [1, 2, 3],
+    "other": ("a", "b"),
+    "nested": {"x": {"y": "}"}},
+}
+
+MATRIX = grid[
+    1:2
+]
+
+register(
+    name="handler",
+    callback=lambda event: event,
+)
+
+
+class Config(
+    Base,
+    metaclass=Meta,
+):
+    defaults = [
+        "one", "two", "three", "four", "five",
+    ]
+
+    def method(self, values=[
+        1, 2, 3,
+    ]):
+        return values
+"#,
+    ),
+    (
+        "a.js",
+        r#"const path = require("path");
+
+// { brace in a comment
+function build(options) {
+    const re = /[}]+/g;
+    return `${options.name} }`;
+}
+
+class Builder extends Base {
+    run() {
+        return [1, 2, 3].map((x) => { return x * 2; });
+    }
+}
+
+module.exports = { build, Builder };
 "#,
     ),
     (
@@ -384,8 +439,33 @@ impl Random {
 /// upsets a lexer, or a duplicated line.
 fn mutate(text: &str, random: &mut Random) -> String {
     const INSERTS: &[&str] = &[
-        "{", "}", "\"", "'", "/*", "*/", "//", "`", "(", ")", "\n", "#", "r#\"", "\"\"\"", "=>", "->", "\\", "${",
-        "/", ":", "\n    ", "fn g() {}\n", "def g():\n    pass\n", "function g() { return 1; }\n", "class K {\n",
+        "{",
+        "}",
+        "\"",
+        "'",
+        "/*",
+        "*/",
+        "//",
+        "`",
+        "(",
+        ")",
+        "\n",
+        "#",
+        "r#\"",
+        "\"\"\"",
+        "=>",
+        "->",
+        "\\",
+        "${",
+        "/",
+        ":",
+        "[",
+        "]",
+        "\n    ",
+        "fn g() {}\n",
+        "def g():\n    pass\n",
+        "function g() { return 1; }\n",
+        "class K {\n",
     ];
     let mut at = random.below(text.len() + 1);
     while !text.is_char_boundary(at) {
@@ -420,8 +500,7 @@ fn mutate(text: &str, random: &mut Random) -> String {
 #[test]
 fn mutated_inputs_never_outline_differently_when_they_parse_cleanly() {
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
-    let mut sources: Vec<(String, String)> =
-        fixtures().into_iter().filter(|(name, _)| scanned(name)).collect();
+    let mut sources: Vec<(String, String)> = fixtures().into_iter().filter(|(name, _)| scanned(name)).collect();
     sources.extend(TRICKY.iter().map(|(path, text)| (path.to_string(), text.to_string())));
     let (mut runs, mut fast) = (0, 0);
     for (name, text) in &sources {

@@ -8,7 +8,8 @@
 //! Brace languages keep a body's `{` and `}` and leave out what is
 //! between (`fn f() -> u32 {}` still parses). Python keeps a function's
 //! header and the last logical line of its body, so the function still
-//! ends on the same line.
+//! ends on the same line, and leaves out the inside of long bracketed
+//! literals and calls outside bodies (data tables as `X = {}`).
 //!
 //! The scan is a lexer, not a parser: it knows the language's comments,
 //! strings, character literals and raw strings, and gives up (`None`) on
@@ -24,7 +25,10 @@ use std::ops::Range;
 pub fn gaps(feature: &str, text: &str) -> Option<Vec<Range<usize>>> {
     let lexicon = match feature {
         "rust" => &RUST,
-        "typescript" => &TYPESCRIPT,
+        "typescript" => &SCRIPT,
+        // JSX text is no JavaScript (`<p>Don't</p>`): such files are
+        // parsed whole.
+        "javascript" if !text.contains("</") && !text.contains("/>") => &SCRIPT,
         "java" => &JAVA,
         "c" => &C,
         "cpp" => &CPP,
@@ -75,7 +79,7 @@ const RUST: Lexicon = Lexicon {
     containers: &["impl", "trait", "mod", "struct", "enum", "union", "macro_rules"],
 };
 
-const TYPESCRIPT: Lexicon = Lexicon {
+const SCRIPT: Lexicon = Lexicon {
     nested_comments: false,
     rust: false,
     multiline_strings: false,
@@ -146,7 +150,10 @@ enum Token {
     Arrow,
     /// `;` or a plain `=`: ends what could lead to a body.
     Stop,
-    Word { start: usize, end: usize },
+    Word {
+        start: usize,
+        end: usize,
+    },
     Other,
 }
 
@@ -561,7 +568,8 @@ impl<'a> Braces<'a> {
         }
         at += hashes + 1;
         while at < self.text.len() {
-            if self.text[at] == b'"' && self.text[at + 1..].iter().take(hashes).filter(|&&byte| byte == b'#').count() == hashes
+            if self.text[at] == b'"'
+                && self.text[at + 1..].iter().take(hashes).filter(|&&byte| byte == b'#').count() == hashes
             {
                 self.at = at + 1 + hashes;
                 return Ok(true);
@@ -574,7 +582,8 @@ impl<'a> Braces<'a> {
     /// `R"d(...)d"` with its `u8`, `u`, `U`, `L` prefixes.
     fn cpp_raw_string(&mut self) -> Result<bool, GiveUp> {
         let rest = &self.text[self.at..];
-        let prefix = [&b"R\""[..], b"u8R\"", b"uR\"", b"UR\"", b"LR\""].into_iter().find(|prefix| rest.starts_with(prefix));
+        let prefix =
+            [&b"R\""[..], b"u8R\"", b"uR\"", b"UR\"", b"LR\""].into_iter().find(|prefix| rest.starts_with(prefix));
         let Some(prefix) = prefix else { return Ok(false) };
         let open = self.at + prefix.len();
         let Some(paren) = self.text[open..].iter().take(17).position(|&byte| byte == b'(') else { return Ok(false) };
@@ -657,7 +666,8 @@ struct Logical {
 /// indented between its own and its last line's indentation is kept
 /// whole (the indentation scanner could close a block elsewhere).
 fn python_gaps(text: &[u8]) -> Option<Vec<Range<usize>>> {
-    let lines = python_lines(text)?;
+    let mut literals = Vec::new();
+    let lines = python_lines(text, &mut literals)?;
     // Every dedent returns to an indentation seen before (tree-sitter
     // accepts some that do not, and closes blocks where no scan can tell).
     let mut levels = vec![0];
@@ -715,12 +725,51 @@ fn python_gaps(text: &[u8]) -> Option<Vec<Range<usize>>> {
             index += 1;
         }
     }
-    Some(gaps)
+    // The literals outside the bodies left out.
+    gaps.extend(literals);
+    gaps.sort_by_key(|gap| gap.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(gaps.len());
+    for gap in gaps {
+        if merged.last().is_none_or(|last| gap.start >= last.end) {
+            merged.push(gap);
+        }
+    }
+    Some(merged)
 }
 
 /// The logical lines of a Python file; `None` when a string or bracket
 /// is left open at the end.
-fn python_lines(text: &[u8]) -> Option<Vec<Logical>> {
+/// A bracket pair on one line is left out from this size on.
+const LONG_LINE_LITERAL: usize = 80;
+
+/// Keywords after which a `[` opens a list.
+fn is_python_keyword(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"in"
+            | b"return"
+            | b"yield"
+            | b"else"
+            | b"and"
+            | b"or"
+            | b"not"
+            | b"is"
+            | b"lambda"
+            | b"if"
+            | b"assert"
+            | b"await"
+            | b"del"
+            | b"for"
+            | b"while"
+            | b"with"
+            | b"from"
+            | b"import"
+            | b"print"
+            | b"elif"
+    )
+}
+
+fn python_lines(text: &[u8], literals: &mut Vec<Range<usize>>) -> Option<Vec<Logical>> {
     let mut lines = Vec::new();
     let mut at = 0;
     while at < text.len() {
@@ -749,6 +798,11 @@ fn python_lines(text: &[u8]) -> Option<Vec<Logical>> {
         let mut blank = true;
         let mut comment = false;
         let mut colon = false;
+        // Whether the last token ends an operand (a `[` after it indexes).
+        let mut operand = false;
+        // Inside the outermost bracket pair that may be left out: where
+        // its inside starts, and whether it spans lines.
+        let mut literal: Option<(usize, bool)> = None;
         while at < text.len() {
             let byte = text[at];
             match byte {
@@ -756,6 +810,9 @@ fn python_lines(text: &[u8]) -> Option<Vec<Logical>> {
                     at += 1;
                     if brackets == 0 {
                         break;
+                    }
+                    if let Some((_, spans)) = &mut literal {
+                        *spans = true;
                     }
                 }
                 b' ' | b'\t' | b'\r' | b'\x0c' => at += 1,
@@ -773,22 +830,48 @@ fn python_lines(text: &[u8]) -> Option<Vec<Logical>> {
                     at = python_string(text, at)?;
                     blank = false;
                     colon = false;
+                    operand = true;
                 }
                 _ => {
                     blank = false;
                     colon = byte == b':';
                     match byte {
-                        b'(' | b'[' | b'{' => brackets += 1,
-                        b')' | b']' | b'}' => brackets = brackets.checked_sub(1)?,
+                        b'(' | b'[' | b'{' => {
+                            // `f(...)` as `f()`, `[...]` and `{...}` as
+                            // empty literals; not `x[...]` (a subscript
+                            // needs an index) nor `import (...)`.
+                            let empty_is_valid = match byte {
+                                b'(' => first != b"from" && first != b"import",
+                                b'[' => !operand,
+                                _ => true,
+                            };
+                            if brackets == 0 && empty_is_valid {
+                                literal = Some((at + 1, false));
+                            }
+                            brackets += 1;
+                        }
+                        b')' | b']' | b'}' => {
+                            brackets = brackets.checked_sub(1)?;
+                            if brackets == 0
+                                && let Some((inside, spans)) = literal.take()
+                                && (spans || at - inside >= LONG_LINE_LITERAL)
+                                && at - inside >= MIN_GAP
+                            {
+                                literals.push(inside..at);
+                            }
+                        }
                         _ => {}
                     }
                     if is_word_byte(byte) {
                         // A word, or a string prefix (`rb"`, `f'`).
+                        let word = at;
                         while at < text.len() && is_word_byte(text[at]) {
                             at += 1;
                         }
+                        operand = !is_python_keyword(&text[word..at]);
                         continue;
                     }
+                    operand = matches!(byte, b')' | b']' | b'}');
                     at += 1;
                 }
             }
@@ -796,7 +879,16 @@ fn python_lines(text: &[u8]) -> Option<Vec<Logical>> {
         if brackets != 0 {
             return None;
         }
-        lines.push(Logical { start, end: at.min(text.len()), indent, blank, comment: comment && blank, def, colon, continues });
+        lines.push(Logical {
+            start,
+            end: at.min(text.len()),
+            indent,
+            blank,
+            comment: comment && blank,
+            def,
+            colon,
+            continues,
+        });
     }
     Some(lines)
 }

@@ -186,11 +186,21 @@ fn included_ranges(grammar: &'static Grammar, text: &str) -> Option<Vec<tree_sit
     let mut start = (0, point(0));
     for gap in gaps {
         let end = point(gap.start);
-        ranges.push(tree_sitter::Range { start_byte: start.0, end_byte: gap.start, start_point: start.1, end_point: end });
+        ranges.push(tree_sitter::Range {
+            start_byte: start.0,
+            end_byte: gap.start,
+            start_point: start.1,
+            end_point: end,
+        });
         start = (gap.end, point(gap.end));
     }
     let end = point(bytes.len());
-    ranges.push(tree_sitter::Range { start_byte: start.0, end_byte: bytes.len(), start_point: start.1, end_point: end });
+    ranges.push(tree_sitter::Range {
+        start_byte: start.0,
+        end_byte: bytes.len(),
+        start_point: start.1,
+        end_point: end,
+    });
     Some(ranges)
 }
 
