@@ -1,11 +1,15 @@
 //! Cold chunking throughput on one core: reads every text file under the
 //! given folders (at most 1 MiB, UTF-8, `.git` and `node_modules` left
 //! out), then cuts each into search chunks on this one thread, and prints
-//! MB/s per language and overall beside the time the reads took.
+//! MB/s per language and overall beside the time the reads took. Then,
+//! per language with a grammar, the outline's parse alone, measured back
+//! to back with every byte parsed and with callable bodies left out (the
+//! chunker's fast path), and how many files the two disagree on.
 //!
 //! `cargo run --release -p gitagentd --example bench-chunking -- <dir>...`
 
 use gitagentd::search::chunking;
+use gitagentd::search::syntax::{self, Parse};
 
 /// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
 /// daemon's.
@@ -39,6 +43,7 @@ fn main() {
     let started = Instant::now();
     let mut bytes = 0;
     let mut chunks = 0;
+    let parses = compare_parses(&files);
     for (path, text) in files {
         let language = chunking::language_for_path(&path).unwrap_or("other").to_string();
         let size = text.len();
@@ -76,6 +81,57 @@ fn main() {
         read.as_secs_f64(),
         bytes as f64 / 1e6 / read.as_secs_f64().max(1e-9),
     );
+    println!();
+    println!("outline parse alone, one core, full then fast path back to back per file");
+    println!("{:<12} {:>6} {:>9} {:>11} {:>11} {:>8}", "language", "files", "MB", "full MB/s", "fast MB/s", "differ");
+    for (language, entry) in &parses {
+        println!(
+            "{:<12} {:>6} {:>9.2} {:>11.1} {:>11.1} {:>8}",
+            language,
+            entry.files,
+            entry.bytes as f64 / 1e6,
+            entry.bytes as f64 / 1e6 / entry.full.as_secs_f64().max(1e-9),
+            entry.bytes as f64 / 1e6 / entry.fast.as_secs_f64().max(1e-9),
+            entry.differ.len(),
+        );
+        for path in entry.differ.iter().take(5) {
+            println!("    differs: {path}");
+        }
+    }
+}
+
+#[derive(Default)]
+struct Parses {
+    files: usize,
+    bytes: usize,
+    full: Duration,
+    fast: Duration,
+    differ: Vec<String>,
+}
+
+/// Each file with a grammar outlined with a full parse and with the fast
+/// path, alternating so that both see the same machine load.
+fn compare_parses(files: &[(String, String)]) -> BTreeMap<String, Parses> {
+    let mut by_language: BTreeMap<String, Parses> = BTreeMap::new();
+    for (path, text) in files {
+        let Some(language) = syntax::language_label(path) else { continue };
+        let text = chunking::normalize(text.clone());
+        let started = Instant::now();
+        let full = syntax::outline_with(path, &text, Parse::Full);
+        let full_took = started.elapsed();
+        let started = Instant::now();
+        let fast = syntax::outline_with(path, &text, Parse::Elided);
+        let fast_took = started.elapsed();
+        let entry = by_language.entry(language.to_string()).or_default();
+        entry.files += 1;
+        entry.bytes += text.len();
+        entry.full += full_took;
+        entry.fast += fast_took;
+        if full != fast {
+            entry.differ.push(path.clone());
+        }
+    }
+    by_language
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
