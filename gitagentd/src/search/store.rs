@@ -813,30 +813,46 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         out_vectors.push(Some(VectorLoc::Shared { offset: entry.offset }));
         out_records.push(record);
     }
-    let mut catalog_path = (catalog.generation > 0).then(|| store.join(catalog_name(catalog.generation)));
-    if changed {
-        payload.sync_all().map_err(io_error("sync", &payload_path))?;
+    // 3. and 4. The appended vectors are synced while the new catalog
+    // generation, the local payload and the chunk records are written and
+    // synced into unpublished temporary files beside their targets; then
+    // they are published in the order readers need (the catalog once the
+    // payload is durable, the records, the manifest last). A failure of
+    // any of them publishes nothing: the staged files are removed.
+    let previous = catalog.generation;
+    let mut catalog_path = (previous > 0).then(|| store.join(catalog_name(previous)));
+    let next_catalog = changed.then(|| Catalog {
+        version: CATALOG_VERSION,
+        generation: next_generation,
+        payload: catalog.payload.clone(),
+        entries: Some(entries),
+    });
+    let next_catalog_path = store.join(catalog_name(next_generation));
+    let records_path = index_dir.join(RECORDS);
+    let local_path = index_dir.join(LOCAL_PAYLOAD);
+    let (synced, staged_catalog, staged_local, staged_records) = std::thread::scope(|scope| {
+        let payload = &payload;
+        let synced = scope.spawn(move || if changed { payload.sync_all() } else { Ok(()) });
+        let staged_catalog =
+            scope.spawn(|| next_catalog.as_ref().map(|catalog| stage_json(&next_catalog_path, catalog)).transpose());
+        let staged_records = scope.spawn(|| stage_json(&records_path, &out_records));
+        let staged_local = private_fs::stage_with(&local_path, |out| out.write_all(&local_bytes))
+            .map_err(io_error("write", &local_path));
+        (joined(synced), joined(staged_catalog), staged_local, joined(staged_records))
+    });
+    synced.map_err(io_error("sync", &payload_path))?;
+    let (staged_catalog, staged_local, staged_records) = (staged_catalog?, staged_local?, staged_records?);
+    drop((next_catalog, local_bytes));
+    if let Some(staged) = staged_catalog {
         crash_if(crash_at, CrashPoint::Payload);
-        // 3. Publish an immutable catalog generation.
-        let previous = catalog.generation;
-        let published = Catalog {
-            version: CATALOG_VERSION,
-            generation: next_generation,
-            payload: catalog.payload.clone(),
-            entries: Some(entries),
-        };
-        let path = store.join(catalog_name(next_generation));
-        write_json_atomic(&path, &published)?;
-        drop(published);
+        staged.publish().map_err(io_error("write", &next_catalog_path))?;
         crash_if(crash_at, CrashPoint::Catalog);
         remove_old_generations(&store, previous, next_generation, &payload_name)?;
-        catalog_path = Some(path);
+        catalog_path = Some(next_catalog_path);
     }
     drop((payload, written));
-
-    // 4. The chunk records (and the local payload of legacy records).
-    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &local_bytes)?;
-    write_json_atomic(&index_dir.join(RECORDS), &out_records)?;
+    staged_local.publish().map_err(io_error("write", &local_path))?;
+    staged_records.publish().map_err(io_error("write", &records_path))?;
     crash_if(crash_at, CrashPoint::Records);
 
     // 5. The manifest, last.
@@ -930,15 +946,21 @@ fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     private_fs::write_atomic(path, bytes).map_err(io_error("write", path))
 }
 
-/// Writes `value` as one line of JSON, encoded straight into the file: the
-/// records and the catalog of a large index are tens of megabytes, which
-/// publication must not hold a second time as text.
-pub(crate) fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    private_fs::write_atomic_with(path, |out| {
+/// `value` as one line of JSON, encoded straight into a synced,
+/// unpublished temporary file beside `path` ([`private_fs::stage_with`]):
+/// the records and the catalog of a large index are tens of megabytes,
+/// which publication must not hold a second time as text.
+fn stage_json(path: &Path, value: &impl Serialize) -> Result<private_fs::Staged, StoreError> {
+    private_fs::stage_with(path, |out| {
         serde_json::to_writer(&mut *out, value)?;
         out.write_all(b"\n")
     })
     .map_err(io_error("write", path))
+}
+
+/// The result of a scoped thread; its panic goes on unwinding here.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
