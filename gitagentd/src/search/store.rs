@@ -1096,6 +1096,15 @@ mod tests {
     }
 
     fn publish_simple(meta: &Path, dir: &Path, items: &[(&str, &str, Vec<f32>)], force: bool) -> Snapshot {
+        try_publish(meta, dir, items, force).unwrap()
+    }
+
+    fn try_publish(
+        meta: &Path,
+        dir: &Path,
+        items: &[(&str, &str, Vec<f32>)],
+        force: bool,
+    ) -> Result<Snapshot, StoreError> {
         let records = items
             .iter()
             .map(|(path, input, vector)| RecordToWrite {
@@ -1116,7 +1125,38 @@ mod tests {
             Publication { metadata_dir: meta, index_dir: dir, manifest, records, force_new: force, crash_at: None },
             &|| false,
         )
-        .unwrap()
+    }
+
+    /// Names left in `dir` that start with `.tmp-`.
+    fn staged_leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".tmp-"))
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_publication_publishes_no_snapshot_and_leaves_no_staged_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let meta = temp.path();
+        let dir = filesystem_index_dir(meta, "/r", None);
+        publish_simple(meta, &dir, &[("x.go", "one", vec![1.0, 2.0])], false);
+        // The records cannot be renamed into place: a folder holds their name.
+        fs::remove_file(dir.join(RECORDS)).unwrap();
+        fs::create_dir_all(dir.join(RECORDS).join("blocker")).unwrap();
+        let error = try_publish(meta, &dir, &[("x.go", "one", vec![1.0, 2.0]), ("y.go", "two", vec![3.0, 4.0])], false)
+            .unwrap_err();
+        assert!(error.to_string().contains(RECORDS), "{error}");
+        assert!(!dir.join(MANIFEST).exists(), "a failed publication left a manifest");
+        assert!(load(meta, &dir, &|| false).map(|snapshot| !snapshot.is_complete()).unwrap_or(true));
+        assert_eq!(staged_leftovers(&dir), Vec::<String>::new());
+        assert_eq!(staged_leftovers(&store_dir(meta)), Vec::<String>::new());
+        // Once the name is free again, publication succeeds.
+        fs::remove_dir_all(dir.join(RECORDS)).unwrap();
+        let published = publish_simple(meta, &dir, &[("x.go", "one", vec![1.0, 2.0])], false);
+        assert_eq!(published.manifest.chunk_count, 1);
     }
 
     #[test]
