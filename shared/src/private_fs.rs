@@ -91,6 +91,18 @@ pub fn write_atomic_with<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    stage_with(path, write)?.publish()
+}
+
+/// The first half of [`write_atomic_with`]: the bytes `write` streams,
+/// written and synced into a private temporary file beside `path`, not yet
+/// visible under `path`. Several files can be staged at once (on several
+/// threads) and then published in the order their readers need; a staged
+/// file dropped unpublished is removed.
+pub fn stage_with<F>(path: &Path, write: F) -> io::Result<Staged>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
     let dir = path.parent().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{} has no parent folder", path.display()))
     })?;
@@ -101,13 +113,47 @@ where
     write(&mut buffered)?;
     let temporary = buffered.into_inner().map_err(io::IntoInnerError::into_error)?;
     temporary.as_file().sync_all()?;
-    temporary.persist(path).map_err(|error| error.error)?;
-    fs::File::open(dir)?.sync_all()
+    Ok(Staged { temporary, path: path.to_path_buf() })
+}
+
+/// A synced private temporary file waiting to replace its target
+/// ([`stage_with`]). Dropping it removes the temporary file.
+#[derive(Debug)]
+pub struct Staged {
+    temporary: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Renames the staged file over its target and syncs the folder.
+    pub fn publish(self) -> io::Result<()> {
+        let Self { temporary, path } = self;
+        temporary.persist(&path).map_err(|error| error.error)?;
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        fs::File::open(dir)?.sync_all()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_staged_file_is_invisible_until_published_and_removed_when_dropped() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("d");
+        let target = dir.join("f.json");
+        let staged = stage_with(&target, |out| out.write_all(b"one")).unwrap();
+        assert!(!target.exists(), "a staged file is not published");
+        staged.publish().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"one");
+        assert_eq!(fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        let dropped = stage_with(&target, |out| out.write_all(b"two")).unwrap();
+        drop(dropped);
+        assert_eq!(fs::read(&target).unwrap(), b"one", "a dropped staged file leaves the target alone");
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.json")], "no temporary file is left behind");
+    }
 
     #[test]
     fn a_private_folder_of_the_current_user_passes() {

@@ -1,8 +1,10 @@
 //! A tiny forwarding HTTP proxy on 127.0.0.1 for tests: it reads the head
-//! of each connection's first request (absolute-form, as clients send to
-//! an HTTP proxy for `http://` targets), records the target, and relays
-//! the connection's bytes to that target's host and port both ways. It
-//! knows no `CONNECT`, so it serves plain-HTTP upstreams only.
+//! of each connection's first request, records its target and relays the
+//! connection's bytes to that target's host and port both ways. An
+//! absolute-form request (what clients send for `http://` targets) is
+//! forwarded as it came; a `CONNECT host:port` (what clients send for
+//! `https://` targets) is answered `200` and becomes a tunnel, recorded as
+//! `CONNECT host:port`.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -70,21 +72,38 @@ fn relay(mut client: TcpStream, seen: &Mutex<Vec<String>>) {
         }
     }
     let text = String::from_utf8_lossy(&head);
-    let Some(target) = text.lines().next().and_then(|line| line.split(' ').nth(1)).map(str::to_string) else {
+    let mut words = text.lines().next().unwrap_or_default().split(' ');
+    let (Some(method), Some(target)) = (words.next(), words.next().map(str::to_string)) else {
         return;
     };
-    let Some(authority) = target.strip_prefix("http://").and_then(|rest| rest.split('/').next()) else {
+    let tunnel = method == "CONNECT";
+    let authority = if tunnel {
+        Some(target.as_str())
+    } else {
+        target.strip_prefix("http://").and_then(|rest| rest.split('/').next())
+    };
+    let Some(authority) = authority else {
         let _ = client.write_all(b"HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\n\r\n");
         return;
     };
     if let Ok(mut targets) = seen.lock() {
-        targets.push(target.clone());
+        targets.push(if tunnel { format!("CONNECT {target}") } else { target.clone() });
     }
     let Ok(mut upstream) = TcpStream::connect(authority) else {
         let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
         return;
     };
-    if upstream.write_all(&head).is_err() {
+    let opened = if tunnel {
+        // The client speaks first (its TLS hello) once the tunnel is up;
+        // nothing after the CONNECT head was read yet in practice, and
+        // anything that was belongs to the tunnel.
+        let after = head.windows(4).position(|window| window == b"\r\n\r\n").map_or(head.len(), |at| at + 4);
+        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").is_ok()
+            && upstream.write_all(&head[after..]).is_ok()
+    } else {
+        upstream.write_all(&head).is_ok()
+    };
+    if !opened {
         return;
     }
     let (Ok(mut client_reader), Ok(mut upstream_writer)) = (client.try_clone(), upstream.try_clone()) else {

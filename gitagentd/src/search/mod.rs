@@ -677,17 +677,27 @@ impl SearchService {
             return Err(RefreshError::Snapshot { dir: request.temp_dir.clone(), source }.into());
         }
 
+        // The query's ranking needs every candidate's term statistics:
+        // computed beside publication, which mostly waits on syncs.
+        let warming = (!request.index_only && !prepared.unchanged).then(|| prepared.candidate_contents());
+        let token = cancel.clone();
+        let warming = async move {
+            if let Some(contents) = warming {
+                let _ = blocking(move || refresh::warm_terms(&contents, &move || token.is_cancelled())).await;
+            }
+        };
         let reporter = Arc::clone(&feedback);
         let token = cancel.clone();
         let temp_dir = request.temp_dir.clone();
-        let live = blocking(move || {
+        let publication = blocking(move || {
             let cancelled = move || token.is_cancelled();
             let vectors = spool.finish().map_err(|source| RefreshError::Snapshot { dir: temp_dir, source })?;
             // Freed pages return to the system when the daemon goes idle
             // (`crate::memory`).
             refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled)
-        })
-        .await??;
+        });
+        let (live, ()) = tokio::join!(publication, warming);
+        let live = live??;
         lock(&self.indexes).put(&selection.index_dir, Arc::clone(&live), live.footprint());
         if let Some((Some(source), resolved)) = resolved_remote {
             // Only now, with the index published, is the fetch recorded.

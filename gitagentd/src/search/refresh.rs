@@ -132,6 +132,12 @@ pub struct MissingInput {
 }
 
 impl Prepared {
+    /// The candidate files' versions, for work that runs beside
+    /// publication ([`warm_terms`]).
+    pub fn candidate_contents(&self) -> Vec<Arc<FileContent>> {
+        self.candidates.iter().map(|candidate| Arc::clone(&candidate.content)).collect()
+    }
+
     /// The exact input text of a missing entry, built from the snapshot.
     pub fn input_text(&self, missing: &MissingInput) -> String {
         let candidate = &self.candidates[missing.first.0];
@@ -481,6 +487,31 @@ pub fn prepare(
     resolve_sources(&mut prepared, cancelled)?;
     reporter.timing("cache", phase.elapsed());
     Ok(prepared)
+}
+
+/// Computes the term statistics of `contents` that are not computed yet,
+/// on a few threads. A search runs this beside publication, which mostly
+/// waits on syncs, so its first ranking finds them ready instead of
+/// computing every file's after the build.
+pub fn warm_terms(contents: &[Arc<FileContent>], cancelled: &(dyn Fn() -> bool + Sync)) {
+    let pending: Vec<&Arc<FileContent>> = contents.iter().filter(|content| !content.has_terms()).collect();
+    if pending.is_empty() {
+        return;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per = pending.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for part in pending.chunks(per) {
+            scope.spawn(move || {
+                for content in part {
+                    if cancelled() {
+                        return;
+                    }
+                    content.terms();
+                }
+            });
+        }
+    });
 }
 
 fn racy(stat: &FileStat, now: i128) -> bool {

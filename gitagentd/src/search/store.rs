@@ -813,30 +813,46 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         out_vectors.push(Some(VectorLoc::Shared { offset: entry.offset }));
         out_records.push(record);
     }
-    let mut catalog_path = (catalog.generation > 0).then(|| store.join(catalog_name(catalog.generation)));
-    if changed {
-        payload.sync_all().map_err(io_error("sync", &payload_path))?;
+    // 3. and 4. The appended vectors are synced while the new catalog
+    // generation, the local payload and the chunk records are written and
+    // synced into unpublished temporary files beside their targets; then
+    // they are published in the order readers need (the catalog once the
+    // payload is durable, the records, the manifest last). A failure of
+    // any of them publishes nothing: the staged files are removed.
+    let previous = catalog.generation;
+    let mut catalog_path = (previous > 0).then(|| store.join(catalog_name(previous)));
+    let next_catalog = changed.then(|| Catalog {
+        version: CATALOG_VERSION,
+        generation: next_generation,
+        payload: catalog.payload.clone(),
+        entries: Some(entries),
+    });
+    let next_catalog_path = store.join(catalog_name(next_generation));
+    let records_path = index_dir.join(RECORDS);
+    let local_path = index_dir.join(LOCAL_PAYLOAD);
+    let (synced, staged_catalog, staged_local, staged_records) = std::thread::scope(|scope| {
+        let payload = &payload;
+        let synced = scope.spawn(move || if changed { payload.sync_all() } else { Ok(()) });
+        let staged_catalog =
+            scope.spawn(|| next_catalog.as_ref().map(|catalog| stage_json(&next_catalog_path, catalog)).transpose());
+        let staged_records = scope.spawn(|| stage_json(&records_path, &out_records));
+        let staged_local = private_fs::stage_with(&local_path, |out| out.write_all(&local_bytes))
+            .map_err(io_error("write", &local_path));
+        (joined(synced), joined(staged_catalog), staged_local, joined(staged_records))
+    });
+    synced.map_err(io_error("sync", &payload_path))?;
+    let (staged_catalog, staged_local, staged_records) = (staged_catalog?, staged_local?, staged_records?);
+    drop((next_catalog, local_bytes));
+    if let Some(staged) = staged_catalog {
         crash_if(crash_at, CrashPoint::Payload);
-        // 3. Publish an immutable catalog generation.
-        let previous = catalog.generation;
-        let published = Catalog {
-            version: CATALOG_VERSION,
-            generation: next_generation,
-            payload: catalog.payload.clone(),
-            entries: Some(entries),
-        };
-        let path = store.join(catalog_name(next_generation));
-        write_json_atomic(&path, &published)?;
-        drop(published);
+        staged.publish().map_err(io_error("write", &next_catalog_path))?;
         crash_if(crash_at, CrashPoint::Catalog);
         remove_old_generations(&store, previous, next_generation, &payload_name)?;
-        catalog_path = Some(path);
+        catalog_path = Some(next_catalog_path);
     }
     drop((payload, written));
-
-    // 4. The chunk records (and the local payload of legacy records).
-    write_file_atomic(&index_dir.join(LOCAL_PAYLOAD), &local_bytes)?;
-    write_json_atomic(&index_dir.join(RECORDS), &out_records)?;
+    staged_local.publish().map_err(io_error("write", &local_path))?;
+    staged_records.publish().map_err(io_error("write", &records_path))?;
     crash_if(crash_at, CrashPoint::Records);
 
     // 5. The manifest, last.
@@ -930,15 +946,21 @@ fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     private_fs::write_atomic(path, bytes).map_err(io_error("write", path))
 }
 
-/// Writes `value` as one line of JSON, encoded straight into the file: the
-/// records and the catalog of a large index are tens of megabytes, which
-/// publication must not hold a second time as text.
-pub(crate) fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    private_fs::write_atomic_with(path, |out| {
+/// `value` as one line of JSON, encoded straight into a synced,
+/// unpublished temporary file beside `path` ([`private_fs::stage_with`]):
+/// the records and the catalog of a large index are tens of megabytes,
+/// which publication must not hold a second time as text.
+fn stage_json(path: &Path, value: &impl Serialize) -> Result<private_fs::Staged, StoreError> {
+    private_fs::stage_with(path, |out| {
         serde_json::to_writer(&mut *out, value)?;
         out.write_all(b"\n")
     })
     .map_err(io_error("write", path))
+}
+
+/// The result of a scoped thread; its panic goes on unwinding here.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -1074,6 +1096,15 @@ mod tests {
     }
 
     fn publish_simple(meta: &Path, dir: &Path, items: &[(&str, &str, Vec<f32>)], force: bool) -> Snapshot {
+        try_publish(meta, dir, items, force).unwrap()
+    }
+
+    fn try_publish(
+        meta: &Path,
+        dir: &Path,
+        items: &[(&str, &str, Vec<f32>)],
+        force: bool,
+    ) -> Result<Snapshot, StoreError> {
         let records = items
             .iter()
             .map(|(path, input, vector)| RecordToWrite {
@@ -1094,7 +1125,38 @@ mod tests {
             Publication { metadata_dir: meta, index_dir: dir, manifest, records, force_new: force, crash_at: None },
             &|| false,
         )
-        .unwrap()
+    }
+
+    /// Names left in `dir` that start with `.tmp-`.
+    fn staged_leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".tmp-"))
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_publication_publishes_no_snapshot_and_leaves_no_staged_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let meta = temp.path();
+        let dir = filesystem_index_dir(meta, "/r", None);
+        publish_simple(meta, &dir, &[("x.go", "one", vec![1.0, 2.0])], false);
+        // The records cannot be renamed into place: a folder holds their name.
+        fs::remove_file(dir.join(RECORDS)).unwrap();
+        fs::create_dir_all(dir.join(RECORDS).join("blocker")).unwrap();
+        let error = try_publish(meta, &dir, &[("x.go", "one", vec![1.0, 2.0]), ("y.go", "two", vec![3.0, 4.0])], false)
+            .unwrap_err();
+        assert!(error.to_string().contains(RECORDS), "{error}");
+        assert!(!dir.join(MANIFEST).exists(), "a failed publication left a manifest");
+        assert!(load(meta, &dir, &|| false).map(|snapshot| !snapshot.is_complete()).unwrap_or(true));
+        assert_eq!(staged_leftovers(&dir), Vec::<String>::new());
+        assert_eq!(staged_leftovers(&store_dir(meta)), Vec::<String>::new());
+        // Once the name is free again, publication succeeds.
+        fs::remove_dir_all(dir.join(RECORDS)).unwrap();
+        let published = publish_simple(meta, &dir, &[("x.go", "one", vec![1.0, 2.0])], false);
+        assert_eq!(published.manifest.chunk_count, 1);
     }
 
     #[test]

@@ -637,3 +637,62 @@ fn http_remote_fetches_through_the_callers_proxy() {
         "the fetch did not go through the caller's HTTP_PROXY: {targets:?}"
     );
 }
+
+#[test]
+fn https_remote_trusts_the_ca_folder_of_the_invocation_only() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let front = TlsFront::start(server.address());
+    let url = front.url("upstream.git", None);
+    let certs = env.root().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::write(certs.join("test-ca.pem"), front.ca_pem()).unwrap();
+    // The daemon starts from an invocation without any CA setting.
+    search(&env, &["search", "--ls-remotes"]).success();
+    let output = env
+        .git_agent_in(&env.work(), &["search", "--remote", &url, "--min-score", "0.01", "flags"])
+        .env("SSL_CERT_DIR", &certs)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    assert!(paths(&output).contains(&"src/flags.go".to_string()), "{output}");
+    // The same daemon, asked without the setting, does not trust the server:
+    // the folder came from the invocation, not from anything the daemon kept.
+    let failed = search(&env, &["search", "--remote", &url, "--reindex", "flags"]);
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    let message = failed.failure();
+    assert!(message.to_lowercase().contains("certificate"), "the failure does not name the certificate: {message}");
+}
+
+#[test]
+fn https_remote_tunnels_through_the_callers_proxy_with_connect() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let front = TlsFront::start(server.address());
+    let url = front.url("upstream.git", None);
+    let ca = ca_file(&env, "ca.pem", front.ca_pem());
+    let proxy = git_agent_tests::fake_proxy::FakeProxy::start();
+    // The daemon starts from an invocation without any proxy setting.
+    search(&env, &["search", "--ls-remotes"]).success();
+    let output = env
+        .git_agent_in(&env.work(), &["search", "--remote", &url, "--min-score", "0.01", "flags"])
+        .env("HTTPS_PROXY", proxy.url())
+        .env("SSL_CERT_FILE", &ca)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+    let authority = url.trim_start_matches("https://").split('/').next().unwrap().to_string();
+    let targets = proxy.targets();
+    assert!(
+        targets.contains(&format!("CONNECT {authority}")),
+        "the https fetch did not tunnel through the caller's HTTPS_PROXY: {targets:?}"
+    );
+    assert!(targets.iter().all(|target| target.starts_with("CONNECT ")), "{targets:?}");
+    assert!(server.requests() > 0, "no request reached the server through the tunnel");
+}
