@@ -1074,7 +1074,10 @@ mod tests {
             embedding_input("a.ts", Some(&symbol), "x", 0),
             "path: a.ts\nsymbol: function parseArgs (parse args)\nlanguage: typescript\n\nx"
         );
-        assert_eq!(embedding_input_short_lines("a.ts", Some(&symbol), "x", 0), embedding_input("a.ts", Some(&symbol), "x", 0));
+        assert_eq!(
+            embedding_input_short_lines("a.ts", Some(&symbol), "x", 0),
+            embedding_input("a.ts", Some(&symbol), "x", 0)
+        );
         // The cap counts the words: an input one character short of the
         // header and body is cut, never over the cap.
         let full = embedding_input("a.ts", Some(&symbol), "xyz", 0);

@@ -504,7 +504,13 @@ impl LexicalInputs {
     /// `symbol` is (query terms found in the symbol name, the name's own
     /// terms).
     #[cfg(test)]
-    pub fn push(&mut self, counts: impl Iterator<Item = u32>, length: u32, path_matches: usize, symbol: (usize, usize)) {
+    pub fn push(
+        &mut self,
+        counts: impl Iterator<Item = u32>,
+        length: u32,
+        path_matches: usize,
+        symbol: (usize, usize),
+    ) {
         let before = self.counts.len();
         self.counts.extend(counts);
         self.counts.resize(before + self.terms, 0);
@@ -602,7 +608,8 @@ impl LexicalStats {
         let query_terms = self.query_terms as f64;
         score.text = text_share(bm25, self.query_terms);
         score.path = f64::from(inputs.path_matches[candidate]) / query_terms;
-        score.symbol = symbol_share(inputs.symbol_matches[candidate], self.query_terms, inputs.symbol_lengths[candidate]);
+        score.symbol =
+            symbol_share(inputs.symbol_matches[candidate], self.query_terms, inputs.symbol_lengths[candidate]);
         score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
     }
 }
@@ -896,8 +903,12 @@ mod tests {
         assert_eq!(query, 5);
         let file = FileTerms::build(
             "bash_completions.go",
-            [("", "GenBashCompletionFile".to_string()), ("", "GenBashCompletionFileV2".to_string()), ("", String::new())]
-                .into_iter(),
+            [
+                ("", "GenBashCompletionFile".to_string()),
+                ("", "GenBashCompletionFileV2".to_string()),
+                ("", String::new()),
+            ]
+            .into_iter(),
         );
         assert_eq!([file.symbol_length(0), file.symbol_length(1), file.symbol_length(2)], [4, 5, 0]);
         // Both names hold bash, completion and file (3 of the 5 query
