@@ -24,7 +24,9 @@
 //!   windows of 80 lines that overlap by 20. Declarations longer than 80
 //!   lines are windowed the same way; each window after the first carries
 //!   the declaration's first line as `signature:` in its input.
-//! - The embedding input is `path:`, optional `symbol:`, `language:`,
+//! - The embedding input is `path:`, optional `symbol:` (kind, name and,
+//!   when they differ from it, the name's words in parentheses:
+//!   `symbol: method Searcher::search_path (searcher search path)`), `language:`,
 //!   `context:` and `signature:` header lines, a blank line and the body,
 //!   every physical line clamped to 4,000 characters, the whole capped at
 //!   the configured number of characters. Its SHA-256 is the identity
@@ -39,7 +41,7 @@ use sha2::{Digest, Sha256};
 /// index built by another version (or by a build with other languages) is
 /// refreshed rather than trusted. [`chunker_version`] adds the built-in
 /// grammars.
-const CHUNKER_RULES: &str = "syntax-2";
+const CHUNKER_RULES: &str = "syntax-3";
 pub const CHUNK_LINES: usize = 80;
 /// Declarations of at most this many lines are tiny: neighbours merge.
 pub const TINY_LINES: usize = 3;
@@ -631,6 +633,11 @@ pub fn embedding_input_with(
         out.push(symbol.kind);
         out.push(" ");
         out.push(&symbol.name);
+        if let Some(words) = name_words(&symbol.name) {
+            out.push(" (");
+            out.push(&words);
+            out.push(")");
+        }
         out.push("\n");
     }
     if let Some(language) = language_for_path(path) {
@@ -688,9 +695,11 @@ fn short_lines_input(
 ) -> bool {
     let max_chars = if max_chars == 0 { DEFAULT_MAX_INPUT_CHARS } else { max_chars };
     let symbol = symbol.filter(|symbol| !symbol.name.is_empty());
+    let words = symbol.and_then(|symbol| name_words(&symbol.name));
     let header_len = 7
         + path.len()
         + symbol.map_or(0, |symbol| 10 + symbol.kind.len() + symbol.name.len())
+        + words.as_ref().map_or(0, |words| 3 + words.len())
         + language.map_or(0, |language| 11 + language.len())
         + context.iter().map(|(label, line)| label.len() + line.len() + 1).sum::<usize>()
         + 1;
@@ -705,6 +714,11 @@ fn short_lines_input(
         sink(symbol.kind);
         sink(" ");
         sink(&symbol.name);
+        if let Some(words) = &words {
+            sink(" (");
+            sink(words);
+            sink(")");
+        }
         sink("\n");
     }
     if let Some(language) = language {
@@ -720,6 +734,17 @@ fn short_lines_input(
     sink("\n");
     sink(body);
     true
+}
+
+/// A symbol name as the lower-case words of its identifiers
+/// (`GenBashCompletionFile` gives `gen bash completion file`,
+/// `Searcher::search_path` gives `searcher search path`), or `None` when
+/// that is the name itself but for case (`main`, `Hello`). The embedding model reads words, not
+/// camelCase: with them in the input, cosine over whole functions rose on
+/// every corpus with such names (bench-search-quality, README).
+fn name_words(name: &str) -> Option<String> {
+    let words = super::ranking::words(name).join(" ");
+    (!words.is_empty() && words != name.to_lowercase()).then_some(words)
 }
 
 /// A line cut to at most 4,000 characters.
@@ -902,7 +927,7 @@ mod tests {
         let method = &file.chunks[2];
         assert_eq!(
             file.input("src/lib.rs", method, 0),
-            "path: src/lib.rs\nsymbol: method Searcher::search_path\nlanguage: rust\ncontext: impl Searcher {\n\n    /// Searches.\n    pub fn search_path(&self) -> bool {\n        let x = 1;\n        x == 1\n    }"
+            "path: src/lib.rs\nsymbol: method Searcher::search_path (searcher search path)\nlanguage: rust\ncontext: impl Searcher {\n\n    /// Searches.\n    pub fn search_path(&self) -> bool {\n        let x = 1;\n        x == 1\n    }"
         );
     }
 
@@ -970,7 +995,7 @@ mod tests {
     #[test]
     fn the_chunker_version_names_the_built_in_languages() {
         let version = chunker_version();
-        assert!(version.starts_with("syntax-2+"), "{version}");
+        assert!(version.starts_with("syntax-3+"), "{version}");
         #[cfg(feature = "lang-rust")]
         assert!(version.split(['+', ',']).any(|part| part == "rust"), "{version}");
     }
@@ -1032,6 +1057,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn symbol_lines_carry_the_names_words() {
+        assert_eq!(name_words("GenBashCompletionFileV2").as_deref(), Some("gen bash completion file v2"));
+        assert_eq!(name_words("Searcher::search_path").as_deref(), Some("searcher search path"));
+        assert_eq!(name_words("HTTPServer.toJSON").as_deref(), Some("http server to json"));
+        assert_eq!(name_words("A, B").as_deref(), Some("a b"));
+        // A name that is its own single word adds nothing.
+        assert_eq!(name_words("main"), None);
+        assert_eq!(name_words("Hello"), None);
+        assert_eq!(name_words("::"), None);
+        let symbol = Symbol { kind: "function", name: "parseArgs".into() };
+        assert_eq!(
+            embedding_input("a.ts", Some(&symbol), "x", 0),
+            "path: a.ts\nsymbol: function parseArgs (parse args)\nlanguage: typescript\n\nx"
+        );
+        assert_eq!(
+            embedding_input_short_lines("a.ts", Some(&symbol), "x", 0),
+            embedding_input("a.ts", Some(&symbol), "x", 0)
+        );
+        // The cap counts the words: an input one character short of the
+        // header and body is cut, never over the cap.
+        let full = embedding_input("a.ts", Some(&symbol), "xyz", 0);
+        let cut = embedding_input("a.ts", Some(&symbol), "xyz", full.chars().count() - 1);
+        assert_eq!(cut, full[..full.len() - 1]);
+        assert_eq!(embedding_input_short_lines("a.ts", Some(&symbol), "xyz", full.chars().count() - 1), cut);
     }
 
     #[test]

@@ -276,7 +276,7 @@ fn lexical_inputs(items: &[Item<'_>], hashes: &[u64]) -> LexicalInputs {
             for (slot, item) in (start..end).zip(&items[start..end]) {
                 let chunk = item.link.chunk as usize;
                 let length = file_terms.chunk_lengths.get(chunk).copied().unwrap_or(0);
-                inputs.set_candidate(slot, length, path_matches);
+                inputs.set_candidate(slot, length, path_matches, file_terms.symbol_length(chunk as u32));
                 if let Some(chunk_slot) = slot_of_chunk.get_mut(chunk) {
                     *chunk_slot = slot;
                 }
@@ -524,9 +524,17 @@ mod ranking_tests {
                         bm25 += idf * (freq * 2.2 / (freq + 1.2 * (0.25 + 0.75 * body.len() as f64 / average)));
                     }
                 }
-                let text = bm25 / (bm25 + 1.0);
+                // s / (s + n/2) for n query terms.
+                let text = bm25 / (bm25 + terms.len() as f64 / 2.0);
                 let path_score = terms.iter().filter(|t| path_terms.contains(t)).count() as f64 / terms.len() as f64;
-                let symbol = terms.iter().filter(|t| symbol_terms.contains(t)).count() as f64 / terms.len() as f64;
+                // The cosine of the query's and the name's term sets.
+                let name_terms: HashSet<&String> = symbol_terms.iter().collect();
+                let matches = terms.iter().filter(|t| name_terms.contains(t)).count() as f64;
+                let symbol = if name_terms.is_empty() {
+                    0.0
+                } else {
+                    (matches / (terms.len() as f64 * name_terms.len() as f64).sqrt()).min(1.0)
+                };
                 let lexical = (text * 0.45 + path_score * 0.30 + symbol * 0.35).min(1.0);
                 let rank = relatedness + (1.0 - relatedness) * lexical;
                 let scores =

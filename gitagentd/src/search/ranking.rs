@@ -7,12 +7,20 @@
 //!   longer than three bytes ending in a single `s` also counts as its
 //!   singular.
 //! - vector relatedness = clamp((cosine + 1) / 2, 1e-9, 1).
-//! - text = BM25 (k1 1.2, b 0.75) over all candidates, squashed to s/(s+1).
+//! - text = BM25 (k1 1.2, b 0.75) over all candidates, squashed to
+//!   s/(s + n/2), n the number of query terms: BM25 is a sum over the
+//!   query's terms, so a fixed s/(s+1) left every candidate of a long
+//!   (docstring-like) question at 0.9 and up, no evidence at all.
 //! - query terms: the unique terms of the query without English function
 //!   words (`the`, `of`, `is`, ...), unless it has no other.
-//! - path, symbol = share of the query terms found in the path or in the
-//!   symbol's name (not its kind: `function` in a question is no evidence
-//!   for every function).
+//! - path = share of the query terms found in the path.
+//! - symbol = m / sqrt(n * k): m query terms found in the symbol's name
+//!   (not its kind: `function` in a question is no evidence for every
+//!   function), n query terms, k the name's own terms (the cosine of the
+//!   two term sets). Of two names sharing the same query words, the one
+//!   with fewer other words wins (`GenBashCompletionFile` over
+//!   `GenBashCompletionFileV2` for "Generates bash completion file"),
+//!   where a share of the query terms alone tied them.
 //! - lexical = min(1, 0.45 text + 0.30 path + 0.35 symbol).
 //! - rank = v + (1 - v) * (1 - (1 - lexical)^w), v the vector relatedness
 //!   and w the lexical weight (see [`Fusion`]): the lexical evidence fills
@@ -121,18 +129,26 @@ impl TermState {
 /// The terms of `text` as strings, in order, with singular duplicates.
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous: Option<char> = None;
-    let mut chars = text.chars().peekable();
-    let flush = |current: &mut String, out: &mut Vec<String>| {
-        if current.is_empty() {
-            return;
-        }
-        let term = std::mem::take(current);
+    for term in words(text) {
         let singular = (term.len() > 3 && term.ends_with('s') && !term.ends_with("ss"))
             .then(|| term[..term.len() - 1].to_string());
         out.push(term);
         out.extend(singular);
+    }
+    out
+}
+
+/// The words of `text`, in order: letter/digit runs, lower-cased, split
+/// at camelCase and initialism boundaries (the terms without singulars).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    let flush = |current: &mut String, out: &mut Vec<String>| {
+        if !current.is_empty() {
+            out.push(std::mem::take(current));
+        }
     };
     while let Some(ch) = chars.next() {
         if ch.is_alphanumeric() {
@@ -200,6 +216,8 @@ pub struct FileTerms {
     path_terms: Vec<u64>,
     /// The chunks whose symbol name holds each term.
     symbols: TermIndex<u32>,
+    /// Number of unique terms in each chunk's symbol name.
+    symbol_lengths: Vec<u32>,
 }
 
 /// Sorted unique term hashes, each with its entries (sorted by chunk):
@@ -255,6 +273,7 @@ impl FileTerms {
         let mut chunk_lengths = Vec::new();
         let mut postings: Vec<(u64, (u32, u32))> = Vec::new();
         let mut symbol_terms: Vec<(u64, u32)> = Vec::new();
+        let mut symbol_lengths = Vec::new();
         let mut counts: HashMap<u64, u32> = HashMap::new();
         for (index, (body, symbol)) in chunks.enumerate() {
             counts.clear();
@@ -265,18 +284,22 @@ impl FileTerms {
             });
             chunk_lengths.push(length);
             postings.extend(counts.iter().map(|(&hash, &count)| (hash, (index as u32, count))));
-            symbol_terms.extend(unique_hashes(&symbol).into_iter().map(|hash| (hash, index as u32)));
+            let unique = unique_hashes(&symbol);
+            symbol_lengths.push(unique.len() as u32);
+            symbol_terms.extend(unique.into_iter().map(|hash| (hash, index as u32)));
         }
         postings.sort_unstable();
         symbol_terms.sort_unstable();
         let mut path_terms = unique_hashes(path);
         chunk_lengths.shrink_to_fit();
         path_terms.shrink_to_fit();
+        symbol_lengths.shrink_to_fit();
         Self {
             body: TermIndex::from_sorted(&postings),
             chunk_lengths,
             path_terms,
             symbols: TermIndex::from_sorted(&symbol_terms),
+            symbol_lengths,
         }
     }
 
@@ -311,9 +334,19 @@ impl FileTerms {
         self.symbols.entries.contains(&chunk)
     }
 
+    /// Number of unique terms in chunk `chunk`'s symbol name (0 without
+    /// one).
+    pub fn symbol_length(&self, chunk: u32) -> u32 {
+        self.symbol_lengths.get(chunk as usize).copied().unwrap_or(0)
+    }
+
     /// Approximate heap size, for cache accounting.
     pub fn heap_bytes(&self) -> usize {
-        self.body.heap_bytes() + self.chunk_lengths.len() * 4 + self.path_terms.len() * 8 + self.symbols.heap_bytes()
+        self.body.heap_bytes()
+            + self.chunk_lengths.len() * 4
+            + self.path_terms.len() * 8
+            + self.symbols.heap_bytes()
+            + self.symbol_lengths.len() * 4
     }
 }
 
@@ -416,6 +449,7 @@ pub struct LexicalInputs {
     lengths: Vec<u32>,
     path_matches: Vec<u32>,
     symbol_matches: Vec<u32>,
+    symbol_lengths: Vec<u32>,
 }
 
 /// A run of consecutive candidates of a [`LexicalInputs`], filled in place
@@ -427,6 +461,7 @@ pub struct LexicalPart<'a> {
     lengths: &'a mut [u32],
     path_matches: &'a mut [u32],
     symbol_matches: &'a mut [u32],
+    symbol_lengths: &'a mut [u32],
 }
 
 impl LexicalInputs {
@@ -439,6 +474,7 @@ impl LexicalInputs {
             lengths: vec![0; candidates],
             path_matches: vec![0; candidates],
             symbol_matches: vec![0; candidates],
+            symbol_lengths: vec![0; candidates],
         }
     }
 
@@ -452,25 +488,36 @@ impl LexicalInputs {
             .zip(self.lengths.chunks_mut(per))
             .zip(self.path_matches.chunks_mut(per))
             .zip(self.symbol_matches.chunks_mut(per))
-            .map(|(((counts, lengths), path_matches), symbol_matches)| LexicalPart {
+            .zip(self.symbol_lengths.chunks_mut(per))
+            .map(|((((counts, lengths), path_matches), symbol_matches), symbol_lengths)| LexicalPart {
                 terms,
                 counts,
                 lengths,
                 path_matches,
                 symbol_matches,
+                symbol_lengths,
             })
             .collect()
     }
 
-    /// Appends one candidate; `counts` yields one count per query term.
+    /// Appends one candidate; `counts` yields one count per query term;
+    /// `symbol` is (query terms found in the symbol name, the name's own
+    /// terms).
     #[cfg(test)]
-    pub fn push(&mut self, counts: impl Iterator<Item = u32>, length: u32, path_matches: usize, symbol_matches: usize) {
+    pub fn push(
+        &mut self,
+        counts: impl Iterator<Item = u32>,
+        length: u32,
+        path_matches: usize,
+        symbol: (usize, usize),
+    ) {
         let before = self.counts.len();
         self.counts.extend(counts);
         self.counts.resize(before + self.terms, 0);
         self.lengths.push(length);
         self.path_matches.push(path_matches as u32);
-        self.symbol_matches.push(symbol_matches as u32);
+        self.symbol_matches.push(symbol.0 as u32);
+        self.symbol_lengths.push(symbol.1 as u32);
     }
 
     fn candidates(&self) -> usize {
@@ -483,10 +530,12 @@ impl LexicalInputs {
 }
 
 impl LexicalPart<'_> {
-    /// Sets candidate `candidate`'s body length and path matches.
-    pub fn set_candidate(&mut self, candidate: usize, length: u32, path_matches: usize) {
+    /// Sets candidate `candidate`'s body length, path matches and number
+    /// of symbol name terms.
+    pub fn set_candidate(&mut self, candidate: usize, length: u32, path_matches: usize, symbol_length: u32) {
         self.lengths[candidate] = length;
         self.path_matches[candidate] = path_matches as u32;
+        self.symbol_lengths[candidate] = symbol_length;
     }
 
     /// Counts one more query term in candidate `candidate`'s symbol.
@@ -556,11 +605,31 @@ impl LexicalStats {
                 bm25 += idf * (freq * (K1 + 1.0) / denominator);
             }
         }
-        score.text = bm25 / (bm25 + 1.0);
-        score.path = f64::from(inputs.path_matches[candidate]) / self.query_terms as f64;
-        score.symbol = f64::from(inputs.symbol_matches[candidate]) / self.query_terms as f64;
+        let query_terms = self.query_terms as f64;
+        score.text = text_share(bm25, self.query_terms);
+        score.path = f64::from(inputs.path_matches[candidate]) / query_terms;
+        score.symbol =
+            symbol_share(inputs.symbol_matches[candidate], self.query_terms, inputs.symbol_lengths[candidate]);
         score.lexical = (score.text * 0.45 + score.path * 0.30 + score.symbol * 0.35).min(1.0);
     }
+}
+
+/// BM25 squashed to 0..1 as s / (s + n/2) for a query of `n` terms: the
+/// score is a sum over the query's terms, so its scale grows with them.
+pub fn text_share(bm25: f64, query_terms: usize) -> f64 {
+    if bm25 <= 0.0 {
+        return 0.0;
+    }
+    bm25 / (bm25 + query_terms.max(1) as f64 / 2.0)
+}
+
+/// The cosine of the query's term set (`query_terms` terms) and a symbol
+/// name's (`name_terms` terms) sharing `matches` terms: m / sqrt(n * k).
+pub fn symbol_share(matches: u32, query_terms: usize, name_terms: u32) -> f64 {
+    if matches == 0 || query_terms == 0 || name_terms == 0 {
+        return 0.0;
+    }
+    (f64::from(matches) / (query_terms as f64 * f64::from(name_terms)).sqrt()).min(1.0)
 }
 
 /// Completes `scores` (whose cosine fields are set) with the lexical
@@ -724,8 +793,8 @@ mod tests {
             Scores { cosine: 0.2, vector_relatedness: relatedness(0.2), ..Scores::default() },
         ];
         let mut inputs = LexicalInputs { terms: 2, ..LexicalInputs::default() };
-        inputs.push([3, 0].into_iter(), 10, 1, 2);
-        inputs.push([0, 0].into_iter(), 10, 0, 0);
+        inputs.push([3, 0].into_iter(), 10, 1, (2, 2));
+        inputs.push([0, 0].into_iter(), 10, 0, (0, 0));
         apply_lexical(&mut scores, &inputs, 2);
         fuse(&mut scores, Fusion::default());
         assert!(scores[0].rank > scores[1].rank);
@@ -793,7 +862,7 @@ mod tests {
             for (number, mut part) in inputs.parts(per).into_iter().enumerate() {
                 for local in 0..part.lengths.len() {
                     let candidate = number * per + local;
-                    part.set_candidate(local, candidate as u32 + 1, candidate % 2);
+                    part.set_candidate(local, candidate as u32 + 1, candidate % 2, 2);
                     for term in 0..2 {
                         part.set_count(local, term, (candidate * term % 3) as u32);
                     }
@@ -810,8 +879,8 @@ mod tests {
         for per in [1, 2, 3, 4] {
             let parts = fill(per);
             assert_eq!(
-                (&parts.counts, &parts.lengths, &parts.path_matches, &parts.symbol_matches),
-                (&whole.counts, &whole.lengths, &whole.path_matches, &whole.symbol_matches),
+                (&parts.counts, &parts.lengths, &parts.path_matches, &parts.symbol_matches, &parts.symbol_lengths),
+                (&whole.counts, &whole.lengths, &whole.path_matches, &whole.symbol_matches, &whole.symbol_lengths),
                 "{per} per part"
             );
         }
@@ -825,6 +894,55 @@ mod tests {
         }
         assert!(LexicalStats::new(&LexicalInputs::zeroed(0, 2), 2).is_none());
         assert!(LexicalStats::new(&whole, 0).is_none());
+    }
+
+    #[test]
+    fn a_name_the_question_spells_out_outranks_a_longer_one_sharing_its_words() {
+        // generates, generate, bash, completion, file.
+        let query = query_terms("Generates bash completion file.").len();
+        assert_eq!(query, 5);
+        let file = FileTerms::build(
+            "bash_completions.go",
+            [
+                ("", "GenBashCompletionFile".to_string()),
+                ("", "GenBashCompletionFileV2".to_string()),
+                ("", String::new()),
+            ]
+            .into_iter(),
+        );
+        assert_eq!([file.symbol_length(0), file.symbol_length(1), file.symbol_length(2)], [4, 5, 0]);
+        // Both names hold bash, completion and file (3 of the 5 query
+        // terms, which alone tied them); the one without the extra `V2`
+        // is the closer answer.
+        let exact = symbol_share(3, query, file.symbol_length(0));
+        let longer = symbol_share(3, query, file.symbol_length(1));
+        assert!(exact > longer, "{exact} vs {longer}");
+        assert!((exact - 3.0 / 20f64.sqrt()).abs() < 1e-12);
+        assert_eq!(symbol_share(0, query, 2), 0.0);
+        assert_eq!(symbol_share(3, query, 0), 0.0);
+        assert_eq!(symbol_share(1, 1, 1), 1.0);
+        // Through the stats: same matches, shorter name, higher share.
+        let mut inputs = LexicalInputs { terms: 1, ..LexicalInputs::default() };
+        inputs.push([0].into_iter(), 5, 0, (1, 2));
+        inputs.push([0].into_iter(), 5, 0, (1, 3));
+        let mut scores = vec![Scores::default(); 2];
+        apply_lexical(&mut scores, &inputs, 1);
+        assert!(scores[0].symbol > scores[1].symbol);
+        assert!((scores[0].symbol - 1.0 / 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn body_text_saturates_later_for_longer_questions() {
+        // The same BM25 sum means less for a question of more terms.
+        assert!(text_share(6.0, 12) < text_share(6.0, 2));
+        assert!((text_share(6.0, 12) - 0.5).abs() < 1e-12);
+        assert!((text_share(1.0, 2) - 0.5).abs() < 1e-12);
+        assert_eq!(text_share(0.0, 3), 0.0);
+        // A long question's candidates are told apart instead of all
+        // sitting at 0.9 and up (the old s / (s + 1)).
+        let (strong, weak) = (text_share(20.0, 16), text_share(8.0, 16));
+        assert!(strong - weak > 0.2, "{strong} {weak}");
+        assert!(strong < 1.0 && weak > 0.0);
     }
 
     #[test]

@@ -31,7 +31,9 @@
 //! smaller, easier haystack for a quick look), `--env NAME=VALUE`
 //! (passed to every `git-agent` run, repeatable), `--variant "NAME=VALUE ..."`
 //! (every query once more with these variables, on the same index, e.g.
-//! `GIT_AGENT_SEARCH_QUERY_FRAMING=off`; repeatable). The API key is read from
+//! `GIT_AGENT_SEARCH_QUERY_FRAMING=off`; repeatable), `--dump <file>` (one
+//! JSON line per query of the first setting: the query, the target's range,
+//! its rank and the top 40 JSON results, to study what outranks it). The API key is read from
 //! OPENAI_EMBEDDING_API_KEY (default `local`).
 
 use git_agent_tests::TestEnv;
@@ -43,12 +45,15 @@ use std::time::{Duration, Instant};
 
 /// Results per query that count (MRR@10, R@10).
 const DEPTH: usize = 10;
+/// Results per query kept by `--dump` (the metrics still count [`DEPTH`]).
+const DUMP_DEPTH: usize = 40;
 
 /// One corpus entry.
 #[derive(Debug, Clone)]
 struct Function {
     path: String,
     line: u64,
+    name: String,
     query: String,
     code: String,
 }
@@ -69,6 +74,13 @@ struct Range {
     end: u32,
 }
 
+/// One search's results: their ranges, and the JSON results themselves
+/// (for `--dump`).
+struct Searched {
+    ranges: Vec<Range>,
+    results: Vec<Value>,
+}
+
 struct Options {
     corpus: String,
     base_url: String,
@@ -78,6 +90,7 @@ struct Options {
     functions: Option<usize>,
     env: Vec<(String, String)>,
     variants: Vec<Vec<(String, String)>>,
+    dump: Option<String>,
 }
 
 fn main() {
@@ -139,18 +152,35 @@ fn main() {
 
     let started = Instant::now();
     let mut measured = Vec::new();
-    for variant in std::iter::once(&Vec::new()).chain(&options.variants) {
+    let mut dump = Vec::new();
+    for (number, variant) in std::iter::once(&Vec::new()).chain(&options.variants).enumerate() {
         let mut plain = Vec::with_capacity(queries);
         let mut precise = Vec::with_capacity(queries);
         for (function, target) in corpus.iter().zip(&targets).take(queries) {
-            let results = search(&env, &root, &function.query, variant);
-            plain.push(first_hit(&results, target, false));
-            precise.push(first_hit(&results, target, true));
+            // A dump keeps deeper results, to study re-rankings offline.
+            let limit = if options.dump.is_some() { DUMP_DEPTH } else { DEPTH };
+            let searched = search(&env, &root, &function.query, variant, limit);
+            let hit = first_hit(&searched.ranges, target, false);
+            plain.push(hit);
+            precise.push(first_hit(&searched.ranges, target, true));
+            if number == 0 && options.dump.is_some() {
+                dump.push(serde_json::json!({
+                    "query": function.query,
+                    "name": function.name,
+                    "target": format!("{}:{}-{}", target.path, target.start, target.end),
+                    "rank": hit,
+                    "results": searched.results,
+                }));
+            }
         }
         let label = variant.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(" ");
         measured.push((label, plain, precise));
     }
     let search_time = started.elapsed();
+    if let Some(path) = &options.dump {
+        let lines: Vec<String> = dump.iter().map(Value::to_string).collect();
+        std::fs::write(path, lines.join("\n") + "\n").unwrap_or_else(|error| panic!("write {path}: {error}"));
+    }
 
     let started = Instant::now();
     let codes: Vec<String> = corpus.iter().map(|function| function.code.clone()).collect();
@@ -198,6 +228,7 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
         functions: None,
         env: Vec::new(),
         variants: Vec::new(),
+        dump: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -216,6 +247,7 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
                     Some(value("--functions")?.parse().map_err(|_| "--functions takes a positive number")?)
             }
             "--env" => options.env.push(assignment(&value("--env")?)?),
+            "--dump" => options.dump = Some(value("--dump")?),
             "--variant" => options
                 .variants
                 .push(value("--variant")?.split_whitespace().map(assignment).collect::<Result<Vec<_>, String>>()?),
@@ -253,6 +285,7 @@ fn load_corpus(path: &str) -> Vec<Function> {
             let function = Function {
                 path: field("path"),
                 line: entry["line"].as_u64().unwrap_or_else(|| panic!("corpus entry {index} has no number \"line\"")),
+                name: entry["name"].as_str().unwrap_or_default().to_string(),
                 query: field("query"),
                 code: field("code"),
             };
@@ -433,8 +466,8 @@ fn git_agent(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
 
 /// The top results of `git-agent search` for `query`, every result kept
 /// (the lowest accepted --min-score).
-fn search(env: &TestEnv, root: &Path, query: &str, variables: &[(String, String)]) -> Vec<Range> {
-    let limit = DEPTH.to_string();
+fn search(env: &TestEnv, root: &Path, query: &str, variables: &[(String, String)], limit: usize) -> Searched {
+    let limit = limit.to_string();
     let args = ["search", "--format", "json", "--limit", &limit, "--min-score", "0.000000001", "--", query];
     let mut command = env.git_agent_in(root, &args);
     command.envs(variables.iter().map(|(name, value)| (name, value)));
@@ -451,13 +484,14 @@ fn search(env: &TestEnv, root: &Path, query: &str, variables: &[(String, String)
     let results =
         output["results"].as_array().unwrap_or_else(|| panic!("search output has no results list:\n{stdout}"));
     assert!(!results.is_empty(), "git-agent search returned no results for {query:?}:\n{stdout}");
-    results
+    let ranges = results
         .iter()
         .map(|result| {
             let range = result["range"].as_str().unwrap_or_else(|| panic!("a result without a range:\n{stdout}"));
             parse_range(range).unwrap_or_else(|| panic!("unreadable result range {range:?}"))
         })
-        .collect()
+        .collect();
+    Searched { ranges, results: results.clone() }
 }
 
 /// `path:start-end` of a JSON result.
@@ -646,7 +680,7 @@ mod tests {
     use super::*;
 
     fn function(path: &str, line: u64, code: &str) -> Function {
-        Function { path: path.into(), line, query: "q".into(), code: code.into() }
+        Function { path: path.into(), line, name: String::new(), query: "q".into(), code: code.into() }
     }
 
     #[test]
