@@ -91,7 +91,11 @@ impl MigrationSummary {
 pub enum MigratePhase {
     Fetching,
     Scanning,
-    Building { done: usize, total: usize, elapsed: Duration },
+    Building {
+        done: usize,
+        total: usize,
+        elapsed: Duration,
+    },
     Installing,
     Pushing,
     /// Transport progress of the fetch or push under way, its URL

@@ -83,13 +83,8 @@ async fn a_v1_remote_migrates_to_v2_and_another_machine_imports_it() {
     });
     let dry = migrate(&a, true, recording, &cancel).await.unwrap();
     assert_eq!(remote_state(&world), before);
-    let phases: Vec<MigratePhase> = phases
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|phase| !matches!(phase, MigratePhase::Transfer(_)))
-        .cloned()
-        .collect();
+    let phases: Vec<MigratePhase> =
+        phases.lock().unwrap().iter().filter(|phase| !matches!(phase, MigratePhase::Transfer(_))).cloned().collect();
     assert_eq!(phases[..2], [MigratePhase::Fetching, MigratePhase::Scanning]);
     assert!(matches!(phases.last(), Some(MigratePhase::Building { done: 2, total: 2, .. })), "{phases:?}");
 

@@ -49,8 +49,7 @@ pub async fn run(
     } else {
         let endpoint =
             Endpoint::new(&config.index.remote, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
-        let progress: shared::Progress =
-            super::progress_reporter(output, invocation.stderr_is_terminal, shared_update);
+        let progress: shared::Progress = super::progress_reporter(output, invocation.stderr_is_terminal, shared_update);
         let shared =
             shared::run_shared(&endpoint, args.dry_run, progress, cancel, None).await.map_err(CommandError::failed)?;
         Some(shared)
