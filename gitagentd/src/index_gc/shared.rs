@@ -18,7 +18,7 @@ use crate::index_sync::FormatError;
 use crate::index_sync::migrate::disposable_dir;
 use crate::index_sync::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
 use crate::index_sync::schema::{self, SchemaVersion};
-use crate::index_sync::sync::{Endpoint, PUSH_ATTEMPTS, interrupt_on};
+use crate::index_sync::sync::{Endpoint, PUSH_ATTEMPTS, TransferReport, interrupt_on, phase_transfer};
 use crate::index_sync::validate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,12 +35,15 @@ pub struct SharedSummary {
 }
 
 /// The phases of the shared cleanup progress reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharedPhase {
     Fetching,
     Scanning,
     Pruning,
     Pushing,
+    /// Transport progress of the fetch or push under way, its URL
+    /// sanitized: shown as a bracketed suffix, as `index sync` shows it.
+    Transfer(String),
 }
 
 /// Why the shared cleanup failed.
@@ -80,6 +83,7 @@ pub async fn run_shared(
         let lock_path = crate::search::store::lock_path(&endpoint.dir);
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
+        let transfer = phase_transfer(&progress, SharedPhase::Transfer);
         return crate::blocking::run_to_end("the index sync repository", move || {
             // The same lock as a normal run, but never a new lock file.
             let cancelled = || flag.load(std::sync::atomic::Ordering::Relaxed);
@@ -87,7 +91,7 @@ pub async fn run_shared(
             let scratch = disposable_dir()?;
             progress(SharedPhase::Fetching);
             let repo = SyncRepo::open(remote, scratch.path().join("repo"))?;
-            let tip = repo.fetch(&flag)?;
+            let tip = repo.fetch_reporting(&flag, &TransferReport(transfer))?;
             let (summary, _) = plan(&repo, &tip, true, progress.as_ref())?;
             Ok(summary)
         })
@@ -99,12 +103,14 @@ pub async fn run_shared(
         let repo_endpoint = endpoint.clone();
         let report = Arc::clone(&progress);
         let hook = after_plan.clone();
+        let transfer = phase_transfer(&progress, SharedPhase::Transfer);
+        let fetch_transfer = Arc::clone(&transfer);
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
         let planned = crate::blocking::run_to_end("the index sync repository", move || {
             report(SharedPhase::Fetching);
             let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
-            let tip = repo.fetch(&flag)?;
+            let tip = repo.fetch_reporting(&flag, &TransferReport(fetch_transfer))?;
             let (summary, commit) = plan(&repo, &tip, false, report.as_ref())?;
             if let Some(hook) = hook {
                 hook(attempt);
@@ -119,7 +125,7 @@ pub async fn run_shared(
             return Ok(summary);
         };
         progress(SharedPhase::Pushing);
-        match endpoint.push_commit(branch, commit, cancel).await? {
+        match endpoint.push_commit(branch, commit, transfer, cancel).await? {
             PushOutcome::Pushed => return Ok(summary),
             PushOutcome::Rejected => continue,
         }

@@ -30,9 +30,9 @@
 use super::FormatError;
 use super::manifest::{self, SnapshotV1, SyncRecord, Target};
 use super::merge;
-use super::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
+use super::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo, TransferObserver};
 use super::schema::{self, SchemaVersion};
-use super::sync::{Endpoint, PUSH_ATTEMPTS, interrupt_on};
+use super::sync::{Endpoint, PUSH_ATTEMPTS, TransferReport, interrupt_on};
 use super::tree::{self, TreeEntry, TreeRules};
 use super::validate;
 use gix::ObjectId;
@@ -87,17 +87,59 @@ impl MigrationSummary {
 }
 
 /// The phases progress reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MigratePhase {
     Fetching,
     Scanning,
-    Building { done: usize, total: usize, elapsed: Duration },
+    Building {
+        done: usize,
+        total: usize,
+        elapsed: Duration,
+    },
     Installing,
     Pushing,
+    /// Transport progress of the fetch or push under way, its URL
+    /// sanitized: shown as a bracketed suffix, as `index sync` shows it.
+    Transfer(String),
 }
 
 /// Receives progress; an error aborts the migration.
 pub type Progress = Arc<dyn Fn(MigratePhase) -> Result<(), SyncError> + Send + Sync>;
+
+/// The first error progress returned for a transport detail. The transfer
+/// cannot return it itself: `stop` ends the transfer, and [`Self::check`]
+/// puts the error in place of the transfer's own outcome.
+#[derive(Clone, Default)]
+struct TransferFailure(Arc<std::sync::Mutex<Option<SyncError>>>);
+
+impl TransferFailure {
+    /// The observer reporting each detail as [`MigratePhase::Transfer`].
+    fn observer(&self, progress: &Progress, stop: impl Fn() + Send + Sync + 'static) -> TransferObserver {
+        let progress = Arc::clone(progress);
+        let failure = self.clone();
+        Arc::new(move |detail| {
+            if let Err(error) = progress(MigratePhase::Transfer(detail)) {
+                failure.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(error);
+                stop();
+            }
+        })
+    }
+
+    fn check<T>(&self, outcome: Result<T, SyncError>) -> Result<T, SyncError> {
+        match self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            Some(error) => Err(error),
+            None => outcome,
+        }
+    }
+}
+
+/// Fetches `repo`'s remote, its transport details reported to `progress`.
+fn fetch(repo: &SyncRepo, progress: &Progress, flag: &Arc<AtomicBool>) -> Result<RemoteTip, SyncError> {
+    let failure = TransferFailure::default();
+    let stop = Arc::clone(flag);
+    let observer = failure.observer(progress, move || stop.store(true, Ordering::Relaxed));
+    failure.check(repo.fetch_reporting(flag, &TransferReport(observer)))
+}
 
 /// Runs `index migrate --to v2` against `endpoint`'s remote.
 pub async fn migrate(
@@ -118,7 +160,7 @@ pub async fn migrate(
         let planned = crate::blocking::run_to_end("the index sync repository", move || {
             report(MigratePhase::Fetching)?;
             let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
-            let tip = repo.fetch(&flag)?;
+            let tip = fetch(&repo, &report, &flag)?;
             let plan = plan(&repo, &tip, false, report.as_ref(), &flag)?;
             Ok::<_, SyncError>((tip.branch, plan))
         })
@@ -130,7 +172,11 @@ pub async fn migrate(
             return Ok(summary);
         };
         progress(MigratePhase::Pushing)?;
-        match endpoint.push_commit(branch, commit, cancel).await? {
+        let failure = TransferFailure::default();
+        let push_cancel = cancel.child_token();
+        let stop = push_cancel.clone();
+        let observer = failure.observer(&progress, move || stop.cancel());
+        match failure.check(endpoint.push_commit(branch, commit, observer, &push_cancel).await)? {
             PushOutcome::Pushed => return Ok(summary),
             PushOutcome::Rejected => continue,
         }
@@ -152,7 +198,7 @@ async fn dry_run_migration(
         let scratch = disposable_dir()?;
         progress(MigratePhase::Fetching)?;
         let repo = SyncRepo::open(remote, scratch.path().join("repo"))?;
-        let tip = repo.fetch(&flag)?;
+        let tip = fetch(&repo, &progress, &flag)?;
         Ok(plan(&repo, &tip, true, progress.as_ref(), &flag)?.summary)
     })
     .await

@@ -194,6 +194,8 @@ impl Endpoint {
             let endpoint = self.clone();
             let source = Arc::clone(&source);
             let report = Arc::clone(&progress);
+            let transfer = phase_transfer(&progress, Phase::Transfer);
+            let fetch_transfer = Arc::clone(&transfer);
             let interrupt = interrupt_on(cancel);
             let flag = Arc::clone(&interrupt.flag);
             let staged = crate::blocking::run_to_end("the index sync repository", move || {
@@ -202,7 +204,7 @@ impl Endpoint {
                     Some(tip) => (tip, None),
                     None => {
                         report(Phase::Fetching);
-                        let tip = repo.fetch_reporting(&flag, &PhaseTransfer(Arc::clone(&report)))?;
+                        let tip = repo.fetch_reporting(&flag, &TransferReport(fetch_transfer))?;
                         (tip, Some(Instant::now()))
                     }
                 };
@@ -250,9 +252,7 @@ impl Endpoint {
             store::crash_if(self.crash_at, store::CrashPoint::SyncPush);
             progress(Phase::Pushing);
             let pushed_branch = branch.clone();
-            let report = Arc::clone(&progress);
-            let transfer: repo::TransferObserver = Arc::new(move |detail| report(Phase::Transfer(detail)));
-            match self.push_commit_reporting(branch, commit, transfer, cancel).await? {
+            match self.push_commit(branch, commit, transfer, cancel).await? {
                 PushOutcome::Pushed => {
                     self.observed(Instant::now(), RemoteTip { branch: pushed_branch, commit: Some(commit) });
                     published.pushed = true;
@@ -267,18 +267,8 @@ impl Endpoint {
     /// Pushes `commit` (built on the fetched tip of `branch`) and, when the
     /// remote accepts it, records it as the new tracking tip. A rejection
     /// means another machine pushed first: the caller refetches and replans.
+    /// The push's transport progress goes to `transfer`.
     pub(crate) async fn push_commit(
-        &self,
-        branch: String,
-        commit: gix::ObjectId,
-        cancel: &CancellationToken,
-    ) -> Result<PushOutcome, SyncError> {
-        self.push_commit_reporting(branch, commit, Arc::new(|_| {}), cancel).await
-    }
-
-    /// [`Self::push_commit`], with the push's transport progress reported
-    /// to `transfer`.
-    pub(crate) async fn push_commit_reporting(
         &self,
         branch: String,
         commit: gix::ObjectId,
@@ -333,13 +323,25 @@ pub enum Phase {
     Transfer(String),
 }
 
-/// A fetch's transfer totals as [`Phase::Transfer`] reports.
-struct PhaseTransfer(Arc<dyn Fn(Phase) + Send + Sync>);
+/// A fetch's sanitized transfer totals handed to the observer a push
+/// reports to, so that sync, migrate and gc's shared phase report both
+/// transfers the same way (as their phase's bracketed suffix).
+pub(crate) struct TransferReport(pub(crate) repo::TransferObserver);
 
-impl crate::search::remote::FetchReporter for PhaseTransfer {
+impl crate::search::remote::FetchReporter for TransferReport {
     fn fetching(&self, detail: &str) {
-        (self.0)(Phase::Transfer(detail.to_string()));
+        (self.0)(detail.to_string());
     }
+}
+
+/// The observer of a fetch's or push's transport details that reports each
+/// one to `progress` as the phase `transfer` makes of it.
+pub(crate) fn phase_transfer<P: 'static>(
+    progress: &Arc<dyn Fn(P) + Send + Sync>,
+    transfer: fn(String) -> P,
+) -> repo::TransferObserver {
+    let progress = Arc::clone(progress);
+    Arc::new(move |detail| progress(transfer(detail)))
 }
 
 /// An interrupt flag for gix that follows `cancel` while it lives.

@@ -2,7 +2,9 @@
 //! machine A's v1 index remote becomes v2, machine B (another HOME) then
 //! searches the revision without one embedding call.
 
-use super::index_fixtures::{bare, clone, git_in, machine, remote_bytes, remote_files, shared_project, stop_daemon};
+use super::index_fixtures::{
+    bare, clone, git_in, http_shared_project, machine, remote_bytes, remote_files, shared_project, stop_daemon,
+};
 use super::index_gc::tree_state;
 
 #[test]
@@ -203,4 +205,87 @@ fn the_migration_carries_an_index_a_stopped_run_committed_but_never_pushed() {
     let files = remote_files(&index_remote).join("\n");
     assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
     assert!(files.contains(first.trim()) && files.contains(second.trim()), "{files}");
+}
+
+/// The terminal transcript of `args`: the progress part (every update
+/// rewriting one line) and the stdout that follows the last clear.
+fn on_terminal(env: &git_agent_tests::TestEnv, dir: &std::path::Path, args: &[&str]) -> (String, String) {
+    let (code, terminal) = git_agent_tests::run_on_terminal(env.git_agent_in(dir, args));
+    assert_eq!(code, Some(0), "{args:?}: {terminal:?}");
+    let (progress, stdout) = terminal.rsplit_once("\r\x1b[2K").expect("progress was shown");
+    assert!(!progress.contains('\n'), "{args:?}: a progress update ended a line: {terminal:?}");
+    assert!(stdout.ends_with("\r\n") && stdout.matches('\n').count() == 1, "{args:?}: {terminal:?}");
+    (progress.to_string(), stdout.to_string())
+}
+
+/// Migrate and gc's shared phase report fetch and push transport details
+/// as index sync does: a bracketed suffix with the sanitized URL, one line
+/// per update when redirected, one rewritten line on a terminal; the
+/// password in index.remote never shows.
+#[test]
+fn migrate_and_gc_progress_show_sanitized_transport_details_and_never_the_credential() {
+    let shared = tempfile::tempdir().unwrap();
+    let (a, _fake) = machine();
+    let secret = "migrate-S3cret-word";
+    let (origin, index_remote, server) = http_shared_project(&a, shared.path(), Some(&format!("writer:{secret}")));
+    let url = server.url("index.git", Some(&format!("writer:{secret}")));
+    let sanitized = server.url("index.git", None);
+    assert!(!sanitized.contains(secret));
+    let project = clone(&a, &origin);
+    a.run_in(project.path(), &["config", "index.remote", &url]).success();
+    a.run_in(project.path(), &["search", "--rev", "HEAD", "--index"]).success();
+
+    // The dry run fetches into a new repository on a terminal.
+    let (progress, stdout) = on_terminal(&a, project.path(), &["index", "migrate", "--to", "v2", "--dry-run"]);
+    assert!(stdout.starts_with("migration from=1 to=2 indexes=1 "), "{stdout:?}");
+    let fetched = format!("\r\x1b[2Kindex migrate: fetching remote [received objects from {sanitized}: ");
+    assert!(progress.contains(&fetched), "{fetched:?} missing: {progress:?}");
+    assert!(!progress.contains(secret) && !stdout.contains(secret), "the password leaked: {progress:?}");
+
+    // The migration pushes; redirected, every update is its own line.
+    let run = a.run_in(project.path(), &["index", "migrate", "--to", "v2"]);
+    let stdout = run.success();
+    assert!(stdout.starts_with("migrated from=1 to=2 indexes=1 "), "{stdout}");
+    for line in [
+        "index migrate: fetching remote\n".to_string(),
+        "index migrate: pushing remote\n".to_string(),
+        format!("index migrate: pushing remote [writing objects to {sanitized}: "),
+    ] {
+        assert!(run.stderr.contains(&line), "{line:?} missing:\n{}", run.stderr);
+    }
+    assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "{:?}", run.stderr);
+    assert!(!run.stderr.contains(secret) && !stdout.contains(secret), "the password leaked:\n{}", run.stderr);
+    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
+
+    // Another client drops the only manifest: gc has a pack to prune.
+    let files = remote_files(&index_remote);
+    let manifest = files.iter().find(|path| path.starts_with("indexes/")).unwrap().clone();
+    let scratch = shared.path().join("scratch");
+    git_in(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
+    git_in(&scratch, &["rm", "-q", &manifest]);
+    git_in(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
+    git_in(&scratch, &["push", "-q", "origin", "HEAD:main"]);
+
+    let dry = a.run_in(project.path(), &["index", "gc", "--dry-run"]);
+    let dry_stdout = dry.success();
+    assert!(dry_stdout.contains(" remote_removed_packs=1 "), "{dry_stdout}");
+    for line in [
+        "index gc: fetching remote\n".to_string(),
+        format!("index gc: fetching remote [received objects from {sanitized}: "),
+    ] {
+        assert!(dry.stderr.contains(&line), "{line:?} missing:\n{}", dry.stderr);
+    }
+    assert!(!dry.stderr.contains('\x1b') && !dry.stderr.contains('\r'), "{:?}", dry.stderr);
+    assert!(!dry.stderr.contains(secret) && !dry_stdout.contains(secret), "the password leaked:\n{}", dry.stderr);
+
+    let (progress, stdout) = on_terminal(&a, project.path(), &["index", "gc"]);
+    assert!(stdout.contains(" remote_removed_packs=1 ") && stdout.ends_with("dry_run=false\r\n"), "{stdout:?}");
+    for update in [
+        format!("\r\x1b[2Kindex gc: fetching remote [received objects from {sanitized}: "),
+        format!("\r\x1b[2Kindex gc: pushing remote [writing objects to {sanitized}: "),
+    ] {
+        assert!(progress.contains(&update), "{update:?} missing: {progress:?}");
+    }
+    assert!(!progress.contains(secret) && !stdout.contains(secret), "the password leaked: {progress:?}");
+    assert!(!remote_files(&index_remote).iter().any(|path| path.starts_with("packs/")));
 }

@@ -49,22 +49,26 @@ pub async fn run(
     } else {
         let endpoint =
             Endpoint::new(&config.index.remote, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
-        let report = super::progress_line(output, invocation.stderr_is_terminal);
-        let progress: shared::Progress = Arc::new(move |phase| {
-            report(
-                match phase {
-                    SharedPhase::Fetching => "index gc: fetching remote",
-                    SharedPhase::Scanning => "index gc: scanning shared indexes",
-                    SharedPhase::Pruning => "index gc: pruning shared packs",
-                    SharedPhase::Pushing => "index gc: pushing remote",
-                }
-                .to_string(),
-            )
-        });
+        let progress: shared::Progress = super::progress_reporter(output, invocation.stderr_is_terminal, shared_update);
         let shared =
             shared::run_shared(&endpoint, args.dry_run, progress, cancel, None).await.map_err(CommandError::failed)?;
         Some(shared)
     };
     output.stdout(index_gc::summary_line(&summary, shared.as_ref(), args.dry_run));
     Ok(())
+}
+
+/// The progress of gc's shared phase: the same rendering as `index sync`,
+/// transport details included.
+fn shared_update(phase: SharedPhase) -> super::Update {
+    super::Update::Phase(
+        match phase {
+            SharedPhase::Transfer(detail) => return super::Update::Transfer(detail),
+            SharedPhase::Fetching => "index gc: fetching remote",
+            SharedPhase::Scanning => "index gc: scanning shared indexes",
+            SharedPhase::Pruning => "index gc: pruning shared packs",
+            SharedPhase::Pushing => "index gc: pushing remote",
+        }
+        .to_string(),
+    )
 }

@@ -39,9 +39,9 @@ async fn migrate(
     let url = configured_remote(invocation).await?;
     let metadata_root = paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
     let endpoint = Endpoint::new(&url, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
-    let report = progress_line(output, invocation.stderr_is_terminal);
+    let report = progress_reporter(output, invocation.stderr_is_terminal, migrate_update);
     let progress: migrate::Progress = Arc::new(move |phase| {
-        report(migrate_phase_text(phase));
+        report(phase);
         Ok(())
     });
     let summary = migrate::migrate(&endpoint, dry_run, progress, cancel).await.map_err(CommandError::failed)?;
@@ -49,8 +49,9 @@ async fn migrate(
     Ok(())
 }
 
-fn migrate_phase_text(phase: MigratePhase) -> String {
-    match phase {
+fn migrate_update(phase: MigratePhase) -> Update {
+    Update::Phase(match phase {
+        MigratePhase::Transfer(detail) => return Update::Transfer(detail),
         MigratePhase::Fetching => "index migrate: fetching remote".to_string(),
         MigratePhase::Scanning => "index migrate: scanning v1 snapshots".to_string(),
         MigratePhase::Building { done, total, elapsed } => {
@@ -63,7 +64,7 @@ fn migrate_phase_text(phase: MigratePhase) -> String {
         }
         MigratePhase::Installing => "index migrate: installing schema v2".to_string(),
         MigratePhase::Pushing => "index migrate: pushing remote".to_string(),
-    }
+    })
 }
 
 /// An elapsed time rounded to the millisecond, spelled as the original
@@ -86,7 +87,7 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
     let url = configured_remote(invocation).await?;
     let metadata_root = paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
     let endpoint = Endpoint::new(&url, &metadata_root, &invocation.env).map_err(CommandError::failed)?;
-    let progress = progress_reporter(output, invocation.stderr_is_terminal);
+    let progress = progress_reporter(output, invocation.stderr_is_terminal, sync_update);
     let scan_root = metadata_root.clone();
     let inventory =
         crate::blocking::run_to_end("the local index inventory", move || local::inventory(&scan_root)).await?;
@@ -101,43 +102,64 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
     Ok(())
 }
 
-/// Progress on stderr: one rewritten line on a terminal, one line per
-/// update otherwise.
-fn progress_reporter(output: &Output, interactive: bool) -> Arc<dyn Fn(Phase) + Send + Sync> {
+fn sync_update(phase: Phase) -> Update {
+    Update::Phase(match phase {
+        Phase::Transfer(detail) => return Update::Transfer(detail),
+        Phase::Fetching => "index sync: fetching remote".to_string(),
+        Phase::Scanning => "index sync: scanning local indexes".to_string(),
+        Phase::Syncing { done, total } => format!("index sync: syncing indexes {done}/{total}"),
+        Phase::Pushing => "index sync: pushing remote".to_string(),
+    })
+}
+
+/// One progress update of `index sync`, `index migrate` or gc's shared
+/// phase: a phase's own text, or transport details of the fetch or push
+/// phase under way.
+pub(super) enum Update {
+    Phase(String),
+    Transfer(String),
+}
+
+/// Progress on stderr, each phase `P` turned into an [`Update`] by
+/// `update`: one rewritten line on a terminal, one line per update
+/// otherwise.
+pub(super) fn progress_reporter<P: 'static>(
+    output: &Output,
+    interactive: bool,
+    update: fn(P) -> Update,
+) -> Arc<dyn Fn(P) + Send + Sync> {
     let report = progress_line(output, interactive);
-    let texts = std::sync::Mutex::new(SyncProgressText::default());
+    let texts = std::sync::Mutex::new(ProgressText::default());
     Arc::new(move |phase| {
-        let text = texts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).line(phase);
+        let text = texts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).line(update(phase));
         report(text);
     })
 }
 
-/// The text of each `index sync` progress update. Transport details are
-/// appended to the fetch or push phase under way as a bracketed suffix
-/// (`index sync: fetching remote [receiving objects from <url>: 3/9
-/// objects, 1.2 KiB]`); the phase alone shows until the first one.
+/// The text of each progress update. Transport details are appended to
+/// the fetch or push phase under way as a bracketed suffix (`index sync:
+/// fetching remote [receiving objects from <url>: 3/9 objects, 1.2 KiB]`);
+/// the phase alone shows until the first one.
 #[derive(Default)]
-struct SyncProgressText {
+struct ProgressText {
     phase: String,
 }
 
-impl SyncProgressText {
-    fn line(&mut self, phase: Phase) -> String {
-        let text = match phase {
-            Phase::Fetching => "index sync: fetching remote".to_string(),
-            Phase::Scanning => "index sync: scanning local indexes".to_string(),
-            Phase::Syncing { done, total } => format!("index sync: syncing indexes {done}/{total}"),
-            Phase::Pushing => "index sync: pushing remote".to_string(),
-            Phase::Transfer(detail) => return format!("{} [{detail}]", self.phase),
-        };
-        self.phase.clone_from(&text);
-        text
+impl ProgressText {
+    fn line(&mut self, update: Update) -> String {
+        match update {
+            Update::Phase(text) => {
+                self.phase.clone_from(&text);
+                text
+            }
+            Update::Transfer(detail) => format!("{} [{detail}]", self.phase),
+        }
     }
 }
 
 /// Writes one progress line on stderr: rewritten in place on a terminal,
 /// one line per update otherwise.
-pub(super) fn progress_line(output: &Output, interactive: bool) -> Arc<dyn Fn(String) + Send + Sync> {
+fn progress_line(output: &Output, interactive: bool) -> Arc<dyn Fn(String) + Send + Sync> {
     let output = output.clone();
     Arc::new(move |text| {
         if interactive {
@@ -170,24 +192,43 @@ mod tests {
 
     #[test]
     fn transport_details_are_a_bracketed_suffix_of_the_phase_under_way() {
-        let mut texts = SyncProgressText::default();
+        let mut texts = ProgressText::default();
+        let mut line = |phase| texts.line(sync_update(phase));
         let url = "https://git.example.com/index.git";
-        assert_eq!(texts.line(Phase::Fetching), "index sync: fetching remote");
+        assert_eq!(line(Phase::Fetching), "index sync: fetching remote");
         assert_eq!(
-            texts.line(Phase::Transfer(format!("receiving objects from {url}: 3/9 objects, 1.2 KiB"))),
+            line(Phase::Transfer(format!("receiving objects from {url}: 3/9 objects, 1.2 KiB"))),
             format!("index sync: fetching remote [receiving objects from {url}: 3/9 objects, 1.2 KiB]")
         );
-        assert_eq!(texts.line(Phase::Syncing { done: 1, total: 2 }), "index sync: syncing indexes 1/2");
-        assert_eq!(texts.line(Phase::Pushing), "index sync: pushing remote");
+        assert_eq!(line(Phase::Syncing { done: 1, total: 2 }), "index sync: syncing indexes 1/2");
+        assert_eq!(line(Phase::Pushing), "index sync: pushing remote");
         assert_eq!(
-            texts.line(Phase::Transfer(format!("writing objects to {url}: 2/5 objects"))),
+            line(Phase::Transfer(format!("writing objects to {url}: 2/5 objects"))),
             format!("index sync: pushing remote [writing objects to {url}: 2/5 objects]")
+        );
+    }
+
+    #[test]
+    fn migrate_transport_details_are_the_same_suffix() {
+        let mut texts = ProgressText::default();
+        let mut line = |phase| texts.line(migrate_update(phase));
+        let url = "https://git.example.com/index.git";
+        assert_eq!(line(MigratePhase::Fetching), "index migrate: fetching remote");
+        assert_eq!(
+            line(MigratePhase::Transfer(format!("receiving objects from {url}: 3/9 objects"))),
+            format!("index migrate: fetching remote [receiving objects from {url}: 3/9 objects]")
+        );
+        assert_eq!(line(MigratePhase::Pushing), "index migrate: pushing remote");
+        assert_eq!(
+            line(MigratePhase::Transfer(format!("writing objects to {url}: 2/5 objects"))),
+            format!("index migrate: pushing remote [writing objects to {url}: 2/5 objects]")
         );
     }
 
     #[test]
     fn building_progress_shows_percentage_and_elapsed_once_an_index_is_done() {
         let phase = |done, millis| MigratePhase::Building { done, total: 3, elapsed: Duration::from_millis(millis) };
+        let migrate_phase_text = |phase| ProgressText::default().line(migrate_update(phase));
         assert_eq!(migrate_phase_text(phase(0, 0)), "index migrate: building indexes 0/3");
         assert_eq!(migrate_phase_text(phase(1, 850)), "index migrate: building indexes 1/3 (33.3%, 850ms)");
         assert_eq!(migrate_phase_text(phase(3, 1250)), "index migrate: building indexes 3/3 (100.0%, 1.25s)");
