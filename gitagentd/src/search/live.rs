@@ -305,3 +305,28 @@ fn compute_norms(snapshot: &Snapshot, hashes: &[Option<Hash32>], model: &str, di
     });
     out
 }
+
+/// Computes the term statistics of `contents` that are missing, on up to
+/// four threads, stopping early once `cancelled` says so. Ranking calls it
+/// before its lexical pass, and a build calls it beside publication so the
+/// first ranking finds the statistics ready.
+pub fn compute_missing_terms(contents: &[&Arc<FileContent>], cancelled: &(dyn Fn() -> bool + Sync)) {
+    let pending: Vec<&Arc<FileContent>> = contents.iter().copied().filter(|content| !content.has_terms()).collect();
+    if pending.is_empty() {
+        return;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per = pending.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for part in pending.chunks(per) {
+            scope.spawn(move || {
+                for content in part {
+                    if cancelled() {
+                        return;
+                    }
+                    content.terms();
+                }
+            });
+        }
+    });
+}

@@ -347,17 +347,7 @@ fn warm_terms(items: &[Item<'_>]) {
     if pending.len() < 64 {
         return;
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let per = pending.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for part in pending.chunks(per) {
-            scope.spawn(move || {
-                for content in part {
-                    content.terms();
-                }
-            });
-        }
-    });
+    super::live::compute_missing_terms(&pending, &|| false);
 }
 
 /// Numbered lines of a chunk: at most 40 lines and 12 KiB.

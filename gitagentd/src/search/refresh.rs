@@ -494,24 +494,8 @@ pub fn prepare(
 /// waits on syncs, so its first ranking finds them ready instead of
 /// computing every file's after the build.
 pub fn warm_terms(contents: &[Arc<FileContent>], cancelled: &(dyn Fn() -> bool + Sync)) {
-    let pending: Vec<&Arc<FileContent>> = contents.iter().filter(|content| !content.has_terms()).collect();
-    if pending.is_empty() {
-        return;
-    }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let per = pending.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for part in pending.chunks(per) {
-            scope.spawn(move || {
-                for content in part {
-                    if cancelled() {
-                        return;
-                    }
-                    content.terms();
-                }
-            });
-        }
-    });
+    let contents: Vec<&Arc<FileContent>> = contents.iter().collect();
+    super::live::compute_missing_terms(&contents, cancelled);
 }
 
 fn racy(stat: &FileStat, now: i128) -> bool {
