@@ -25,7 +25,8 @@
 //!
 //! A dry run fetches into a disposable repository in temporary storage and
 //! builds the same tree there, so neither the persistent sync repository
-//! nor the remote changes.
+//! nor the remote changes; it reads a pending commit from the persistent
+//! repository without writing to it, so its summary is the real run's.
 
 use super::FormatError;
 use super::manifest::{self, SnapshotV1, SyncRecord, Target};
@@ -161,7 +162,8 @@ pub async fn migrate(
             report(MigratePhase::Fetching)?;
             let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
             let tip = fetch(&repo, &report, &flag)?;
-            let plan = plan(&repo, &tip, false, report.as_ref(), &flag)?;
+            let pending = pending_changes(&repo, &tip)?;
+            let plan = plan(&repo, &tip, pending, false, report.as_ref(), &flag)?;
             Ok::<_, SyncError>((tip.branch, plan))
         })
         .await
@@ -192,14 +194,20 @@ async fn dry_run_migration(
     cancel: &CancellationToken,
 ) -> Result<MigrationSummary, SyncError> {
     let remote = endpoint.remote.clone();
+    let dir = endpoint.dir.clone();
     let interrupt = interrupt_on(cancel);
     let flag = Arc::clone(&interrupt.flag);
     crate::blocking::run_to_end("the index sync repository", move || {
         let scratch = disposable_dir()?;
         progress(MigratePhase::Fetching)?;
+        // A commit a stopped run left unpushed lives in this machine's sync
+        // repository; the real migration carries it, so the preview reads it
+        // too (without writing there).
+        let persistent = SyncRepo::open_existing_read_only(remote.clone(), dir)?;
         let repo = SyncRepo::open(remote, scratch.path().join("repo"))?;
         let tip = fetch(&repo, &progress, &flag)?;
-        Ok(plan(&repo, &tip, true, progress.as_ref(), &flag)?.summary)
+        let pending = pending_changes(persistent.as_ref().unwrap_or(&repo), &tip)?;
+        Ok(plan(&repo, &tip, pending, true, progress.as_ref(), &flag)?.summary)
     })
     .await
     .map_err(|_| SyncError::Cancelled)?
@@ -230,6 +238,7 @@ struct Snapshot {
 fn plan(
     repo: &SyncRepo,
     tip: &RemoteTip,
+    pending: Pending,
     dry_run: bool,
     progress: &(dyn Fn(MigratePhase) -> Result<(), SyncError> + Send + Sync),
     interrupt: &AtomicBool,
@@ -245,7 +254,6 @@ fn plan(
         None => return Err(FormatError::SchemaMissing.into()),
     };
     let (v1_paths, rest) = split_v1(&files, schema);
-    let pending = pending_changes(repo, tip)?;
     if schema == SchemaVersion::V2 && v1_paths.is_empty() && pending.snapshots.is_empty() {
         // Validate the tree as normal sync would, then report the no-op.
         Staged::from_files(repo, tip, SchemaVersion::V2, files)?;

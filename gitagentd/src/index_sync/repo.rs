@@ -127,6 +127,19 @@ impl SyncRepo {
         Ok(Self { remote, dir, repo })
     }
 
+    /// Opens the sync repository at `dir` only if it exists, for reading:
+    /// nothing on disk is created or rewritten (a dry run leaves every byte
+    /// and mtime as it was).
+    pub fn open_existing_read_only(remote: Remote, dir: PathBuf) -> Result<Option<Self>, SyncError> {
+        if !dir.join(".git").join("HEAD").is_file() {
+            return Ok(None);
+        }
+        let options = gix::open::Options::isolated().strict_config(false);
+        let repo = gix::open_opts(&dir, options)
+            .map_err(|error| SyncError::Git { dir: dir.clone(), message: error.to_string() })?;
+        Ok(Some(Self { remote, dir, repo }))
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

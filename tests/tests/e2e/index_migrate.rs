@@ -200,6 +200,15 @@ fn the_migration_carries_an_index_a_stopped_run_committed_but_never_pushed() {
     let files = remote_files(&index_remote).join("\n");
     assert!(files.contains(first.trim()) && !files.contains(second.trim()), "{files}");
 
+    // The preview counts the pending commit as the real run will, and
+    // leaves this machine's sync repository and the remote untouched.
+    let sync_dir = a.home().join(".git-agent").join("index-sync");
+    let (local_before, remote_before) = (tree_state(&sync_dir), tree_state(&index_remote));
+    let preview = a.run_in(project.path(), &["index", "migrate", "--to", "v2", "--dry-run"]).success();
+    assert!(preview.starts_with("migration from=1 to=2 indexes=2 "), "{preview}");
+    assert!(tree_state(&sync_dir) == local_before, "the dry run changed the sync repository");
+    assert!(tree_state(&index_remote) == remote_before, "the dry run changed the remote");
+
     let stdout = a.run_in(project.path(), &["index", "migrate", "--to", "v2"]).success();
     assert!(stdout.starts_with("migrated from=1 to=2 indexes=2 "), "{stdout}");
     let files = remote_files(&index_remote).join("\n");
