@@ -17,10 +17,9 @@
 use crate::index_sync::FormatError;
 use crate::index_sync::migrate::disposable_dir;
 use crate::index_sync::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
-use crate::index_sync::schema::{self, SchemaVersion};
+use crate::index_sync::schema::SchemaVersion;
 use crate::index_sync::sync::{Endpoint, PUSH_ATTEMPTS, TransferReport, interrupt_on, phase_transfer};
 use crate::index_sync::validate;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -140,16 +139,9 @@ fn plan(
     dry_run: bool,
     progress: &(dyn Fn(SharedPhase) + Send + Sync),
 ) -> Result<(SharedSummary, Option<gix::ObjectId>), SharedError> {
-    let files = match tip.commit {
-        Some(commit) => repo.tree_files(commit)?,
-        None => BTreeMap::new(),
-    };
-    let schema = match files.get("schema.json") {
-        Some(id) => schema::parse(&repo.blob(*id)?)?,
-        // A new remote is a schema-v1 repository.
-        None if files.is_empty() => SchemaVersion::V1,
-        None => return Err(FormatError::SchemaMissing.into()),
-    };
+    let (files, schema) = repo.files_and_schema(tip.commit)?;
+    // A new remote is a schema-v1 repository.
+    let schema = schema.unwrap_or(SchemaVersion::V1);
     if schema != SchemaVersion::V2 {
         return Err(SharedError::NotV2(schema.number()));
     }

@@ -5,7 +5,7 @@ use crate::index_sync::manifest::Target;
 use crate::index_sync::migrate::tests::{push_on_top, push_to, remote_bytes, remote_state};
 use crate::index_sync::sync::Export;
 use crate::index_sync::sync::tests::{World, git, record, target};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 

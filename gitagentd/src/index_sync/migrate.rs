@@ -243,16 +243,9 @@ fn plan(
     progress: &(dyn Fn(MigratePhase) -> Result<(), SyncError> + Send + Sync),
     interrupt: &AtomicBool,
 ) -> Result<Plan, SyncError> {
-    let files = match tip.commit {
-        Some(commit) => repo.tree_files(commit)?,
-        None => BTreeMap::new(),
-    };
-    let schema = match files.get("schema.json") {
-        Some(id) => schema::parse(&repo.blob(*id)?)?,
-        // An empty remote is a schema-v1 repository without snapshots.
-        None if files.is_empty() => SchemaVersion::V1,
-        None => return Err(FormatError::SchemaMissing.into()),
-    };
+    let (files, schema) = repo.files_and_schema(tip.commit)?;
+    // An empty remote is a schema-v1 repository without snapshots.
+    let schema = schema.unwrap_or(SchemaVersion::V1);
     let (v1_paths, rest) = split_v1(&files, schema);
     if schema == SchemaVersion::V2 && v1_paths.is_empty() && pending.snapshots.is_empty() {
         // Validate the tree as normal sync would, then report the no-op.
@@ -346,11 +339,8 @@ fn pending_changes(repo: &SyncRepo, tip: &RemoteTip) -> Result<Pending, SyncErro
     if tip.commit == Some(commit) {
         return Ok(pending);
     }
-    let files = repo.tree_files(commit)?;
-    let schema = match files.get("schema.json") {
-        Some(id) => schema::parse(&repo.blob(*id)?)?,
-        None if files.is_empty() => return Ok(pending),
-        None => return Err(FormatError::SchemaMissing.into()),
+    let (files, Some(schema)) = repo.files_and_schema(Some(commit))? else {
+        return Ok(pending);
     };
     let before = repo.parent_files(commit)?;
     let changed = |path: &str, id: &ObjectId| before.get(path) != Some(id);

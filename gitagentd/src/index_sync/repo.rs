@@ -231,7 +231,21 @@ impl SyncRepo {
 
     /// The tree of `tip` (empty for a new remote), validated.
     pub fn stage(&self, tip: &RemoteTip) -> Result<Staged<'_>, SyncError> {
-        let files = match tip.commit {
+        let (files, schema) = self.files_and_schema(tip.commit)?;
+        let mut staged = Staged::from_files(self, tip, schema.unwrap_or(SchemaVersion::V1), files)?;
+        staged.changed = schema.is_none();
+        staged.tip_tree = true;
+        Ok(staged)
+    }
+
+    /// Every blob of `commit`'s tree (none without a commit) and the schema
+    /// its `schema.json` declares: `None` for an empty tree, which is how a
+    /// new remote starts; a non-empty tree without `schema.json` fails.
+    pub(crate) fn files_and_schema(
+        &self,
+        commit: Option<ObjectId>,
+    ) -> Result<(BTreeMap<String, ObjectId>, Option<SchemaVersion>), SyncError> {
+        let files = match commit {
             Some(commit) => self.tree_files(commit)?,
             None => BTreeMap::new(),
         };
@@ -240,10 +254,7 @@ impl SyncRepo {
             None if files.is_empty() => None,
             None => return Err(FormatError::SchemaMissing.into()),
         };
-        let mut staged = Staged::from_files(self, tip, schema.unwrap_or(SchemaVersion::V1), files)?;
-        staged.changed = schema.is_none();
-        staged.tip_tree = true;
-        Ok(staged)
+        Ok((files, schema))
     }
 
     /// Every blob of `commit`'s tree by path; symlinks, submodules and
