@@ -28,6 +28,7 @@ pub mod history;
 pub mod live;
 pub mod migrate;
 pub mod output;
+pub mod packstream;
 pub mod paths;
 pub mod progress;
 pub mod query;
