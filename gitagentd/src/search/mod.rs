@@ -510,7 +510,8 @@ impl SearchService {
         let mut resolved_remote = None;
         let mut prechunked = None;
         if let Some(source) = request.remote.clone() {
-            let plan = overlay::OverlapPlan { scope: selection.scope.clone(), max_input_chars: settings.max_input_chars };
+            let plan = fetch_overlap()
+                .then(|| overlay::OverlapPlan { scope: selection.scope.clone(), max_input_chars: settings.max_input_chars });
             let resolved =
                 self.resolve_remote(&source, request.reindex, request.started, plan, &feedback, &cancel).await?;
             if let Some(overlapped) = &resolved.overlap {
@@ -879,7 +880,7 @@ impl SearchService {
         source: &RemoteSource,
         reindex: bool,
         started: SystemTime,
-        plan: overlay::OverlapPlan,
+        plan: Option<overlay::OverlapPlan>,
         feedback: &Arc<Feedback>,
         cancel: &CancellationToken,
     ) -> Result<remote::Resolved, SearchError> {
@@ -894,7 +895,7 @@ impl SearchService {
         let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
         let freshness = remote::Freshness { reindex, started };
         let resolving = blocking(move || {
-            remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt, Some(&plan))
+            remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt, plan.as_ref())
         });
         // A transfer checks the interrupt between reads, and a stalled read
         // returns only when bytes arrive or the transport gives up (reqwest:
@@ -959,6 +960,19 @@ impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
     }
+}
+
+/// Whether a cold remote fetch chunks files while the pack arrives. Test
+/// builds can turn it off (`GITAGENTD_TEST_NO_FETCH_OVERLAP` in the
+/// daemon's environment) to measure the difference in one run.
+#[cfg(feature = "test-hooks")]
+fn fetch_overlap() -> bool {
+    std::env::var_os("GITAGENTD_TEST_NO_FETCH_OVERLAP").is_none()
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn fetch_overlap() -> bool {
+    true
 }
 
 /// The metadata root whose one producer lock serializes index production

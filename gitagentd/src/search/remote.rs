@@ -31,7 +31,10 @@
 //! from gix's progress tree ([`TransferProgress`]) and reported from a
 //! thread beside gix's `receive`. gix 0.90 makes objects readable only
 //! once the whole pack is indexed and offers no hook on arriving entries,
-//! so the index is built after the fetch, not while it runs.
+//! so a cold fetch of a direct revision runs through a transport wrapper
+//! that copies the pack to a decoder of our own ([`super::packstream`]),
+//! and the selected tree's files are chunked while it arrives
+//! ([`super::overlay`]); the index is still built from the fetched cache.
 
 use crate::provider::{
     self,
