@@ -510,8 +510,10 @@ impl SearchService {
         let mut resolved_remote = None;
         let mut prechunked = None;
         if let Some(source) = request.remote.clone() {
-            let plan = fetch_overlap()
-                .then(|| overlay::OverlapPlan { scope: selection.scope.clone(), max_input_chars: settings.max_input_chars });
+            let plan = fetch_overlap().then(|| overlay::OverlapPlan {
+                scope: selection.scope.clone(),
+                max_input_chars: settings.max_input_chars,
+            });
             let resolved =
                 self.resolve_remote(&source, request.reindex, request.started, plan, &feedback, &cancel).await?;
             if let Some(overlapped) = &resolved.overlap {
@@ -523,10 +525,7 @@ impl SearchService {
                         ("pack_objects", Field::Int(i64::from(stats.pack_objects))),
                         ("decoded", Field::Int(i64::from(stats.decoded))),
                         ("chunked", Field::Int(stats.dispatched as i64)),
-                        (
-                            "first_chunk_after_objects",
-                            Field::Int(stats.first_dispatch_at.map_or(-1, i64::from)),
-                        ),
+                        ("first_chunk_after_objects", Field::Int(stats.first_dispatch_at.map_or(-1, i64::from))),
                         ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
                     ],
                 );

@@ -386,7 +386,11 @@ mod tests {
         write(root, "bin.dat", b"\x00\x01binary\x00");
         write(root, "big.txt", "x".repeat(MAX_FILE_BYTES as usize + 1).as_bytes());
         for file in 0..30 {
-            write(root, &format!("many/file{file:02}.rs"), format!("fn file_{file}() -> u32 {{ {file} }}\n").as_bytes());
+            write(
+                root,
+                &format!("many/file{file:02}.rs"),
+                format!("fn file_{file}() -> u32 {{ {file} }}\n").as_bytes(),
+            );
         }
         git(root, &["add", "-A", "-f"], None);
         git(root, &["commit", "-q", "-m", "layout"], None);
@@ -571,8 +575,7 @@ mod tests {
         let again = Remote::new(work.to_str().unwrap(), &home, &home.join(".git-agent"), &env).unwrap();
         assert_eq!(again.dir, remote.dir);
         let freshness = Freshness { reindex: true, started: SystemTime::now() };
-        let second =
-            remote::resolve(&again, None, freshness, &Quiet, &AtomicBool::new(false), Some(&plan)).unwrap();
+        let second = remote::resolve(&again, None, freshness, &Quiet, &AtomicBool::new(false), Some(&plan)).unwrap();
         assert!(second.fetched_at.is_some());
         assert!(second.overlap.is_none(), "an incremental fetch keeps the normal path");
     }

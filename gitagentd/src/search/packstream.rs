@@ -106,10 +106,7 @@ impl<R: BufRead> PackDecoder<R> {
             Header::RefDelta { base_id } => self.by_id.get(base_id).copied(),
             _ => None,
         };
-        base_offset
-            .and_then(|at| self.by_offset.get(&at))
-            .cloned()
-            .ok_or(PackStreamError::MissingBase { offset })
+        base_offset.and_then(|at| self.by_offset.get(&at)).cloned().ok_or(PackStreamError::MissingBase { offset })
     }
 
     fn next_entry(&mut self) -> Result<Decoded, PackStreamError> {
@@ -144,8 +141,8 @@ impl<R: BufRead> PackDecoder<R> {
             return Err(PackStreamError::TooLarge);
         }
         self.kept += data.len() as u64;
-        let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, &data)
-            .map_err(|error| corrupt(error.to_string()))?;
+        let id =
+            gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, &data).map_err(|error| corrupt(error.to_string()))?;
         let data: Arc<[u8]> = data.into();
         self.by_offset.insert(offset, (kind, Arc::clone(&data)));
         self.by_id.insert(id, offset);
@@ -201,7 +198,11 @@ enum InflateError {
 
 /// Inflates one zlib stream from `read` into exactly `out`, consuming its
 /// compressed bytes and nothing after them. Returns the compressed length.
-fn inflate_exact(read: &mut impl BufRead, state: &mut gix::zlib::Decompress, out: &mut [u8]) -> Result<u64, InflateError> {
+fn inflate_exact(
+    read: &mut impl BufRead,
+    state: &mut gix::zlib::Decompress,
+    out: &mut [u8],
+) -> Result<u64, InflateError> {
     use gix::zlib::{FlushDecompress, Status};
     state.reset();
     let mut written = 0usize;

@@ -36,13 +36,13 @@
 //! and the selected tree's files are chunked while it arrives
 //! ([`super::overlay`]); the index is still built from the fetched cache.
 
+use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
+use super::packstream::{Tee, TeeTransport};
 use crate::provider::{
     self,
     network::{NetworkError, NetworkSettings},
 };
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
-use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
-use super::packstream::{Tee, TeeTransport};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
