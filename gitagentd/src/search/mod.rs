@@ -28,6 +28,8 @@ pub mod history;
 pub mod live;
 pub mod migrate;
 pub mod output;
+pub mod overlay;
+pub mod packstream;
 pub mod paths;
 pub mod progress;
 pub mod query;
@@ -506,8 +508,28 @@ impl SearchService {
             self.migrate(&selection, &feedback, &cancel).await?;
         }
         let mut resolved_remote = None;
+        let mut prechunked = None;
         if let Some(source) = request.remote.clone() {
-            let resolved = self.resolve_remote(&source, request.reindex, request.started, &feedback, &cancel).await?;
+            let plan = fetch_overlap().then(|| overlay::OverlapPlan {
+                scope: selection.scope.clone(),
+                max_input_chars: settings.max_input_chars,
+            });
+            let resolved =
+                self.resolve_remote(&source, request.reindex, request.started, plan, &feedback, &cancel).await?;
+            if let Some(overlapped) = &resolved.overlap {
+                prechunked = Some(Arc::clone(&overlapped.prechunked));
+                let stats = &overlapped.stats;
+                feedback.event(
+                    "search_overlap",
+                    &[
+                        ("pack_objects", Field::Int(i64::from(stats.pack_objects))),
+                        ("decoded", Field::Int(i64::from(stats.decoded))),
+                        ("chunked", Field::Int(stats.dispatched as i64)),
+                        ("first_chunk_after_objects", Field::Int(stats.first_dispatch_at.map_or(-1, i64::from))),
+                        ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
+                    ],
+                );
+            }
             let commit = resolved.commit;
             let rev = resolved.rev.clone();
             selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
@@ -532,6 +554,7 @@ impl SearchService {
             temp_dir: request.temp_dir.clone(),
             crash_at: self.crash_at,
             tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
+            prechunked: prechunked.clone(),
         };
         // The build pipeline: the walk's threads read and chunk files and
         // hand new inputs to the embedder, which sends each complete window
@@ -609,6 +632,18 @@ impl SearchService {
         };
         let streamed_done = streamed.inputs;
         let prepared = prepared?;
+        if let Some(prechunked) = &prechunked {
+            // Files the build took from the overlap, and speculative ones
+            // it did not select.
+            feedback.event(
+                "search_overlap_used",
+                &[
+                    ("taken", Field::Int(prechunked.taken() as i64)),
+                    ("read_after_fetch", Field::Int(prechunked.missed() as i64)),
+                    ("unused", Field::Int(prechunked.len() as i64)),
+                ],
+            );
+        }
         if streamed.windows > 0 {
             // Discovery, chunking and the embedding windows sent meanwhile.
             feedback.timing_event("embed_stream", production_started.elapsed());
@@ -844,6 +879,7 @@ impl SearchService {
         source: &RemoteSource,
         reindex: bool,
         started: SystemTime,
+        plan: Option<overlay::OverlapPlan>,
         feedback: &Arc<Feedback>,
         cancel: &CancellationToken,
     ) -> Result<remote::Resolved, SearchError> {
@@ -857,8 +893,9 @@ impl SearchService {
         };
         let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
         let freshness = remote::Freshness { reindex, started };
-        let resolving =
-            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt));
+        let resolving = blocking(move || {
+            remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt, plan.as_ref())
+        });
         // A transfer checks the interrupt between reads, and a stalled read
         // returns only when bytes arrive or the transport gives up (reqwest:
         // 30 s of silence; git:// and ssh: when the connection ends). So a
@@ -922,6 +959,19 @@ impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
     }
+}
+
+/// Whether a cold remote fetch chunks files while the pack arrives. Test
+/// builds can turn it off (`GITAGENTD_TEST_NO_FETCH_OVERLAP` in the
+/// daemon's environment) to measure the difference in one run.
+#[cfg(feature = "test-hooks")]
+fn fetch_overlap() -> bool {
+    std::env::var_os("GITAGENTD_TEST_NO_FETCH_OVERLAP").is_none()
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn fetch_overlap() -> bool {
+    true
 }
 
 /// The metadata root whose one producer lock serializes index production

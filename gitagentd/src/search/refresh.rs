@@ -19,6 +19,7 @@ use super::bodies::{BodyWriter, body_ref};
 use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FileContent, LiveIndex};
+use super::overlay::Prechunked;
 use super::paths::{is_code_path, path_in_scope};
 use super::records::Record;
 use super::revision::{self, RevisionError, TreeSource};
@@ -54,6 +55,9 @@ pub struct RefreshRequest {
     pub crash_at: Option<CrashPoint>,
     /// Revision mode: the committed tree to read instead of `root`'s files.
     pub tree: Option<Arc<TreeSource>>,
+    /// Remote mode after a cold fetch: files of the tree chunked while the
+    /// pack arrived, taken instead of reading and chunking them again.
+    pub prechunked: Option<Arc<Prechunked>>,
 }
 
 /// Receives discovery diagnostics and timings.
@@ -594,11 +598,20 @@ impl discovery::FileWork for Reader<'_, '_> {
             return Err(SkipReason::Unreadable);
         }
         let started = now_ns();
-        let text = match &self.request.tree {
-            Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
-            None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
+        let prechunked = match (&self.request.prechunked, file.blob) {
+            (Some(prechunked), Some(blob)) => prechunked.take(&file.path, blob, self.request.max_input_chars),
+            _ => None,
         };
-        let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
+        let chunked = match prechunked {
+            Some(outcome) => outcome?,
+            None => {
+                let text = match &self.request.tree {
+                    Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
+                    None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
+                };
+                chunking::chunk_file(&file.path, text, self.request.max_input_chars)
+            }
+        };
         if let Some(early) = self.early
             && early.offer(&file.path, &chunked)
         {
@@ -1076,6 +1089,7 @@ mod tests {
             temp_dir: std::env::temp_dir(),
             crash_at: None,
             tree: None,
+            prechunked: None,
         }
     }
 

@@ -31,8 +31,13 @@
 //! from gix's progress tree ([`TransferProgress`]) and reported from a
 //! thread beside gix's `receive`. gix 0.90 makes objects readable only
 //! once the whole pack is indexed and offers no hook on arriving entries,
-//! so the index is built after the fetch, not while it runs.
+//! so a cold fetch of a direct revision runs through a transport wrapper
+//! that copies the pack to a decoder of our own ([`super::packstream`]),
+//! and the selected tree's files are chunked while it arrives
+//! ([`super::overlay`]); the index is still built from the fetched cache.
 
+use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
+use super::packstream::{Tee, TeeTransport};
 use crate::provider::{
     self,
     network::{NetworkError, NetworkSettings},
@@ -250,6 +255,15 @@ pub struct Resolved {
     pub rev: String,
     /// When this search fetched, the time its fetch completed.
     pub fetched_at: Option<SystemTime>,
+    /// A cold fetch's overlap: the files chunked while the pack arrived.
+    pub overlap: Option<Overlapped>,
+}
+
+/// The outcome of a cold fetch's overlap ([`overlay`]).
+#[derive(Debug, Clone)]
+pub struct Overlapped {
+    pub prechunked: Arc<Prechunked>,
+    pub stats: OverlapStats,
 }
 
 /// How [`resolve`] may use the network.
@@ -270,13 +284,16 @@ pub trait FetchReporter: Sync {
 
 /// Resolves `rev` (or the remote's `HEAD`) to a commit, fetching when the
 /// cache is missing, stale, `--reindex` asks for it, or the revision does
-/// not resolve in the cache. Runs under the caller's single flight.
+/// not resolve in the cache. Runs under the caller's single flight. With
+/// `overlap`, a fetch into an empty cache chunks the selected commit's
+/// files while the pack arrives ([`overlay`]).
 pub fn resolve(
     remote: &Remote,
     rev: Option<&str>,
     freshness: Freshness,
     reporter: &dyn FetchReporter,
     interrupt: &AtomicBool,
+    overlap: Option<&OverlapPlan>,
 ) -> Result<Resolved, RemoteError> {
     let rev_text = rev.map(str::trim).filter(|rev| !rev.is_empty()).unwrap_or("HEAD").to_string();
     let record = remote.record();
@@ -289,10 +306,10 @@ pub fn resolve(
     if exists && fresh {
         let repo = open(remote)?;
         if let Ok(commit) = resolve_local(&repo, &rev_text) {
-            return Ok(Resolved { commit, rev: rev_text, fetched_at: None });
+            return Ok(Resolved { commit, rev: rev_text, fetched_at: None, overlap: None });
         }
     }
-    fetch(remote, &rev_text, reporter, interrupt)?;
+    let overlap = fetch(remote, &rev_text, reporter, interrupt, overlap)?;
     let fetched_at = SystemTime::now();
     let repo = open(remote)?;
     let commit = resolve_local(&repo, &rev_text).map_err(|error| RemoteError::Resolve {
@@ -300,7 +317,7 @@ pub fn resolve(
         remote: remote.sanitized.clone(),
         message: remote.sanitize_text(&error.to_string()),
     })?;
-    Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at) })
+    Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at), overlap })
 }
 
 /// Resolves `rev` in the cache without any network access (`--ls-files`).
@@ -374,8 +391,17 @@ fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Cac
 }
 
 /// One fetch of every branch and tag; `HEAD` is pointed at the remote's
-/// default branch.
-fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &AtomicBool) -> Result<(), RemoteError> {
+/// default branch. Into an empty cache, with `overlap`, the pack is also
+/// decoded as it arrives and the files of the commit `rev` names are
+/// chunked meanwhile; the overlap never fails the fetch (a pack it cannot
+/// decode only ends it early).
+fn fetch(
+    remote: &Remote,
+    rev: &str,
+    reporter: &dyn FetchReporter,
+    interrupt: &AtomicBool,
+    overlap: Option<&OverlapPlan>,
+) -> Result<Option<Overlapped>, RemoteError> {
     use gix::remote::Direction;
     install_tls_provider();
     reporter.fetching(&format!("listing refs of {}", remote.sanitized));
@@ -383,6 +409,7 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         remote: remote.sanitized.clone(),
         message: remote.sanitize_text(&message),
     };
+    let cold = !remote.repo_dir().join("HEAD").is_file();
     let repo = open_or_init(remote)?;
     let url = gix::url::parse(gix::bstr::BStr::new(remote.raw.as_str())).map_err(|error| failed(error.to_string()))?;
     let handle = repo
@@ -393,9 +420,20 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
     let transport_options = remote.transport_options(&repo, &url).map_err(|error| failed(error.to_string()))?;
+    // gix's own `connect`, with the transport wrapped so the pack can be
+    // read beside gix.
+    let (connect_url, version) =
+        handle.sanitized_url_and_version(Direction::Fetch).map_err(|error| failed(describe(&error)))?;
+    let ssh = match connect_url.scheme {
+        gix::url::Scheme::Ssh => repo.ssh_connect_options().map_err(|error| failed(describe(&error)))?,
+        _ => Default::default(),
+    };
+    use gix::protocol::transport::client::blocking_io::connect;
+    let transport = connect::connect(connect_url, connect::Options { version, ssh, trace: false })
+        .map_err(|error| failed(describe(&error)))?;
+    let tee = Tee::default();
     let mut connection = handle
-        .connect(Direction::Fetch)
-        .map_err(|error| failed(describe(&error)))?
+        .to_connection_with_transport(TeeTransport::new(transport, tee.clone()))
         .with_credentials(move |action| credentials(action, account.as_ref()));
     if let Some(options) = transport_options {
         connection = connection.with_transport_options(options);
@@ -418,14 +456,36 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
         }
         _ => None,
     });
+    // Only a first fetch: later ones send thin packs of what changed.
+    let overlap = overlap.filter(|_| cold).and_then(|plan| Some((plan, advertised_commit(refs, rev)?)));
     reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
     let totals = Arc::new(Totals::default());
-    let received = std::thread::scope(|scope| {
+    let stop_overlay = AtomicBool::new(false);
+    let (received, overlapped) = std::thread::scope(|scope| {
         scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
+        let overlay = overlap.map(|(plan, target)| {
+            let reader = tee.attach();
+            let stop = &stop_overlay;
+            scope.spawn(move || {
+                let prechunked = Prechunked::new(plan.max_input_chars);
+                let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked);
+                (prechunked, stats)
+            })
+        });
         // Ends the reporting thread however the receive ends (a panic
         // included: the scope would otherwise wait for it forever).
-        let _finish = FinishOnDrop(&totals);
-        prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt)
+        let finish = FinishOnDrop(&totals);
+        let received = prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt);
+        drop(finish);
+        // The decoder sees the end of the stream; after a failure it
+        // stops at once.
+        tee.detach();
+        if received.is_err() {
+            stop_overlay.store(true, Ordering::Relaxed);
+        }
+        // A panic of the overlap only loses its work.
+        let overlapped = overlay.and_then(|handle| handle.join().ok());
+        (received, overlapped)
     });
     received.map_err(|error| {
         if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
@@ -434,7 +494,37 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
     if let Some(target) = head {
         point_head(&repo, &target.to_string()).map_err(|error| failed(error.to_string()))?;
     }
-    Ok(())
+    Ok(overlapped.map(|(prechunked, stats)| Overlapped { prechunked: Arc::new(prechunked), stats }))
+}
+
+/// The threads that chunk files while a pack arrives (beside gix's
+/// receive and the decoder).
+const OVERLAP_WORKERS: usize = 2;
+
+/// The commit (or annotated tag) a direct revision names among the
+/// advertised refs, preferring what `git rev-parse` prefers: the name
+/// itself, then a tag, then a branch; a full commit id names itself.
+/// `None` for expressions (`HEAD~1`) and unknown names.
+fn advertised_commit(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Option<gix::ObjectId> {
+    if rev.len() == 40 && rev.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return gix::ObjectId::from_hex(rev.as_bytes()).ok();
+    }
+    if rev.contains(['~', '^', '@', ':']) {
+        return None;
+    }
+    let candidates = [
+        rev.to_string(),
+        format!("refs/{rev}"),
+        format!("refs/tags/{rev}"),
+        format!("refs/heads/{rev}"),
+        format!("refs/heads/{}", rev.strip_prefix("origin/").unwrap_or(rev)),
+    ];
+    candidates.iter().find_map(|name| {
+        refs.iter().find_map(|reference| {
+            let (full, target, peeled) = reference.unpack();
+            (full == name.as_str()).then(|| peeled.or(target).map(ToOwned::to_owned)).flatten()
+        })
+    })
 }
 
 /// How often, at most, growing transfer totals are reported.
@@ -918,7 +1008,7 @@ mod tests {
         let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
         let recorded = Recorded::default();
         let freshness = Freshness { reindex: false, started: SystemTime::now() };
-        resolve(&remote, None, freshness, &recorded, &AtomicBool::new(false)).unwrap();
+        resolve(&remote, None, freshness, &recorded, &AtomicBool::new(false), None).unwrap();
         let objects = git(&work, &["rev-list", "--objects", "--all"]).lines().count();
         let reports = recorded.all();
         assert_eq!(reports.first().map(String::as_str), Some(format!("listing refs of {}", remote.sanitized).as_str()));
@@ -979,18 +1069,18 @@ mod tests {
         let now = SystemTime::now();
         let freshness = Freshness { reindex: false, started: now };
         let interrupt = AtomicBool::new(false);
-        let head = resolve(&remote, None, freshness, &Quiet, &interrupt).unwrap();
+        let head = resolve(&remote, None, freshness, &Quiet, &interrupt, None).unwrap();
         assert_eq!(head.commit.to_string(), git(&work, &["rev-parse", "HEAD"]));
         assert_eq!(head.rev, "HEAD");
         assert!(head.fetched_at.is_some());
         // Not fresh until published: the next resolve fetches again.
         publish(&remote, &head).unwrap();
-        let again = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt).unwrap();
+        let again = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt, None).unwrap();
         assert_eq!(again.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
         assert!(again.fetched_at.is_none(), "a fresh cache resolved HEAD~1 without a fetch");
-        let tag = resolve(&remote, Some("v1"), freshness, &Quiet, &interrupt).unwrap();
+        let tag = resolve(&remote, Some("v1"), freshness, &Quiet, &interrupt, None).unwrap();
         assert_eq!(tag.commit, head.commit);
-        let error = resolve(&remote, Some("nope"), freshness, &Quiet, &interrupt).unwrap_err();
+        let error = resolve(&remote, Some("nope"), freshness, &Quiet, &interrupt, None).unwrap_err();
         assert!(error.to_string().contains("does not advertise \"nope\""), "{error}");
         // The bare cache's HEAD follows the remote's default branch.
         let head_file = std::fs::read_to_string(remote.repo_dir().join("HEAD")).unwrap();

@@ -6,7 +6,10 @@
 //!   running) from start to results, beside `git clone --bare` +
 //!   `git ls-tree -r HEAD` + `git cat-file --batch` over every blob the
 //!   search selected (its `--ls-files` list), in the same run. Goal: at
-//!   most 1.3x.
+//!   most 1.3x. Each round also times the same cold search with the
+//!   fetch overlap turned off (`GITAGENTD_TEST_NO_FETCH_OVERLAP`, a
+//!   test-hooks switch): the before and after of chunking while the pack
+//!   arrives.
 //! - `warm`: the same remote searched again with a fresh cache, beside a
 //!   filesystem warm search of a checkout of the same tree (same query,
 //!   both primed into replay history). Goal: at most 1.5x, and the git
@@ -48,8 +51,15 @@ fn main() {
 }
 
 fn environment(fake: &FakeEmbeddings) -> TestEnv {
+    environment_with(fake, true)
+}
+
+fn environment_with(fake: &FakeEmbeddings, overlap: bool) -> TestEnv {
     let mut env = TestEnv::new();
     fake.configure(&mut env);
+    if !overlap {
+        env.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
+    }
     env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "256");
     env.set_env("OPENAI_EMBEDDING_MODEL", "benchmark-model");
     env
@@ -179,22 +189,32 @@ fn baseline(url: &str, scratch: &Path, selected: &[String]) -> (Duration, usize,
     (elapsed, selected.len(), output.stdout.len() as u64)
 }
 
-/// Cold remote searches, each in a fresh user (empty cache, running daemon),
-/// alternated with the baseline. Returns the last user, its cache fresh.
+/// One cold remote search in a fresh user (empty cache, running daemon):
+/// its time, and the user.
+fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, overlap: bool) -> (Duration, TestEnv) {
+    let env = environment_with(fake, overlap);
+    let work = env.work();
+    // Start the daemon outside the measured time.
+    run(&env, &work, &["search", "--ls-remotes"]);
+    let before = daemon.requests();
+    let (elapsed, stdout, _) = run(&env, &work, &["search", "--remote", url, QUERY]);
+    let output: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(output["retrieval"]["index"], "miss", "{stdout}");
+    assert!(daemon.requests() > before, "the cold search made no request to the git daemon");
+    (elapsed, env)
+}
+
+/// Cold remote searches with and without the fetch overlap, alternated
+/// with the baseline. Returns the last user, its cache fresh.
 fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) -> TestEnv {
     let mut ours = Vec::new();
+    let mut without = Vec::new();
     let mut theirs = Vec::new();
     let mut last = None;
     for round in 0..ROUNDS {
-        let env = environment(fake);
+        let (plain, _) = cold_search(fake, daemon, url, false);
+        let (elapsed, env) = cold_search(fake, daemon, url, true);
         let work = env.work();
-        // Start the daemon outside the measured time.
-        run(&env, &work, &["search", "--ls-remotes"]);
-        let before = daemon.requests();
-        let (elapsed, stdout, _) = run(&env, &work, &["search", "--remote", url, QUERY]);
-        let output: Value = serde_json::from_str(&stdout).unwrap();
-        assert_eq!(output["retrieval"]["index"], "miss", "{stdout}");
-        assert!(daemon.requests() > before, "the cold search made no request to the git daemon");
         let listing: Value =
             serde_json::from_str(&run(&env, &work, &["search", "--ls-files", "--remote", url, "--format", "json"]).1)
                 .unwrap();
@@ -205,44 +225,57 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
             .map(|path| path.as_str().unwrap().to_string())
             .collect();
         let (base, blobs, bytes) = baseline(url, scratch, &selected);
-        // A timed --debug run would add logging; the phases come from a
-        // separate fresh user in the first round.
+        // A timed --debug run would add logging; the phases come from
+        // separate fresh users in the first round.
         if round == 0 {
-            let probe = environment(fake);
-            let probe_work = probe.work();
-            let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
-            println!("phases of one cold remote search (--debug): {}", phases(&debug));
+            for (overlap, name) in [(false, "without overlap"), (true, "with overlap")] {
+                let probe = environment_with(fake, overlap);
+                let probe_work = probe.work();
+                let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
+                println!("phases of one cold remote search {name} (--debug): {}", phases(&debug));
+            }
         }
         println!(
-            "round {}: git-agent cold remote search {:.0} ms | git clone --bare + ls-tree -r + cat-file --batch of {blobs} selected blobs ({:.1} MB) {:.0} ms | ratio {:.2}x",
+            "round {}: git-agent cold remote search {:.0} ms (without the fetch overlap {:.0} ms) | git clone --bare + ls-tree -r + cat-file --batch of {blobs} selected blobs ({:.1} MB) {:.0} ms | ratio {:.2}x (without overlap {:.2}x)",
             round + 1,
             ms(elapsed),
+            ms(plain),
             bytes as f64 / 1e6,
             ms(base),
-            elapsed.as_secs_f64() / base.as_secs_f64()
+            elapsed.as_secs_f64() / base.as_secs_f64(),
+            plain.as_secs_f64() / base.as_secs_f64()
         );
         ours.push(elapsed);
+        without.push(plain);
         theirs.push(base);
         last = Some(env);
     }
     ours.sort();
+    without.sort();
     theirs.sort();
-    let (mine, base) = (ours[ours.len() / 2], theirs[theirs.len() / 2]);
+    let (mine, plain, base) = (ours[ours.len() / 2], without[without.len() / 2], theirs[theirs.len() / 2]);
     println!(
-        "cold median: git-agent {:.0} ms, baseline {:.0} ms, ratio {:.2}x (goal <= 1.3x)",
+        "cold median: git-agent {:.0} ms, without the fetch overlap {:.0} ms, baseline {:.0} ms, ratio {:.2}x (without overlap {:.2}x; goal <= 1.3x)",
         ms(mine),
+        ms(plain),
         ms(base),
-        mine.as_secs_f64() / base.as_secs_f64()
+        mine.as_secs_f64() / base.as_secs_f64(),
+        plain.as_secs_f64() / base.as_secs_f64()
     );
     println!();
     last.expect("at least one round")
 }
 
-/// The `search_timing` and fetch events of a `--debug` run, on one line.
+/// The `search_timing` and overlap events of a `--debug` run, on one line.
 fn phases(debug: &str) -> String {
     debug
         .lines()
-        .filter_map(|line| line.split_once(" INF search_timing step=").map(|(_, rest)| rest.replace(" duration=", "=")))
+        .filter_map(|line| {
+            if let Some((_, rest)) = line.split_once(" INF search_timing step=") {
+                return Some(rest.replace(" duration=", "="));
+            }
+            line.split_once(" INF search_overlap").map(|(_, rest)| format!("[overlap{rest}]"))
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

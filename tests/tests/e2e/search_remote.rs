@@ -696,3 +696,38 @@ fn https_remote_tunnels_through_the_callers_proxy_with_connect() {
     assert!(targets.iter().all(|target| target.starts_with("CONNECT ")), "{targets:?}");
     assert!(server.requests() > 0, "no request reached the server through the tunnel");
 }
+
+/// The value of `field` in the first `--debug` event line of `kind`.
+fn event_field(stderr: &str, kind: &str, field: &str) -> Option<String> {
+    let line = stderr.lines().find(|line| line.split_whitespace().any(|word| word == kind))?;
+    let prefix = format!("{field}=");
+    line.split_whitespace().find_map(|word| word.strip_prefix(prefix.as_str()).map(str::to_string))
+}
+
+/// A cold search over `git://` and `http://` chunks the selected files
+/// while the pack arrives: the build reads none of them after the fetch,
+/// and finds what a search with the overlap turned off finds.
+#[test]
+fn a_cold_remote_search_chunks_while_the_pack_arrives() {
+    let (env, _fake) = setup();
+    let (repo, served, _bare) = upstream(&env);
+    let daemon = GitDaemon::start(&served);
+    let http = HttpGit::start(&served, None);
+    for url in [daemon.url("upstream.git"), http.url("upstream.git", None)] {
+        let args = ["search", "--debug", "--remote", url.as_str(), "--min-score", "0.01", "flags"];
+        let (overlapped, _fake_a) = setup();
+        let with = search(&overlapped, &args);
+        let output = json(&with);
+        assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
+        let chunked: usize = event_field(&with.stderr, "search_overlap", "chunked").unwrap().parse().unwrap();
+        assert!(chunked >= 2, "{url}: files chunked during the fetch: {}", with.stderr);
+        assert_eq!(event_field(&with.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
+
+        let (mut plain, _fake_b) = setup();
+        plain.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
+        let without = search(&plain, &args);
+        assert!(event_field(&without.stderr, "search_overlap", "chunked").is_none(), "{}", without.stderr);
+        assert_eq!(paths(&output), paths(&json(&without)), "{url}");
+        assert_eq!(output["results"], json(&without)["results"], "{url}");
+    }
+}
