@@ -178,8 +178,11 @@ impl ClientNetwork {
     fn of(network: &NetworkSettings) -> Result<Self, NetworkError> {
         install_tls_provider();
         let no_proxy = network.no_proxy.as_deref().and_then(reqwest::NoProxy::from_string);
-        let settings =
-            [(&network.http_proxy, Scope::Http), (&network.https_proxy, Scope::Https), (&network.all_proxy, Scope::All)];
+        let settings = [
+            (&network.http_proxy, Scope::Http),
+            (&network.https_proxy, Scope::Https),
+            (&network.all_proxy, Scope::All),
+        ];
         let mut proxies = Vec::new();
         for (setting, scope) in settings {
             let Some(setting) = setting else { continue };

@@ -1224,7 +1224,9 @@ mod tests {
         for file in 0..40 {
             let mut go = format!("package p{file}\n");
             for function in 0..30 {
-                go.push_str(&format!("\n// F{function} works.\nfunc F{function}() int {{\n\treturn {file}{function}\n}}\n"));
+                go.push_str(&format!(
+                    "\n// F{function} works.\nfunc F{function}() int {{\n\treturn {file}{function}\n}}\n"
+                ));
             }
             write_old(&tree.path().join(format!("d{}/f{file:02}.go", file % 3)), &go);
         }
@@ -1258,7 +1260,12 @@ mod tests {
         let found: Vec<(String, i64, String, String)> = records
             .iter()
             .map(|record| {
-                (record.path.clone(), record.start_line, record.content_hash.clone(), record.embedding_input_hash.clone())
+                (
+                    record.path.clone(),
+                    record.start_line,
+                    record.content_hash.clone(),
+                    record.embedding_input_hash.clone(),
+                )
             })
             .collect();
         assert_eq!(found, expected);

@@ -191,8 +191,7 @@ impl Remote {
             return Ok(None);
         }
         // Checked once here so the error is ours, not a failed request's.
-        let _checked =
-            provider::network::configure_git_client(&self.network, reqwest::blocking::ClientBuilder::new())?;
+        let _checked = provider::network::configure_git_client(&self.network, reqwest::blocking::ClientBuilder::new())?;
         let defaults = repo
             .transport_options(gix::bstr::BStr::new(&url.to_bstring()), None)
             .map_err(|error| NetworkError::Build(self.sanitize_text(&error.to_string())))?;
