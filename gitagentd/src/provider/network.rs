@@ -165,10 +165,66 @@ impl HttpClients {
     }
 }
 
-/// A client of `kind` that uses exactly the proxies and CAs of `network`:
-/// reqwest's own reading of the process environment is switched off.
+/// What [`NetworkSettings`] make of a client, for either of the two
+/// client builders of the one reqwest the daemon links: the proxies (with
+/// `NO_PROXY` applied to each) and, when the caller names CA locations,
+/// the roots that replace the system's (as OpenSSL does).
+struct ClientNetwork {
+    proxies: Vec<reqwest::Proxy>,
+    roots: Option<Vec<reqwest::Certificate>>,
+}
+
+impl ClientNetwork {
+    fn of(network: &NetworkSettings) -> Result<Self, NetworkError> {
+        install_tls_provider();
+        let no_proxy = network.no_proxy.as_deref().and_then(reqwest::NoProxy::from_string);
+        let settings = [
+            (&network.http_proxy, Scope::Http),
+            (&network.https_proxy, Scope::Https),
+            (&network.all_proxy, Scope::All),
+        ];
+        let mut proxies = Vec::new();
+        for (setting, scope) in settings {
+            let Some(setting) = setting else { continue };
+            let url = proxy_url(setting)?;
+            let proxy = match scope {
+                Scope::Http => reqwest::Proxy::http(url.as_str()),
+                Scope::Https => reqwest::Proxy::https(url.as_str()),
+                Scope::All => reqwest::Proxy::all(url.as_str()),
+            };
+            let proxy = proxy.map_err(|error| NetworkError::InvalidProxy {
+                variable: setting.variable,
+                reason: error.without_url().to_string(),
+            })?;
+            proxies.push(proxy.no_proxy(no_proxy.clone()));
+        }
+        let roots = (network.ca_file.is_some() || network.ca_dir.is_some())
+            .then(|| caller_certificates(network, reqwest::Certificate::from_pem_bundle))
+            .transpose()?;
+        Ok(Self { proxies, roots })
+    }
+}
+
+/// Applies a [`ClientNetwork`] to a builder of either client: reqwest's own
+/// reading of the process environment is switched off, so exactly the
+/// invocation's proxies and CAs are used.
+macro_rules! with_network {
+    ($builder:expr, $network:expr) => {{
+        let ClientNetwork { proxies, roots } = $network;
+        let mut builder = $builder.no_proxy();
+        for proxy in proxies {
+            builder = builder.proxy(proxy);
+        }
+        match roots {
+            Some(roots) => builder.tls_certs_only(roots),
+            None => builder,
+        }
+    }};
+}
+
+/// A client of `kind` that uses exactly the proxies and CAs of `network`.
 pub fn build_client(network: &NetworkSettings, kind: ClientKind) -> Result<reqwest::Client, NetworkError> {
-    let mut builder = reqwest::Client::builder().no_proxy();
+    let mut builder = with_network!(reqwest::Client::builder(), ClientNetwork::of(network)?);
     builder = match kind {
         ClientKind::Responses => builder.connect_timeout(Duration::from_secs(5)),
         ClientKind::ResponsesHttp2PriorKnowledge => {
@@ -178,63 +234,27 @@ pub fn build_client(network: &NetworkSettings, kind: ClientKind) -> Result<reqwe
             builder.connect_timeout(Duration::from_secs(30)).pool_idle_timeout(Duration::from_secs(60))
         }
     };
-    let no_proxy = network.no_proxy.as_deref().and_then(reqwest::NoProxy::from_string);
-    let proxies =
-        [(&network.http_proxy, Scope::Http), (&network.https_proxy, Scope::Https), (&network.all_proxy, Scope::All)];
-    for (setting, scope) in proxies {
-        let Some(setting) = setting else { continue };
-        let url = proxy_url(setting)?;
-        let proxy = match scope {
-            Scope::Http => reqwest::Proxy::http(url.as_str()),
-            Scope::Https => reqwest::Proxy::https(url.as_str()),
-            Scope::All => reqwest::Proxy::all(url.as_str()),
-        };
-        let proxy = proxy.map_err(|error| NetworkError::InvalidProxy {
-            variable: setting.variable,
-            reason: error.without_url().to_string(),
-        })?;
-        builder = builder.proxy(proxy.no_proxy(no_proxy.clone()));
-    }
-    if network.ca_file.is_some() || network.ca_dir.is_some() {
-        // Like OpenSSL, the caller's CA locations replace the system's.
-        builder = builder.tls_built_in_root_certs(false);
-        for certificate in caller_certificates(network, reqwest::Certificate::from_pem_bundle)? {
-            builder = builder.add_root_certificate(certificate);
-        }
-    }
     builder.build().map_err(|error| NetworkError::Build(error.without_url().to_string()))
 }
 
-/// Configures gix's HTTP client (reqwest 0.13, the `--remote` transport)
-/// like [`build_client`]: exactly the proxies and CAs of `network`, the
-/// invocation's, never those of the daemon's own environment.
+/// Configures gix's HTTP client (the blocking client of the same reqwest,
+/// the `--remote` and index sync transport) exactly as [`build_client`]
+/// configures ours: the proxies and CAs of `network`, the invocation's,
+/// never those of the daemon's own environment.
 pub fn configure_git_client(
     network: &NetworkSettings,
-    builder: reqwest_gix::blocking::ClientBuilder,
-) -> Result<reqwest_gix::blocking::ClientBuilder, NetworkError> {
-    let mut builder = builder.no_proxy();
-    let no_proxy = network.no_proxy.as_deref().and_then(reqwest_gix::NoProxy::from_string);
-    let proxies =
-        [(&network.http_proxy, Scope::Http), (&network.https_proxy, Scope::Https), (&network.all_proxy, Scope::All)];
-    for (setting, scope) in proxies {
-        let Some(setting) = setting else { continue };
-        let url = proxy_url(setting)?;
-        let proxy = match scope {
-            Scope::Http => reqwest_gix::Proxy::http(url.as_str()),
-            Scope::Https => reqwest_gix::Proxy::https(url.as_str()),
-            Scope::All => reqwest_gix::Proxy::all(url.as_str()),
-        };
-        let proxy = proxy.map_err(|error| NetworkError::InvalidProxy {
-            variable: setting.variable,
-            reason: error.without_url().to_string(),
-        })?;
-        builder = builder.proxy(proxy.no_proxy(no_proxy.clone()));
-    }
-    if network.ca_file.is_some() || network.ca_dir.is_some() {
-        // Like OpenSSL, the caller's CA locations replace the system's.
-        builder = builder.tls_certs_only(caller_certificates(network, reqwest_gix::Certificate::from_pem_bundle)?);
-    }
-    Ok(builder)
+    builder: reqwest::blocking::ClientBuilder,
+) -> Result<reqwest::blocking::ClientBuilder, NetworkError> {
+    Ok(with_network!(builder, ClientNetwork::of(network)?))
+}
+
+/// Every client is rustls with the ring provider (reqwest is built without
+/// a bundled one), installed process-wide before the first client is built.
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// Which requests a proxy variable covers.

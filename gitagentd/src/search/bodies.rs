@@ -53,6 +53,16 @@ impl BodyRef {
         bytes.and_then(|bytes| std::str::from_utf8(bytes).ok()).unwrap_or("")
     }
 
+    /// `len` bytes of the text from `start`; empty if they are out of
+    /// range or not whole characters (never expected). Only those bytes
+    /// are checked, so reading every chunk of a file costs its length
+    /// once, not once per chunk.
+    pub fn slice(&self, start: usize, len: usize) -> &str {
+        let Some(end) = start.checked_add(len).filter(|&end| end <= self.len) else { return "" };
+        let bytes = self.segment.map.as_ref().and_then(|map| map.get(self.offset + start..self.offset + end));
+        bytes.and_then(|bytes| std::str::from_utf8(bytes).ok()).unwrap_or("")
+    }
+
     pub fn segment(&self) -> &Arc<BodySegment> {
         &self.segment
     }
@@ -118,6 +128,13 @@ mod tests {
         let segment = writer.finish().unwrap();
         assert_eq!(body_ref(&segment, a, a_len).text(), "first file");
         assert_eq!(body_ref(&segment, b, b_len).text(), "second é");
+        // A slice reads within its file only, and whole characters only.
+        let second = body_ref(&segment, b, b_len);
+        assert_eq!(second.slice(0, 6), "second");
+        assert_eq!(second.slice(7, 2), "é");
+        assert_eq!(second.slice(7, 1), "");
+        assert_eq!(second.slice(7, 3), "");
+        assert_eq!(body_ref(&segment, a, a_len).slice(6, 4), "file");
         // Nothing is visible in the folder.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let mode = segment._file.metadata().unwrap().permissions().mode() & 0o777;

@@ -79,9 +79,7 @@ impl FileContent {
     }
 
     pub fn chunk_body(&self, chunk: &ChunkDraft) -> &str {
-        let text = self.body.text();
-        let start = chunk.body_start as usize;
-        text.get(start..start + chunk.body_len as usize).unwrap_or("")
+        self.body.slice(chunk.body_start as usize, chunk.body_len as usize)
     }
 
     /// Whether the term statistics were computed already.

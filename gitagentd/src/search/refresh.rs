@@ -817,7 +817,8 @@ pub fn finish(
         return Ok(live);
     }
     let snapshot = &live.snapshot;
-    let mut assembled: Vec<Assembled> = Vec::new();
+    let mut assembled: Vec<Assembled> =
+        Vec::with_capacity(candidates.iter().map(|candidate| candidate.content.chunks.len()).sum());
     let mut fresh_sources = false;
     let mut counter = 0usize;
     for (candidate, file_sources) in candidates.iter().zip(&sources) {
@@ -871,28 +872,20 @@ pub fn finish(
             }
         }
     }
-    let in_universe_old: Vec<usize> = (0..snapshot.records.len())
-        .filter(|&index| path_in_scope(snapshot.records.get(index).path(), &request.scope))
-        .collect();
-    let mut new_keys: Vec<String> = assembled.iter().map(|item| cache_key(&item.record)).collect();
-    new_keys.extend(preserved.iter().map(|&index| stored_cache_key(snapshot.records.get(index))));
-    let mut old_keys: Vec<String> =
-        in_universe_old.iter().map(|&index| stored_cache_key(snapshot.records.get(index))).collect();
-    new_keys.sort();
-    old_keys.sort();
     // Records kept from an index of another chunker keep its version in
     // the manifest, so the next full pass refreshes them too.
     let kept_other_chunker =
         snapshot.manifest.chunker != chunking::chunker_version() && !(preserved.is_empty() && outside.is_empty());
     let chunker =
         if kept_other_chunker { snapshot.manifest.chunker.clone() } else { chunking::chunker_version().into() };
+    // The record-by-record comparison runs only when nothing cheaper
+    // decided already (a cold build never needs it).
     let must_save = reindex
         || fresh_sources
         || snapshot.manifest.chunker != chunker
         || !snapshot.is_complete()
         || snapshot.manifest.version != store::INDEX_VERSION
-        || new_keys != old_keys
-        || in_universe_old.iter().any(|&index| live.norms[index].is_none());
+        || records_differ(snapshot, &request.scope, &assembled, &preserved, &live.norms);
 
     if !must_save {
         reporter.timing("persist", started.elapsed());
@@ -928,17 +921,18 @@ pub fn finish(
             chunk: None,
         });
     }
-    assembled.sort_by(|a, b| {
-        (a.record.path.as_str(), a.record.start_line, a.record.end_line).cmp(&(
-            b.record.path.as_str(),
-            b.record.start_line,
-            b.record.end_line,
-        ))
+    fill_content_hashes(&mut assembled);
+    // Sorted by moving small indices, not the records.
+    let mut order: Vec<usize> = (0..assembled.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&assembled[a].record, &assembled[b].record);
+        (a.path.as_str(), a.start_line, a.end_line).cmp(&(b.path.as_str(), b.start_line, b.end_line))
     });
-    let mut to_write = Vec::with_capacity(assembled.len());
+    let mut slots: Vec<Option<Assembled>> = assembled.into_iter().map(Some).collect();
+    let mut to_write = Vec::with_capacity(slots.len());
     // The records move into publication; the vectors are read there one
     // at a time.
-    for item in assembled {
+    for item in order.into_iter().filter_map(|index| slots[index].take()) {
         let (vector, stored): (VectorData, Option<CatalogEntry>) = match item.vector {
             AssembledVector::Record(index) => {
                 let Some(vector) = live.vector(index) else { continue };
@@ -956,9 +950,6 @@ pub fn finish(
             AssembledVector::New(at) => (VectorData::Spooled(&vectors, at), None),
         };
         let mut record = item.record;
-        if let Some((content, index)) = item.chunk {
-            record.content_hash = hex(&content.content_hash(index));
-        }
         record.embedding_model.clone_from(&request.model);
         record.dimensions = request.dimensions as i64;
         to_write.push(RecordToWrite { record, vector, stored });
@@ -986,6 +977,48 @@ pub fn finish(
     crate::memory::release_freed();
     reporter.timing("persist", started.elapsed());
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
+}
+
+/// Whether the records to write differ from the snapshot's records of the
+/// walked universe (or one of those has no usable vector).
+fn records_differ(
+    snapshot: &store::Snapshot,
+    scope: &[String],
+    assembled: &[Assembled<'_>],
+    preserved: &[usize],
+    norms: &[Option<f64>],
+) -> bool {
+    let in_universe_old: Vec<usize> =
+        (0..snapshot.records.len()).filter(|&index| path_in_scope(snapshot.records.get(index).path(), scope)).collect();
+    if in_universe_old.len() != assembled.len() + preserved.len() {
+        return true;
+    }
+    let mut new_keys: Vec<String> = assembled.iter().map(|item| cache_key(&item.record)).collect();
+    new_keys.extend(preserved.iter().map(|&index| stored_cache_key(snapshot.records.get(index))));
+    let mut old_keys: Vec<String> =
+        in_universe_old.iter().map(|&index| stored_cache_key(snapshot.records.get(index))).collect();
+    new_keys.sort();
+    old_keys.sort();
+    new_keys != old_keys || in_universe_old.iter().any(|&index| norms[index].is_none())
+}
+
+/// Fills in the body checksum of every new record, on a few threads: the
+/// checksums are computed only once a snapshot is written, and hashing
+/// every chunk body of a cold build is too much work for one thread.
+fn fill_content_hashes(assembled: &mut [Assembled<'_>]) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per = assembled.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in assembled.chunks_mut(per) {
+            scope.spawn(move || {
+                for item in part {
+                    if let Some((content, index)) = item.chunk {
+                        item.record.content_hash = hex(&content.content_hash(index));
+                    }
+                }
+            });
+        }
+    });
 }
 
 fn chunk_record(request: &RefreshRequest, content: &FileContent, chunk: &ChunkDraft, ordinal: usize) -> IndexRecord {
@@ -1193,6 +1226,71 @@ mod tests {
         let notes =
             changed.snapshot.records.to_index_records().into_iter().find(|record| record.path == "notes.md").unwrap();
         assert_eq!(notes.content_hash, hex(&Sha256::digest(b"# Notes\n\nOther text.")));
+    }
+
+    /// A build of many files: the records file holds, byte for byte, what
+    /// a plain serial pass computes: every chunk in path and line order,
+    /// its body checksum, its walk-order id and its vector.
+    #[test]
+    fn a_large_build_writes_the_records_a_serial_pass_computes() {
+        let tree = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        for file in 0..40 {
+            let mut go = format!("package p{file}\n");
+            for function in 0..30 {
+                go.push_str(&format!(
+                    "\n// F{function} works.\nfunc F{function}() int {{\n\treturn {file}{function}\n}}\n"
+                ));
+            }
+            write_old(&tree.path().join(format!("d{}/f{file:02}.go", file % 3)), &go);
+        }
+        let built = refresh(tree.path(), metadata.path(), None);
+        let written = std::fs::read(metadata.path().join("index").join(store::RECORDS)).unwrap();
+        let records: Vec<IndexRecord> = serde_json::from_slice(&written).unwrap();
+        let mut encoded = serde_json::to_vec(&records).unwrap();
+        encoded.push(b'\n');
+        assert_eq!(encoded, written);
+        assert_eq!(records, built.snapshot.records.to_index_records());
+
+        let mut expected = Vec::new();
+        let mut paths: Vec<String> = (0..40).map(|file| format!("d{}/f{file:02}.go", file % 3)).collect();
+        paths.sort();
+        for path in &paths {
+            let text = std::fs::read_to_string(tree.path().join(path)).unwrap();
+            let chunked = chunking::chunk_file(path, text, 0);
+            for chunk in &chunked.chunks {
+                expected.push((
+                    path.clone(),
+                    i64::from(chunk.start_line),
+                    i64::from(chunk.end_line),
+                    hex(&Sha256::digest(chunked.body(chunk).as_bytes())),
+                    hex(&chunk.input_hash),
+                ));
+            }
+        }
+        expected.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+        let expected: Vec<(String, i64, String, String)> =
+            expected.into_iter().map(|(path, start, _, content, input)| (path, start, content, input)).collect();
+        let found: Vec<(String, i64, String, String)> = records
+            .iter()
+            .map(|record| {
+                (
+                    record.path.clone(),
+                    record.start_line,
+                    record.content_hash.clone(),
+                    record.embedding_input_hash.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(found, expected);
+        let mut ids: Vec<&str> = records.iter().map(|record| record.chunk_id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), records.len());
+        for (index, record) in records.iter().enumerate() {
+            let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
+            assert_eq!(built.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
+        }
     }
 
     /// An index written by an earlier chunker (Go cut at declarations as

@@ -196,8 +196,7 @@ impl Remote {
             return Ok(None);
         }
         // Checked once here so the error is ours, not a failed request's.
-        let _checked =
-            provider::network::configure_git_client(&self.network, reqwest_gix::blocking::ClientBuilder::new())?;
+        let _checked = provider::network::configure_git_client(&self.network, reqwest::blocking::ClientBuilder::new())?;
         let defaults = repo
             .transport_options(gix::bstr::BStr::new(&url.to_bstring()), None)
             .map_err(|error| NetworkError::Build(self.sanitize_text(&error.to_string())))?;
@@ -857,13 +856,10 @@ fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
 }
 
-/// gix's HTTP transport (reqwest 0.13 without a bundled provider) uses the
-/// process-wide rustls provider: ring, as the provider client does.
+/// gix's HTTP transport uses the process-wide rustls provider, as every
+/// client of the daemon does ([`provider::network::install_tls_provider`]).
 pub(crate) fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    provider::network::install_tls_provider();
 }
 
 fn hex(bytes: &[u8]) -> String {

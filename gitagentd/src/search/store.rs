@@ -736,6 +736,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         .open(&payload_path)
         .map_err(io_error("open", &payload_path))?;
     let mut offset = payload.metadata().map_err(io_error("stat", &payload_path))?.len() as i64;
+    let mut appended = Appender::new(offset);
     let mut entries = catalog.entries.take().unwrap_or_default();
     // Each identity written by this publication, with its bytes' checksum.
     let mut written: HashMap<String, (CatalogEntry, u32)> = HashMap::with_capacity(records.len());
@@ -760,6 +761,9 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             });
         }
         let vector = current_location(item.vector, &record, &entries);
+        if matches!(vector, VectorData::Stored(_)) {
+            appended.flush(&payload).map_err(io_error("append to", &payload_path))?;
+        }
         vector.encode_into(&payload, &mut data).map_err(io_error("read the vectors to publish in", index_dir))?;
         if record.embedding_input_hash.is_empty() {
             record.offset = local_bytes.len() as i64;
@@ -785,6 +789,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             let reusable = match (existing, item.stored) {
                 (Some(current), Some(known)) if current == known => Some(current),
                 (Some(current), _) if current.dimensions == record.dimensions => {
+                    appended.flush(&payload).map_err(io_error("append to", &payload_path))?;
                     let mut stored = vec![0u8; data.len()];
                     let same = payload.read_exact_at(&mut stored, current.offset as u64).is_ok()
                         && crc32fast::hash(&stored) == current.checksum
@@ -796,7 +801,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
             let entry = match reusable {
                 Some(entry) => entry,
                 None => {
-                    payload.write_all_at(&data, offset as u64).map_err(io_error("append to", &payload_path))?;
+                    appended.push(&payload, &data).map_err(io_error("append to", &payload_path))?;
                     let entry = CatalogEntry { offset, dimensions: record.dimensions, checksum };
                     offset += data.len() as i64;
                     entries.insert(key.clone(), entry);
@@ -813,6 +818,7 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         out_vectors.push(Some(VectorLoc::Shared { offset: entry.offset }));
         out_records.push(record);
     }
+    appended.flush(&payload).map_err(io_error("append to", &payload_path))?;
     // 3. and 4. The appended vectors are synced while the new catalog
     // generation, the local payload and the chunk records are written and
     // synced into unpublished temporary files beside their targets; then
@@ -890,6 +896,40 @@ pub fn publish(publication: Publication<'_>, cancelled: &dyn Fn() -> bool) -> Re
         local: Arc::new(local),
         fingerprint,
     })
+}
+
+/// New vectors on their way to the end of the shared payload, written a
+/// mebibyte at a time instead of one system call per vector. Whatever
+/// reads the payload flushes first.
+struct Appender {
+    /// Where the buffered bytes go.
+    at: u64,
+    buf: Vec<u8>,
+}
+
+impl Appender {
+    const CAPACITY: usize = 1 << 20;
+
+    fn new(end: i64) -> Self {
+        Self { at: u64::try_from(end).unwrap_or(0), buf: Vec::new() }
+    }
+
+    fn push(&mut self, payload: &File, bytes: &[u8]) -> io::Result<()> {
+        if self.buf.len() + bytes.len() > Self::CAPACITY {
+            self.flush(payload)?;
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self, payload: &File) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            payload.write_all_at(&self.buf, self.at)?;
+            self.at += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
 }
 
 /// A vector read from the shared payload before publication took the
@@ -1157,6 +1197,25 @@ mod tests {
         fs::remove_dir_all(dir.join(RECORDS)).unwrap();
         let published = publish_simple(meta, &dir, &[("x.go", "one", vec![1.0, 2.0])], false);
         assert_eq!(published.manifest.chunk_count, 1);
+    }
+
+    #[test]
+    fn appended_vectors_reach_the_payload_in_order_across_flushes() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("payload");
+        fs::write(&path, b"head").unwrap();
+        let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let mut appended = Appender::new(4);
+        let mut expected = b"head".to_vec();
+        for index in 0..7_000u32 {
+            // Odd sizes, so a flush falls between two vectors' bytes.
+            let bytes: Vec<u8> = (0..(index % 700 + 1)).map(|byte| (byte ^ index) as u8).collect();
+            appended.push(&file, &bytes).unwrap();
+            expected.extend_from_slice(&bytes);
+        }
+        assert!(expected.len() > 2 * Appender::CAPACITY);
+        appended.flush(&file).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), expected);
     }
 
     #[test]

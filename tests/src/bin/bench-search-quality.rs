@@ -619,6 +619,8 @@ struct Embedder {
 impl Embedder {
     fn new(base_url: &str, api_key: &str, model: &str, dimensions: Option<usize>) -> Self {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+        // reqwest is built without a bundled TLS provider (as the daemon's).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(600)).build().expect("an HTTP client");
         Self {
             runtime,
