@@ -546,8 +546,8 @@ mod tests {
         for path in ["+early/a.skip", "d/-first.rs", "bin.dat", "big.txt"] {
             assert!(!paths.contains(path), "{path} is not indexed");
         }
-        for index in 0..records.len() {
-            assert_eq!(with.vector(index), without.vector(index), "{}", records[index].path);
+        for (index, record) in records.iter().enumerate() {
+            assert_eq!(with.vector(index), without.vector(index), "{}", record.path);
         }
         // Every file the build read came from the overlap; what it left
         // are the speculative files the tree's ignore files exclude.

@@ -19,7 +19,10 @@
 //! otherwise crates from the local Cargo registry (`~/.cargo/registry/src`),
 //! taken in name order until at least 2,500 files (no network).
 //!
-//!     cargo build --release --bins && target/release/bench-remote [dir]
+//!     cargo build --release --bins --features gitagentd/test-hooks && target/release/bench-remote [dir]
+//!
+//! (without `test-hooks` the daemon ignores the switch; the benchmark
+//! then stops rather than print a false before/after).
 
 use git_agent_tests::TestEnv;
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
@@ -232,6 +235,11 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
                 let probe = environment_with(fake, overlap);
                 let probe_work = probe.work();
                 let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
+                assert_eq!(
+                    debug.contains(" search_overlap "),
+                    overlap,
+                    "the fetch overlap switch had no effect: build the daemon with `--features gitagentd/test-hooks`"
+                );
                 println!("phases of one cold remote search {name} (--debug): {}", phases(&debug));
             }
         }
