@@ -183,7 +183,7 @@ fn sample_repo(env: &TestEnv) -> GitRepo {
         "app/search.go",
         "package app\n\n// ParseFlags reads the search flags.\nfunc ParseFlags(args []string) string {\n\treturn args[0]\n}\n\nfunc Unrelated() int {\n\treturn 42\n}\n",
     );
-    repo.write("docs/guide.md", "# Guide\n\nHow search flags are parsed and ranked.\n");
+    repo.write("docs/guide.md", "# Search flags\n\nHow search flags are parsed and ranked.\n");
     repo.write("README.md", "# Sample\n");
     repo
 }
