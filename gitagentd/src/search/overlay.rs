@@ -314,6 +314,7 @@ mod tests {
     use super::*;
     use crate::search::live::LiveIndex;
     use crate::search::packstream::ChunkReader;
+    use crate::search::packstream::tests::git;
     use crate::search::refresh::{self, RefreshRequest, Reporter};
     use crate::search::remote::{self, Freshness, Remote, Resolved};
     use crate::search::revision::{self, TreeSource};
@@ -321,32 +322,10 @@ mod tests {
     use crate::search::store::Manifest;
     use git_agent_shared::Environment;
     use std::path::Path;
-    use std::process::{Command, Stdio};
     use std::sync::atomic::AtomicU64;
     use std::time::{Duration, Instant, SystemTime};
 
     const CAP: usize = 8_000;
-
-    fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
-        let mut child = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = input.map(<[u8]>::to_vec).unwrap_or_default();
-        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-        let output = child.wait_with_output().unwrap();
-        writer.join().unwrap().unwrap();
-        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        output.stdout
-    }
 
     fn text(bytes: Vec<u8>) -> String {
         String::from_utf8(bytes).unwrap().trim().to_string()

@@ -515,12 +515,14 @@ impl<'a> ExtendedBufRead<'a> for TeeReader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::search) mod tests {
     use super::*;
     use std::path::Path;
     use std::process::{Command, Stdio};
 
-    fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    /// Runs `git` in `dir` with a private identity and `input` on stdin; its
+    /// stdout. Also the overlap tests' way to build repositories and packs.
+    pub(in crate::search) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
         let mut child = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
             .args(args)
