@@ -470,22 +470,12 @@ mod tests {
         let tree = Arc::new(TreeSource::new(repo, resolved.commit).unwrap());
         let metadata = remote.metadata_dir().to_path_buf();
         let request = RefreshRequest {
-            root: remote.repo_dir(),
             index_dir: revision::index_dir(&metadata, &resolved.commit.to_string(), None),
-            metadata_dir: metadata,
-            scope: Vec::new(),
-            shared_scope: false,
-            code_only: false,
-            reindex: false,
-            started_ns: 0,
-            model: "m".into(),
-            dimensions: 4,
             max_input_chars: CAP,
             manifest: Manifest { mode: "remote".into(), ..Manifest::default() },
-            temp_dir: std::env::temp_dir(),
-            crash_at: None,
             tree: Some(tree),
             prechunked,
+            ..refresh::tests::request(&remote.repo_dir(), &metadata)
         };
         let prepared = refresh::prepare(request, None, &Quiet, &|| false, None).unwrap();
         let mut spool = VectorSpool::new();

@@ -25,8 +25,10 @@ use std::sync::{Arc, Mutex, mpsc};
 
 /// The most decoded bytes a decoder keeps as delta bases; a pack whose
 /// objects need more stops being decoded (the search reads it after the
-/// fetch instead).
-pub const MAX_KEPT_BYTES: u64 = 1 << 30;
+/// fetch instead). The daemon is long-lived and shares the machine: a
+/// repository this large loses the overlap rather than the daemon growing
+/// by gigabytes during its fetch.
+pub const MAX_KEPT_BYTES: u64 = 256 << 20;
 /// The most copied bytes that may wait for a decoder that fell behind.
 const MAX_QUEUED_BYTES: u64 = 256 << 20;
 
@@ -42,8 +44,8 @@ pub enum PackStreamError {
     Corrupt { offset: u64, message: String },
     #[error("pack entry at offset {offset}: its delta base is not in the pack before it")]
     MissingBase { offset: u64 },
-    #[error("the pack's objects need more than {MAX_KEPT_BYTES} bytes of memory to decode while it arrives")]
-    TooLarge,
+    #[error("the pack's objects need more than {limit} bytes of memory to decode while it arrives")]
+    TooLarge { limit: u64 },
 }
 
 /// One decoded object.
@@ -67,6 +69,9 @@ pub struct PackDecoder<R> {
     by_offset: HashMap<u64, (Kind, Arc<[u8]>)>,
     by_id: HashMap<ObjectId, u64>,
     kept: u64,
+    /// The most bytes `kept` may reach ([`MAX_KEPT_BYTES`] unless a test
+    /// lowers it).
+    limit: u64,
     failed: bool,
 }
 
@@ -90,8 +95,16 @@ impl<R: BufRead> PackDecoder<R> {
             by_offset: HashMap::new(),
             by_id: HashMap::new(),
             kept: 0,
+            limit: MAX_KEPT_BYTES,
             failed: false,
         })
+    }
+
+    /// Lowers the most decoded bytes this decoder keeps.
+    #[cfg(test)]
+    fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
     }
 
     /// The object count the pack header announces.
@@ -116,9 +129,10 @@ impl<R: BufRead> PackDecoder<R> {
         let mut counted = CountingRead { read: &mut self.read, count: 0 };
         let entry = gix::odb::pack::data::Entry::from_read(&mut counted, offset, hash_len)?;
         let header_len = counted.count;
-        let size = usize::try_from(entry.decompressed_size).map_err(|_| PackStreamError::TooLarge)?;
-        if self.kept + size as u64 > MAX_KEPT_BYTES {
-            return Err(PackStreamError::TooLarge);
+        let too_large = PackStreamError::TooLarge { limit: self.limit };
+        let size = usize::try_from(entry.decompressed_size).map_err(|_| too_large)?;
+        if self.kept + size as u64 > self.limit {
+            return Err(PackStreamError::TooLarge { limit: self.limit });
         }
         let mut raw = vec![0u8; size];
         let compressed = inflate_exact(&mut self.read, &mut self.inflate, &mut raw).map_err(|error| match error {
@@ -137,8 +151,8 @@ impl<R: BufRead> PackDecoder<R> {
                 (kind, data, true)
             }
         };
-        if self.kept + data.len() as u64 > MAX_KEPT_BYTES {
-            return Err(PackStreamError::TooLarge);
+        if self.kept + data.len() as u64 > self.limit {
+            return Err(PackStreamError::TooLarge { limit: self.limit });
         }
         self.kept += data.len() as u64;
         let id =
@@ -634,6 +648,20 @@ pub(in crate::search) mod tests {
         }
         assert!(decode_in_pieces(corrupted, 4096).is_err());
         assert!(matches!(decode_in_pieces(b"0008NAK\n0000PACKED".to_vec(), 3), Err(PackStreamError::NotAPack { .. })));
+    }
+
+    #[test]
+    fn a_pack_needing_more_memory_than_the_limit_stops_decoding() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        repository_with_deltas(root);
+        let wants = git(root, &["rev-parse", "--all"], None);
+        let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(&wants));
+        let decoder = PackDecoder::new(std::io::Cursor::new(pack.clone())).unwrap().with_limit(4096);
+        let decoded: Result<Vec<_>, _> = decoder.collect();
+        assert!(matches!(decoded, Err(PackStreamError::TooLarge { limit: 4096 })), "{decoded:?}");
+        let whole: Result<Vec<_>, _> = PackDecoder::new(std::io::Cursor::new(pack)).unwrap().collect();
+        assert!(whole.is_ok(), "the default limit decodes the same pack");
     }
 
     #[test]

@@ -1093,7 +1093,7 @@ fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, path: &str) -> bool
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::search) mod tests {
     use super::*;
     use crate::search::spool::VectorSpool;
     use sha2::{Digest, Sha256};
@@ -1105,7 +1105,9 @@ mod tests {
         fn timing(&self, _: &str, _: Duration) {}
     }
 
-    fn request(root: &Path, metadata: &Path) -> RefreshRequest {
+    /// A filesystem-mode request over `root` with test model settings; the
+    /// overlap tests adjust it for a remote tree.
+    pub(in crate::search) fn request(root: &Path, metadata: &Path) -> RefreshRequest {
         RefreshRequest {
             root: root.to_path_buf(),
             metadata_dir: metadata.to_path_buf(),
