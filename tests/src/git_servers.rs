@@ -3,7 +3,8 @@
 //!
 //! - [`HttpGit`]: `git http-backend` behind a small HTTP server (axum),
 //!   counting requests, optionally requiring basic-auth credentials, and
-//!   able to die in the middle of a pack;
+//!   able to die in, or hold back the second half of, a pack response (the
+//!   answer to a request with `want` lines; ref listings pass);
 //! - [`TlsFront`]: `https://` in front of an [`HttpGit`], with a certificate
 //!   from its own throw-away CA (rcgen);
 //! - [`GitDaemon`]: `git daemon` serving `git://`, connections counted from
@@ -189,6 +190,9 @@ async fn cgi(
     let (path, query) = (uri.path().to_string(), uri.query().unwrap_or("").to_string());
     let (content_type, protocol) = (header("content-type"), header("git-protocol"));
     let method = method.to_string();
+    // A pack is the answer to a request that wants objects (protocol v2
+    // lists refs with a POST to the same path).
+    let wants_objects = body.windows(5).any(|window| window == b"want ");
     let output = tokio::task::spawn_blocking(move || {
         let mut child = Command::new("git")
             .arg("http-backend")
@@ -236,7 +240,7 @@ async fn cgi(
         }
     }
     let content = output[at + skip..].to_vec();
-    let is_pack = uri.path().ends_with("/git-upload-pack") && content.len() > 64;
+    let is_pack = uri.path().ends_with("/git-upload-pack") && wants_objects && content.len() > 64;
     if is_pack && shared.die_mid_pack.load(Ordering::SeqCst) {
         let half = content[..content.len() / 2].to_vec();
         let stream = futures_util::stream::iter(vec![

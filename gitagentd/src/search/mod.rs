@@ -388,6 +388,25 @@ impl Default for SearchService {
 /// and the embedder before the walk is held back.
 const STREAM_WINDOWS_QUEUED: usize = 4;
 
+/// Where production sends new embedding inputs.
+struct Sinks<'a> {
+    /// The walk's (dropped when the walk ends).
+    walk: Option<refresh::InputSink>,
+    /// A cold fetch's overlap (dropped when the fetch ends).
+    fetch: Option<refresh::InputSink>,
+    /// Inputs embedded so far, for the overlap's report.
+    embedded: &'a std::sync::atomic::AtomicUsize,
+}
+
+/// What production leaves for the rest of the build.
+struct Produced {
+    /// Remote mode: completed with the resolved revision.
+    selection: Selection,
+    resolved_remote: Option<(Option<RemoteSource>, remote::Resolved)>,
+    prechunked: Option<Arc<overlay::Prechunked>>,
+    prepared: refresh::Prepared,
+}
+
 /// The progress of index embedding: a debug event and the status line.
 fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: usize) {
     let item = done.elapsed.checked_div(done.done.max(1) as u32).unwrap_or_default();
@@ -498,7 +517,7 @@ impl SearchService {
         cancel: CancellationToken,
     ) -> Result<SearchOutcome, SearchError> {
         let started = Instant::now();
-        let mut selection = request.selection.clone();
+        let selection = request.selection.clone();
         let settings = request.settings.clone();
         let client = self.client(&settings).await?;
         let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
@@ -507,59 +526,13 @@ impl SearchService {
         if request.remote.is_none() {
             self.migrate(&selection, &feedback, &cancel).await?;
         }
-        let mut resolved_remote = None;
-        let mut prechunked = None;
-        if let Some(source) = request.remote.clone() {
-            let plan = fetch_overlap().then(|| overlay::OverlapPlan {
-                scope: selection.scope.clone(),
-                max_input_chars: settings.max_input_chars,
-            });
-            let resolved =
-                self.resolve_remote(&source, request.reindex, request.started, plan, &feedback, &cancel).await?;
-            if let Some(overlapped) = &resolved.overlap {
-                prechunked = Some(Arc::clone(&overlapped.prechunked));
-                let stats = &overlapped.stats;
-                feedback.event(
-                    "search_overlap",
-                    &[
-                        ("pack_objects", Field::Int(i64::from(stats.pack_objects))),
-                        ("decoded", Field::Int(i64::from(stats.decoded))),
-                        ("chunked", Field::Int(stats.dispatched as i64)),
-                        ("first_chunk_after_objects", Field::Int(stats.first_dispatch_at.map_or(-1, i64::from))),
-                        ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
-                    ],
-                );
-            }
-            let commit = resolved.commit;
-            let rev = resolved.rev.clone();
-            selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
-            resolved_remote = Some((request.remote.clone(), resolved));
-            feedback.timing_event("fetch", started.elapsed());
-        }
-
-        let previous = lock(&self.indexes).get(&selection.index_dir);
-        let refresh_request = RefreshRequest {
-            root: selection.root.clone(),
-            metadata_dir: selection.metadata_dir.clone(),
-            index_dir: selection.index_dir.clone(),
-            scope: selection.scope.clone(),
-            shared_scope: selection.shared_scope,
-            code_only: request.code_only,
-            reindex: request.reindex,
-            started_ns: timefmt::unix_nanos(request.started),
-            model: settings.model.clone(),
-            dimensions: settings.dimensions,
-            max_input_chars: settings.max_input_chars,
-            manifest: selection.manifest(),
-            temp_dir: request.temp_dir.clone(),
-            crash_at: self.crash_at,
-            tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
-            prechunked: prechunked.clone(),
-        };
-        // The build pipeline: the walk's threads read and chunk files and
-        // hand new inputs to the embedder, which sends each complete window
-        // while production goes on (the last partial one once the walk
-        // ends). A failure of either side cancels the other; nothing is
+        // The build pipeline: production (in remote mode the fetch, then the
+        // walk) hands new inputs to the embedder, which sends each complete
+        // window while production goes on (the last partial one once the
+        // walk ends). During a cold fetch, the files found certain to be
+        // selected send their inputs to the same stream while the pack
+        // arrives ([`overlay`]); the walk sends the rest. A failure of
+        // either side cancels the other (the fetch included); nothing is
         // published. New vectors go to a spool file as their windows
         // arrive (see `spool`); a write failure stops using it and is
         // reported below.
@@ -570,21 +543,24 @@ impl SearchService {
             settings.batch_inputs.max(1).saturating_mul(STREAM_WINDOWS_QUEUED),
         );
         // A warm-only search embeds nothing.
-        let sink: Option<refresh::InputSink> = (!request.warm_only)
-            .then(|| Box::new(move |hash, text| sender.blocking_send((hash, text)).is_ok()) as refresh::InputSink);
-        let reporter = Arc::clone(&feedback);
-        let token = build_cancel.clone();
+        let (sink, overlap_sink) = if request.warm_only {
+            (None, None)
+        } else {
+            let overlap_sender = sender.clone();
+            let sink: refresh::InputSink = Box::new(move |hash, text| sender.blocking_send((hash, text)).is_ok());
+            let overlap_sink: refresh::InputSink =
+                Box::new(move |hash, text| overlap_sender.blocking_send((hash, text)).is_ok());
+            (Some(sink), Some(overlap_sink))
+        };
+        // Inputs embedded so far (read when the fetch ends).
+        let embedded = std::sync::atomic::AtomicUsize::new(0);
         let production = async {
-            let prepared = blocking(move || {
-                let cancelled = move || token.is_cancelled();
-                refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled, sink)
-            })
-            .await
-            .and_then(|prepared| prepared.map_err(SearchError::from));
-            if prepared.is_err() {
+            let sinks = Sinks { walk: sink, fetch: overlap_sink, embedded: &embedded };
+            let produced = self.produce(&request, selection, sinks, started, &feedback, &build_cancel).await;
+            if produced.is_err() {
                 build_cancel.cancel();
             }
-            prepared
+            produced
         };
         let streaming = async {
             let progress = Arc::clone(&feedback);
@@ -604,6 +580,7 @@ impl SearchService {
                         });
                         return;
                     }
+                    embedded.store(done.done, std::sync::atomic::Ordering::Relaxed);
                     for (hash, vector) in keys.iter().zip(batch) {
                         if spool_error.is_none()
                             && let Err(error) = spool.insert(&request.temp_dir, *hash, &vector)
@@ -622,16 +599,16 @@ impl SearchService {
             streamed
         };
         let production_started = Instant::now();
-        let (prepared, streamed) = tokio::join!(production, streaming);
+        let (produced, streamed) = tokio::join!(production, streaming);
         // The embedding failure is the cause when production stopped for it.
-        let streamed = match (prepared.as_ref(), streamed) {
+        let streamed = match (produced.as_ref(), streamed) {
             (_, Err(EmbeddingError::Cancelled)) if cancel.is_cancelled() => return Err(SearchError::Cancelled),
             (Err(_), Err(EmbeddingError::Cancelled)) => embeddings::Streamed::default(),
             (_, Err(error)) => return Err(error.into()),
             (_, Ok(streamed)) => streamed,
         };
         let streamed_done = streamed.inputs;
-        let prepared = prepared?;
+        let Produced { selection, resolved_remote, prechunked, prepared } = produced?;
         if let Some(prechunked) = &prechunked {
             // Files the build took from the overlap, and speculative ones
             // it did not select.
@@ -869,6 +846,95 @@ impl SearchService {
         };
         feedback.timing_event("replay", phase.elapsed());
         Ok(outcome(hits, replay))
+    }
+
+    /// Production: in remote mode, the fetch (when needed) and the
+    /// revision resolved under the single flight, then the walk that reads
+    /// and chunks what changed ([`refresh::prepare`]). New inputs go to
+    /// `sinks` as they are found: during a cold fetch those of the files
+    /// certain to be selected, then the walk's.
+    async fn produce(
+        &self,
+        request: &SearchRequest,
+        mut selection: Selection,
+        sinks: Sinks<'_>,
+        started: Instant,
+        feedback: &Arc<Feedback>,
+        cancel: &CancellationToken,
+    ) -> Result<Produced, SearchError> {
+        let settings = &request.settings;
+        let mut resolved_remote = None;
+        let mut prechunked = None;
+        if let Some(source) = request.remote.clone() {
+            let reuse = (!request.reindex).then(|| overlay::Reuse {
+                metadata_dir: selection.metadata_dir.clone(),
+                model: settings.model.clone(),
+                dimensions: settings.dimensions,
+            });
+            // Held only by the plan: the fetch's side of the stream closes
+            // when the fetch ends.
+            let dispatch = sinks.fetch.map(|sink| Arc::new(overlay::Dispatch::new(sink, request.code_only, reuse)));
+            let plan = fetch_overlap().then(|| overlay::OverlapPlan {
+                scope: selection.scope.clone(),
+                max_input_chars: settings.max_input_chars,
+                dispatch,
+            });
+            let resolved = self.resolve_remote(&source, request.reindex, request.started, plan, feedback, cancel).await;
+            feedback.fetched();
+            let resolved = resolved?;
+            if let Some(overlapped) = &resolved.overlap {
+                prechunked = Some(Arc::clone(&overlapped.prechunked));
+                let stats = &overlapped.stats;
+                feedback.event(
+                    "search_overlap",
+                    &[
+                        ("pack_objects", Field::Int(i64::from(stats.pack_objects))),
+                        ("decoded", Field::Int(i64::from(stats.decoded))),
+                        ("chunked", Field::Int(stats.dispatched as i64)),
+                        ("first_chunk_after_objects", Field::Int(stats.first_dispatch_at.map_or(-1, i64::from))),
+                        ("selected", Field::Int(stats.selected as i64)),
+                        ("inputs_sent", Field::Int(stats.inputs_sent as i64)),
+                        // Vectors back before the pack had arrived.
+                        ("embedded", Field::Int(sinks.embedded.load(std::sync::atomic::Ordering::Relaxed) as i64)),
+                        ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
+                    ],
+                );
+            }
+            let commit = resolved.commit;
+            let rev = resolved.rev.clone();
+            selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
+            resolved_remote = Some((request.remote.clone(), resolved));
+            feedback.timing_event("fetch", started.elapsed());
+        }
+
+        let previous = lock(&self.indexes).get(&selection.index_dir);
+        let refresh_request = RefreshRequest {
+            root: selection.root.clone(),
+            metadata_dir: selection.metadata_dir.clone(),
+            index_dir: selection.index_dir.clone(),
+            scope: selection.scope.clone(),
+            shared_scope: selection.shared_scope,
+            code_only: request.code_only,
+            reindex: request.reindex,
+            started_ns: timefmt::unix_nanos(request.started),
+            model: settings.model.clone(),
+            dimensions: settings.dimensions,
+            max_input_chars: settings.max_input_chars,
+            manifest: selection.manifest(),
+            temp_dir: request.temp_dir.clone(),
+            crash_at: self.crash_at,
+            tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
+            prechunked: prechunked.clone(),
+        };
+        let reporter = Arc::clone(feedback);
+        let token = cancel.clone();
+        let sink = sinks.walk;
+        let prepared = blocking(move || {
+            let cancelled = move || token.is_cancelled();
+            refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled, sink)
+        })
+        .await??;
+        Ok(Produced { selection, resolved_remote, prechunked, prepared })
     }
 
     /// Brings the remote cache up to date as far as the request needs

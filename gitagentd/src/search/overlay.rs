@@ -1,36 +1,50 @@
-//! Remote mode's overlap of a cold fetch with chunking: while the pack
-//! arrives, its entries are decoded ([`super::packstream`]), the selected
-//! commit's trees place each arriving blob at its paths, and the blobs
-//! are checked and chunked on worker threads. The results wait in
-//! [`Prechunked`], keyed by path and blob id, for the build that follows
-//! the fetch.
+//! Remote mode's overlap of a cold fetch with chunking and embedding:
+//! while the pack arrives, its entries are decoded
+//! ([`super::packstream`]), the selected commit's trees place each
+//! arriving blob at its paths, and the blobs are checked and chunked on
+//! worker threads. The results wait in [`Prechunked`], keyed by path and
+//! blob id, for the build that follows the fetch.
 //!
-//! The build still walks the fetched tree with every discovery rule
-//! (scope, dot paths, the tree's `.gitignore` and `.gitagentignore`,
-//! sizes); a file it selects takes its chunks from here when this path
-//! and blob were chunked, and is read from the repository otherwise.
-//! Chunking depends only on the path, the text and the input cap, so the
-//! index is the same as without the overlap: files later ignored, blobs
-//! whose trees arrive after them, a pack that cannot be decoded (the
-//! decoder stops, nothing is kept for what follows) only cost the
-//! speculative work, never a different record. Nothing here is sent to
-//! the embeddings provider: selection happens in the build.
+//! Chunking is speculative: a blob is chunked as soon as it arrives at a
+//! path of the tree, whether or not the build will select it. Embedding is
+//! not: a file's inputs are handed to the embedder ([`Dispatch`]) only once
+//! its selection is certain, that is once every folder above it has
+//! arrived with its `.gitignore` and `.gitagentignore` blobs and the rules
+//! of the tree walk ([`super::revision`]: scope, dot paths, ignored
+//! folders, ignore patterns, `--code`) select it. A blob that occurs in
+//! the pack but at no selected path is never embedded. Complete embedding
+//! windows then go out while the pack still arrives; the build after the
+//! fetch sends only what was not sent ([`Prechunked::take_sent`]), so no
+//! input is embedded twice.
+//!
+//! The build still walks the fetched tree with every discovery rule; a
+//! file it selects takes its chunks from here when this path and blob were
+//! chunked, and is read from the repository otherwise. Chunking depends
+//! only on the path, the text and the input cap, and a vector only on the
+//! exact capped input, so the index is the same as without the overlap:
+//! files later ignored, blobs whose trees arrive after them, a pack that
+//! cannot be decoded (the decoder stops, nothing is kept for what follows)
+//! only cost the speculative chunking, never a different record.
 //!
 //! Pack order makes this worthwhile: `git pack-objects` writes commits
 //! first, and then trees before the blobs they name (depth first, or all
-//! trees before all blobs when tags are present).
+//! trees before all blobs when tags are present), and a folder's
+//! `.gitignore` sorts before most of its files.
 
-use super::chunking::{self, ChunkedFile};
-use super::discovery::{self, MAX_FILE_BYTES, SkipReason};
+use super::chunking::{self, ChunkedFile, Hash32};
+use super::discovery::{self, IGNORE_FILES, Level, MAX_FILE_BYTES, SkipReason};
 use super::packstream::{Decoded, PackDecoder};
-use super::paths::{path_in_scope, scope_may_contain_dir};
+use super::paths::{dot_rule_skips, is_code_path, is_dot_name, path_in_scope, scope_may_contain_dir};
+use super::refresh::InputSink;
+use super::store;
 use gix::ObjectId;
 use gix::objs::Kind;
 use gix::objs::tree::EntryKind;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// What the overlap needs from the search: the files it may select.
 #[derive(Debug, Clone)]
@@ -38,16 +52,99 @@ pub struct OverlapPlan {
     /// Limits the files chunked (remote-root relative); empty for all.
     pub scope: Vec<String>,
     pub max_input_chars: usize,
+    /// Where the inputs of files certain to be selected go while the pack
+    /// arrives; `None` chunks only.
+    pub dispatch: Option<Arc<Dispatch>>,
+}
+
+/// The vectors the build would reuse instead of embedding: those other
+/// indexes of the remote's metadata root hold (none for `--reindex`).
+#[derive(Debug, Clone)]
+pub struct Reuse {
+    pub metadata_dir: PathBuf,
+    pub model: String,
+    pub dimensions: usize,
+}
+
+/// The embedding side of the overlap: the search's input stream (the same
+/// one the build feeds after the fetch), open until the fetch ends.
+pub struct Dispatch {
+    sink: Mutex<Option<InputSink>>,
+    code_only: bool,
+    reuse: Option<Reuse>,
+    /// Inputs held by other indexes, read once when a cold fetch starts.
+    held: OnceLock<HashSet<Hash32>>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch").field("code_only", &self.code_only).field("reuse", &self.reuse).finish()
+    }
+}
+
+impl Dispatch {
+    /// Sends to `sink`; `--code` limits the files embedded, and inputs
+    /// `reuse` finds elsewhere are not sent (`None`: send every input).
+    pub fn new(sink: InputSink, code_only: bool, reuse: Option<Reuse>) -> Self {
+        Self { sink: Mutex::new(Some(sink)), code_only, reuse, held: OnceLock::new(), closed: AtomicBool::new(false) }
+    }
+
+    fn held(&self) -> &HashSet<Hash32> {
+        self.held.get_or_init(|| match &self.reuse {
+            // No index is excluded: one of this very commit (a cache
+            // whose repository was removed) holds vectors the build reuses.
+            Some(reuse) => store::referenced_inputs(
+                &reuse.metadata_dir,
+                Path::new(""),
+                &reuse.model,
+                reuse.dimensions as i64,
+                None,
+            ),
+            None => HashSet::new(),
+        })
+    }
+
+    /// Sends `inputs`; `false` once the embedder takes no more (it failed,
+    /// or the search was cancelled).
+    fn send(&self, inputs: Vec<(Hash32, String)>) -> bool {
+        let sink = self.sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (hash, text) in inputs {
+            if self.closed.load(Ordering::Relaxed) || !sink.as_ref().is_some_and(|sink| sink(hash, text)) {
+                self.closed.store(true, Ordering::Relaxed);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Ends this side of the stream: the fetch is over, the build sends
+    /// the rest.
+    fn close(&self) {
+        self.sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    }
 }
 
 /// A file checked and chunked while the pack arrived.
 pub type Prechunk = Result<ChunkedFile, SkipReason>;
 
-/// The files chunked during the fetch, until the build takes them.
+type FileKey = (String, ObjectId);
+
+#[derive(Debug, Default)]
+struct Files {
+    chunked: HashMap<FileKey, Prechunk>,
+    /// Files certain to be selected whose chunks are not ready yet: their
+    /// inputs are sent as soon as they are.
+    selected: HashSet<FileKey>,
+}
+
+/// The files chunked during the fetch, until the build takes them, and
+/// the inputs sent to the embedder meanwhile.
 #[derive(Debug, Default)]
 pub struct Prechunked {
     max_input_chars: usize,
-    files: Mutex<HashMap<(String, ObjectId), Prechunk>>,
+    files: Mutex<Files>,
+    sent: Mutex<HashSet<Hash32>>,
     taken: AtomicUsize,
     missed: AtomicUsize,
 }
@@ -61,11 +158,23 @@ impl Prechunked {
     /// The outcome of `path` at `blob` when it was chunked with the cap
     /// `max_input_chars`; each is handed out once.
     pub fn take(&self, path: &str, blob: ObjectId, max_input_chars: usize) -> Option<Prechunk> {
-        let taken =
-            (max_input_chars == self.max_input_chars).then(|| self.lock().remove(&(path.to_string(), blob))).flatten();
+        let taken = (max_input_chars == self.max_input_chars)
+            .then(|| self.lock().chunked.remove(&(path.to_string(), blob)))
+            .flatten();
         let counter = if taken.is_some() { &self.taken } else { &self.missed };
         counter.fetch_add(1, Ordering::Relaxed);
         taken
+    }
+
+    /// The inputs sent to the embedder during the fetch (handed over once,
+    /// to the build, which sends only the others).
+    pub fn take_sent(&self) -> HashSet<Hash32> {
+        std::mem::take(&mut *self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// How many inputs were sent during the fetch so far.
+    pub fn sent(&self) -> usize {
+        self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
     /// How many files the build read itself (not chunked during the fetch).
@@ -75,7 +184,7 @@ impl Prechunked {
 
     /// How many files are waiting.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().chunked.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -87,11 +196,49 @@ impl Prechunked {
         self.taken.load(Ordering::Relaxed)
     }
 
-    fn insert(&self, path: String, blob: ObjectId, outcome: Prechunk) {
-        self.lock().insert((path, blob), outcome);
+    /// Keeps a chunked file; returns its inputs to send when its selection
+    /// was already certain.
+    fn insert(&self, key: FileKey, outcome: Prechunk, dispatch: Option<&Dispatch>) -> Vec<(Hash32, String)> {
+        let mut files = self.lock();
+        let inputs = match (dispatch, &outcome) {
+            (Some(dispatch), Ok(chunked)) if files.selected.remove(&key) => self.inputs(dispatch, &key.0, chunked),
+            _ => Vec::new(),
+        };
+        files.chunked.insert(key, outcome);
+        inputs
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, ObjectId), Prechunk>> {
+    /// Marks a file certain to be selected; returns its inputs to send
+    /// when it is chunked already.
+    fn select(&self, key: FileKey, dispatch: &Dispatch) -> Vec<(Hash32, String)> {
+        let mut files = self.lock();
+        match files.chunked.get(&key) {
+            Some(Ok(chunked)) => self.inputs(dispatch, &key.0, chunked),
+            Some(Err(_)) => Vec::new(),
+            None => {
+                files.selected.insert(key);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The inputs of a selected file that nothing holds and that were not
+    /// sent before, as the build's walk would offer them.
+    fn inputs(&self, dispatch: &Dispatch, path: &str, chunked: &ChunkedFile) -> Vec<(Hash32, String)> {
+        if dispatch.code_only && !is_code_path(path) {
+            return Vec::new();
+        }
+        let held = dispatch.held();
+        let mut sent = self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chunked
+            .chunks
+            .iter()
+            .filter(|draft| !held.contains(&draft.input_hash) && sent.insert(draft.input_hash))
+            .map(|draft| (draft.input_hash, chunking::chunk_input(path, &chunked.text, draft, self.max_input_chars)))
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Files> {
         self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -110,32 +257,61 @@ pub struct OverlapStats {
     /// The number of entries decoded when the first file was handed to
     /// the chunking threads (that many of `pack_objects` had arrived).
     pub first_dispatch_at: Option<u32>,
+    /// Files found certain to be selected while the pack arrived.
+    pub selected: usize,
+    /// Embedding inputs sent while the pack arrived.
+    pub inputs_sent: usize,
     /// Why decoding stopped early, if it did.
     pub stopped: Option<String>,
 }
 
-/// One file to chunk.
-struct Job {
-    path: String,
-    blob: ObjectId,
-    data: Arc<[u8]>,
+/// Work for the chunking threads.
+enum Job {
+    /// Check and chunk one file.
+    Chunk { path: String, blob: ObjectId, data: Arc<[u8]> },
+    /// Send the inputs of a file whose selection became certain after it
+    /// was chunked (sending may wait on the embedder: not the decoder's job).
+    Send(Vec<(Hash32, String)>),
+}
+
+/// One folder of the target tree, as far as its selection rules are
+/// known.
+#[derive(Debug, Default)]
+struct Folder {
+    /// The texts of its ignore files, by [`IGNORE_FILES`] index.
+    texts: [Option<String>; 2],
+    /// Its ignore files' blobs that have not arrived.
+    waiting: usize,
+    level: Option<Arc<Level>>,
+    /// The ignore levels from the root down to this folder, once this
+    /// folder is known to be walked.
+    stack: Option<Vec<Arc<Level>>>,
+    /// Its blobs in scope, and its subfolders placed.
+    files: Vec<(String, ObjectId)>,
+    dirs: Vec<String>,
 }
 
 /// Where the target commit's trees and blobs stand.
 struct Placement<'a> {
     plan: &'a OverlapPlan,
+    prechunked: &'a Prechunked,
     /// The commit searched; follows an annotated tag to what it names.
     target: ObjectId,
     seen: HashMap<ObjectId, (Kind, Arc<[u8]>)>,
     /// Blobs the pack stored as deltas.
-    deltified: std::collections::HashSet<ObjectId>,
+    deltified: HashSet<ObjectId>,
     /// Trees and blobs of the target tree that have not arrived, with
     /// their paths.
     wanted_trees: HashMap<ObjectId, Vec<String>>,
     wanted_blobs: HashMap<ObjectId, Vec<String>>,
+    /// With a dispatch: the folders placed, and the ignore blobs they wait
+    /// for (folder, [`IGNORE_FILES`] index).
+    folders: HashMap<String, Folder>,
+    ignore_blobs: HashMap<ObjectId, Vec<(String, usize)>>,
     jobs: mpsc::Sender<Job>,
     dispatched: usize,
     dispatched_deltified: usize,
+    selected: usize,
     decoded: u32,
     first_dispatch_at: Option<u32>,
 }
@@ -174,6 +350,11 @@ impl Placement<'_> {
                 }
             }
             Kind::Blob => {
+                if let Some(waiting) = self.ignore_blobs.remove(&id) {
+                    for (dir, slot) in waiting {
+                        self.ignore_file_arrived(&dir, slot, data);
+                    }
+                }
                 if let Some(paths) = self.wanted_blobs.remove(&id) {
                     for path in paths {
                         self.dispatch(path, id, Arc::clone(data));
@@ -201,14 +382,39 @@ impl Placement<'_> {
                 .filter_map(Result::ok)
                 .map(|entry| (entry.filename.to_string(), entry.mode.kind(), entry.oid.to_owned()))
                 .collect();
+        let plan = self.plan;
+        let selecting = plan.dispatch.is_some();
+        let mut folder = Folder::default();
         for (name, kind, id) in entries {
-            let path = if dir.is_empty() { name } else { format!("{dir}/{name}") };
-            let scope = &self.plan.scope;
+            let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+            let scope = &plan.scope;
             match kind {
                 EntryKind::Tree if path_in_scope(&path, scope) || scope_may_contain_dir(&path, scope) => {
+                    if selecting {
+                        folder.dirs.push(path.clone());
+                    }
                     self.place_tree(id, path);
                 }
-                EntryKind::Blob | EntryKind::BlobExecutable if path_in_scope(&path, scope) => {
+                EntryKind::Blob | EntryKind::BlobExecutable => {
+                    // The walk reads a folder's ignore files whatever the
+                    // scope, from blobs only.
+                    if let Some(slot) = IGNORE_FILES.iter().position(|ignore| *ignore == name)
+                        && selecting
+                    {
+                        match self.seen.get(&id) {
+                            Some((_, data)) => folder.texts[slot] = Some(String::from_utf8_lossy(data).into_owned()),
+                            None => {
+                                folder.waiting += 1;
+                                self.ignore_blobs.entry(id).or_default().push((dir.to_string(), slot));
+                            }
+                        }
+                    }
+                    if !path_in_scope(&path, scope) {
+                        continue;
+                    }
+                    if selecting {
+                        folder.files.push((path.clone(), id));
+                    }
                     match self.seen.get(&id) {
                         Some((Kind::Blob, data)) => {
                             let data = Arc::clone(data);
@@ -221,6 +427,81 @@ impl Placement<'_> {
                 _ => {}
             }
         }
+        if selecting {
+            let complete = folder.waiting == 0;
+            self.folders.insert(dir.to_string(), folder);
+            if complete {
+                self.rules_known(dir);
+            }
+        }
+    }
+
+    fn ignore_file_arrived(&mut self, dir: &str, slot: usize, data: &[u8]) {
+        let Some(folder) = self.folders.get_mut(dir) else { return };
+        folder.texts[slot] = Some(String::from_utf8_lossy(data).into_owned());
+        folder.waiting -= 1;
+        if folder.waiting == 0 {
+            self.rules_known(dir);
+        }
+    }
+
+    /// Every ignore file of `dir` has arrived: its level is built, and the
+    /// folder opened if its ancestors are.
+    fn rules_known(&mut self, dir: &str) {
+        let Some(folder) = self.folders.get_mut(dir) else { return };
+        let texts = folder.texts.iter_mut().filter_map(Option::take).collect();
+        folder.level = Some(Arc::new(Level::from_texts(Path::new("/"), dir, texts)));
+        self.open(dir.to_string());
+    }
+
+    /// Decides what the tree walk selects in `dir` and, in turn, in the
+    /// subfolders whose rules are known, once `dir` and every folder above
+    /// it have their rules: the walk's checks of [`super::revision`],
+    /// folder by folder.
+    fn open(&mut self, dir: String) {
+        let plan = self.plan;
+        let scope = &plan.scope;
+        let mut pending = vec![dir];
+        while let Some(dir) = pending.pop() {
+            let Some(folder) = self.folders.get(&dir) else { continue };
+            let Some(level) = folder.level.clone() else { continue };
+            if folder.stack.is_some() {
+                continue;
+            }
+            let mut stack = match dir.rsplit_once('/') {
+                None if dir.is_empty() => Vec::new(),
+                split => {
+                    let parent = split.map_or("", |(parent, _)| parent);
+                    match self.folders.get(parent).and_then(|parent| parent.stack.clone()) {
+                        Some(stack) => stack,
+                        None => continue,
+                    }
+                }
+            };
+            if !dir.is_empty() && folder_skipped(&stack, &dir, scope) {
+                continue;
+            }
+            stack.push(level);
+            let Some(folder) = self.folders.get_mut(&dir) else { continue };
+            folder.stack = Some(stack.clone());
+            let files = std::mem::take(&mut folder.files);
+            pending.extend(folder.dirs.iter().cloned());
+            for (path, blob) in files {
+                if file_selected(&stack, &path, scope) {
+                    self.select(path, blob);
+                }
+            }
+        }
+    }
+
+    fn select(&mut self, path: String, blob: ObjectId) {
+        let plan = self.plan;
+        let Some(dispatch) = plan.dispatch.as_deref() else { return };
+        self.selected += 1;
+        let inputs = self.prechunked.select((path, blob), dispatch);
+        if !inputs.is_empty() {
+            let _ = self.jobs.send(Job::Send(inputs));
+        }
     }
 
     fn dispatch(&mut self, path: String, blob: ObjectId, data: Arc<[u8]>) {
@@ -231,15 +512,37 @@ impl Placement<'_> {
         self.first_dispatch_at.get_or_insert(self.decoded);
         self.dispatched += 1;
         self.dispatched_deltified += usize::from(self.deltified.contains(&blob));
-        let _ = self.jobs.send(Job { path, blob, data });
+        let _ = self.jobs.send(Job::Chunk { path, blob, data });
     }
+}
+
+/// Whether the tree walk passes over the folder `dir` (dot folder, or
+/// ignored by the levels above it).
+fn folder_skipped(stack: &[Arc<Level>], dir: &str, scope: &[String]) -> bool {
+    let name = dir.rsplit('/').next().unwrap_or(dir);
+    (is_dot_name(name) && dot_rule_skips(dir, scope)) || discovery::ignored_with(stack, dir, true)
+}
+
+/// Whether the tree walk selects the blob at `path` in a walked folder
+/// whose levels are `stack` (its size and content are checked apart).
+fn file_selected(stack: &[Arc<Level>], path: &str, scope: &[String]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if !path_in_scope(path, scope) {
+        return false;
+    }
+    if is_dot_name(name) && (IGNORE_FILES.contains(&name) || dot_rule_skips(path, scope)) {
+        return false;
+    }
+    !discovery::ignored_with(stack, path, false)
 }
 
 /// Decodes the pack from `read` and chunks the files of `target`'s tree
 /// (a commit, or a tag naming one) into `prechunked` on `workers` threads
-/// as their blobs arrive. Returns once the pack ended (or could not be
-/// decoded further) and every dispatched file is chunked; `cancelled`
-/// stops it early.
+/// as their blobs arrive; with a dispatch in `plan`, sends the inputs of
+/// the files certain to be selected, then closes it. `chunked` hears each
+/// file chunked. Returns once the pack ended (or could not be decoded
+/// further) and every dispatched file is chunked; `cancelled` stops it
+/// early.
 pub fn run(
     read: impl BufRead,
     target: ObjectId,
@@ -247,10 +550,15 @@ pub fn run(
     workers: usize,
     cancelled: &AtomicBool,
     prechunked: &Prechunked,
+    chunked: &(dyn Fn() + Sync),
 ) -> OverlapStats {
+    let dispatch = plan.dispatch.as_deref();
+    if let Some(dispatch) = dispatch {
+        dispatch.held();
+    }
     let (sender, receiver) = mpsc::channel::<Job>();
     let receiver = Mutex::new(receiver);
-    std::thread::scope(|scope| {
+    let stats = std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             let receiver = &receiver;
             scope.spawn(move || {
@@ -260,22 +568,41 @@ pub fn run(
                     if cancelled.load(Ordering::Relaxed) {
                         continue;
                     }
-                    let outcome = discovery::check_candidate(&job.path, job.data.to_vec())
-                        .map(|text| chunking::chunk_file(&job.path, text, plan.max_input_chars));
-                    prechunked.insert(job.path, job.blob, outcome);
+                    match job {
+                        Job::Chunk { path, blob, data } => {
+                            let outcome = discovery::check_candidate(&path, data.to_vec())
+                                .map(|text| chunking::chunk_file(&path, text, plan.max_input_chars));
+                            let inputs = prechunked.insert((path, blob), outcome, dispatch);
+                            chunked();
+                            if let Some(dispatch) = dispatch
+                                && !inputs.is_empty()
+                            {
+                                dispatch.send(inputs);
+                            }
+                        }
+                        Job::Send(inputs) => {
+                            if let Some(dispatch) = dispatch {
+                                dispatch.send(inputs);
+                            }
+                        }
+                    }
                 }
             });
         }
         let mut placement = Placement {
             plan,
+            prechunked,
             target,
             seen: HashMap::new(),
-            deltified: Default::default(),
+            deltified: HashSet::new(),
             wanted_trees: HashMap::new(),
             wanted_blobs: HashMap::new(),
+            folders: HashMap::new(),
+            ignore_blobs: HashMap::new(),
             jobs: sender,
             dispatched: 0,
             dispatched_deltified: 0,
+            selected: 0,
             decoded: 0,
             first_dispatch_at: None,
         };
@@ -303,10 +630,16 @@ pub fn run(
         stats.dispatched = placement.dispatched;
         stats.dispatched_deltified = placement.dispatched_deltified;
         stats.first_dispatch_at = placement.first_dispatch_at;
+        stats.selected = placement.selected;
         // Ends the workers once the queue is drained.
         drop(placement);
         stats
-    })
+    });
+    // Production during the fetch is over; the build sends the rest.
+    if let Some(dispatch) = dispatch {
+        dispatch.close();
+    }
+    OverlapStats { inputs_sent: prechunked.sent(), ..stats }
 }
 
 #[cfg(test)]
@@ -321,7 +654,6 @@ mod tests {
     use crate::search::spool::VectorSpool;
     use crate::search::store::Manifest;
     use git_agent_shared::Environment;
-    use std::path::Path;
     use std::sync::atomic::AtomicU64;
     use std::time::{Duration, Instant, SystemTime};
 
@@ -394,30 +726,38 @@ mod tests {
     }
 
     #[test]
-    fn files_are_chunked_before_the_rest_of_the_pack_has_arrived() {
+    fn files_are_chunked_and_embedded_before_the_rest_of_the_pack_has_arrived() {
         let temp = tempfile::tempdir().unwrap();
         let root = temp.path();
         upstream(root);
         let head = text(git(root, &["rev-parse", "HEAD"], None));
         let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(b"HEAD\n"));
         let target = ObjectId::from_hex(head.as_bytes()).unwrap();
-        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP };
+        let sent = Recorder::default();
+        let dispatch = Arc::new(Dispatch::new(sent.sink(), false, None));
+        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP, dispatch: Some(dispatch) };
         let prechunked = Prechunked::new(CAP);
         let (sender, receiver) = mpsc::channel();
         let reader = ChunkReader::new(receiver, Arc::new(AtomicU64::new(0)));
         let stop = AtomicBool::new(false);
         let half = pack.len() / 2;
         let stats = std::thread::scope(|scope| {
-            let running = scope.spawn(|| run(reader, target, &plan, 1, &stop, &prechunked));
+            let running = scope.spawn(|| run(reader, target, &plan, 1, &stop, &prechunked, &|| {}));
             sender.send(pack[..half].to_vec()).unwrap();
-            // The event: a file chunked while half the pack is still to come.
-            let early = wait_for(|| !prechunked.is_empty());
+            // The event: a file chunked, and the inputs of a file certain
+            // to be selected sent, while half the pack is still to come.
+            let early = wait_for(|| !prechunked.is_empty() && !sent.all().is_empty());
             sender.send(pack[half..].to_vec()).unwrap();
             drop(sender);
             let stats = running.join().unwrap();
-            assert!(early, "no file was chunked before the second half of the pack arrived: {stats:?}");
+            assert!(early, "nothing was chunked and sent before the second half of the pack arrived: {stats:?}");
             stats
         });
+        assert_eq!(stats.inputs_sent, sent.all().len());
+        assert!(stats.selected > 0 && stats.selected < stats.dispatched, "{stats:?}");
+        // The dispatch closed with the fetch: the stream's last partial
+        // window may go once the build's walk ends too.
+        assert!(plan.dispatch.as_ref().unwrap().sink.lock().unwrap().is_none());
         assert_eq!(stats.stopped, None);
         assert_eq!(stats.decoded, stats.pack_objects);
         assert!(stats.first_dispatch_at.is_some_and(|at| at < stats.pack_objects / 2), "{stats:?}");
@@ -463,9 +803,46 @@ mod tests {
         (remote, resolved)
     }
 
-    /// Builds the index of a resolved remote commit as a search does, with
-    /// one distinct vector per embedding input.
-    fn build(remote: &Remote, resolved: &Resolved, prechunked: Option<Arc<Prechunked>>) -> Arc<LiveIndex> {
+    /// Records what an input sink is given.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<(Hash32, String)>>>);
+
+    impl Recorder {
+        fn sink(&self) -> InputSink {
+            let recorded = self.clone();
+            Box::new(move |hash, text| {
+                recorded.0.lock().unwrap().push((hash, text));
+                true
+            })
+        }
+
+        fn all(&self) -> Vec<(Hash32, String)> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// The fake embedding of an exact input text.
+    fn vector_of(text: &str) -> Vec<f32> {
+        use sha2::Digest;
+        sha2::Sha256::digest(text.as_bytes())[..4].iter().map(|&byte| f32::from(byte) + 1.0).collect()
+    }
+
+    fn hash_of(text: &str) -> Hash32 {
+        use sha2::Digest;
+        sha2::Sha256::digest(text.as_bytes()).into()
+    }
+
+    /// Builds the index of a resolved remote commit as a search does: the
+    /// inputs sent during the fetch (`fetched`) and by the walk are
+    /// embedded as they came, the rest after the walk; every vector is a
+    /// function of its exact input text. Returns the index and every input
+    /// embedded, in order.
+    fn build(
+        remote: &Remote,
+        resolved: &Resolved,
+        prechunked: Option<Arc<Prechunked>>,
+        fetched: &[(Hash32, String)],
+    ) -> (Arc<LiveIndex>, Vec<Hash32>) {
         let repo = revision::open(&remote.repo_dir()).unwrap();
         let tree = Arc::new(TreeSource::new(repo, resolved.commit).unwrap());
         let metadata = remote.metadata_dir().to_path_buf();
@@ -477,13 +854,26 @@ mod tests {
             prechunked,
             ..refresh::tests::request(&remote.repo_dir(), &metadata)
         };
-        let prepared = refresh::prepare(request, None, &Quiet, &|| false, None).unwrap();
+        let walk = Recorder::default();
+        let prepared = refresh::prepare(request, None, &Quiet, &|| false, Some(walk.sink())).unwrap();
+        let missing: HashSet<Hash32> = prepared.missing.iter().map(|missing| missing.hash).collect();
+        let mut embedded = Vec::new();
         let mut spool = VectorSpool::new();
-        for missing in &prepared.missing {
-            let vector: Vec<f32> = missing.hash[..4].iter().map(|&byte| f32::from(byte) + 1.0).collect();
-            spool.insert(&std::env::temp_dir(), missing.hash, &vector).unwrap();
+        for (hash, text) in fetched.iter().chain(&walk.all()) {
+            assert_eq!(hash_of(text), *hash, "an input was sent with another text than its hash");
+            assert!(missing.contains(hash), "an input was sent that the index does not need: {text}");
+            spool.insert(&std::env::temp_dir(), *hash, &vector_of(text)).unwrap();
+            embedded.push(*hash);
         }
-        refresh::finish(prepared, spool.finish().unwrap(), &Quiet, &|| false).unwrap()
+        assert!(prepared.streamed.iter().all(|hash| missing.contains(hash)));
+        for missing in &prepared.missing {
+            if !prepared.streamed.contains(&missing.hash) {
+                let text = prepared.input_text(missing);
+                spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&text)).unwrap();
+                embedded.push(missing.hash);
+            }
+        }
+        (refresh::finish(prepared, spool.finish().unwrap(), &Quiet, &|| false).unwrap(), embedded)
     }
 
     #[test]
@@ -492,19 +882,30 @@ mod tests {
         let work = temp.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         upstream(&work);
-        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP };
+        let fetched = Recorder::default();
+        let dispatch = Arc::new(Dispatch::new(fetched.sink(), false, None));
+        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP, dispatch: Some(dispatch) };
 
         let (remote, resolved) = cold_resolve(&work, &temp.path().join("a"), Some(&plan));
         let overlapped = resolved.overlap.clone().expect("a cold fetch overlaps");
         assert_eq!(overlapped.stats.stopped, None, "{:?}", overlapped.stats);
         assert!(overlapped.stats.dispatched_deltified > 0, "{:?}", overlapped.stats);
+        let sent = fetched.all();
+        assert!(!sent.is_empty(), "no input was sent during the fetch: {:?}", overlapped.stats);
+        assert_eq!(overlapped.stats.inputs_sent, sent.len());
         let prechunked = Arc::clone(&overlapped.prechunked);
-        let with = build(&remote, &resolved, Some(Arc::clone(&prechunked)));
+        let (with, embedded) = build(&remote, &resolved, Some(Arc::clone(&prechunked)), &sent);
 
         let (plain_remote, plain) = cold_resolve(&work, &temp.path().join("b"), None);
         assert!(plain.overlap.is_none());
         assert_eq!(plain.commit, resolved.commit);
-        let without = build(&plain_remote, &plain, None);
+        let (without, plain_embedded) = build(&plain_remote, &plain, None, &[]);
+
+        // Nothing embedded twice, nothing the build would not embed.
+        let unique: HashSet<Hash32> = embedded.iter().copied().collect();
+        assert_eq!(unique.len(), embedded.len(), "an input was embedded twice");
+        let plain_unique: HashSet<Hash32> = plain_embedded.iter().copied().collect();
+        assert_eq!(unique, plain_unique);
 
         let records = with.snapshot.records.to_index_records();
         assert_eq!(records, without.snapshot.records.to_index_records());
@@ -515,8 +916,15 @@ mod tests {
         for path in ["+early/a.skip", "d/-first.rs", "bin.dat", "big.txt"] {
             assert!(!paths.contains(path), "{path} is not indexed");
         }
+        // The vectors embedded during the fetch are the ones a build
+        // without the overlap computes from the same inputs.
         for (index, record) in records.iter().enumerate() {
             assert_eq!(with.vector(index), without.vector(index), "{}", record.path);
+        }
+        // Files the tree's ignore files exclude were chunked (speculatively)
+        // but never embedded.
+        for (_, text) in &sent {
+            assert!(!text.contains("ignored_early") && !text.contains("ignored_late"), "{text}");
         }
         // Every file the build read came from the overlap; what it left
         // are the speculative files the tree's ignore files exclude.
@@ -533,7 +941,7 @@ mod tests {
         let work = temp.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         upstream(&work);
-        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP };
+        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP, dispatch: None };
         let home = temp.path().join("a");
         let (remote, first) = cold_resolve(&work, &home, Some(&plan));
         assert!(first.overlap.is_some());

@@ -218,6 +218,8 @@ pub type InputSink = Box<dyn Fn(Hash32, String) -> bool + Send + Sync>;
 /// are not sent (`--reindex` sends all); neither are the files `--code`
 /// leaves out. An input the shared store turns out not to hold after all
 /// is embedded after the walk with the rest of [`Prepared::missing`].
+/// After a cold remote fetch, what the overlap already sent during the
+/// transfer ([`Prechunked::take_sent`]) counts as sent.
 struct Early<'a> {
     /// Taken (dropped) when production ends.
     sink: RwLock<Option<InputSink>>,
@@ -239,7 +241,7 @@ impl<'a> Early<'a> {
             live,
             reindex,
             shared: OnceLock::new(),
-            sent: Mutex::new(HashSet::new()),
+            sent: Mutex::new(request.prechunked.as_ref().map(|prechunked| prechunked.take_sent()).unwrap_or_default()),
             closed: AtomicBool::new(false),
         }
     }

@@ -33,8 +33,9 @@
 //! once the whole pack is indexed and offers no hook on arriving entries,
 //! so a cold fetch of a direct revision runs through a transport wrapper
 //! that copies the pack to a decoder of our own ([`super::packstream`]),
-//! and the selected tree's files are chunked while it arrives
-//! ([`super::overlay`]); the index is still built from the fetched cache.
+//! and the selected tree's files are chunked, and those certain to be
+//! selected embedded, while it arrives ([`super::overlay`]); the index is
+//! still built from the fetched cache.
 
 use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
 use super::packstream::{Tee, TeeTransport};
@@ -408,8 +409,11 @@ fn fetch(
         remote: remote.sanitized.clone(),
         message: remote.sanitize_text(&message),
     };
-    let cold = !remote.repo_dir().join("HEAD").is_file();
     let repo = open_or_init(remote)?;
+    // Cold: nothing fetched yet, or only what a failed first attempt left
+    // (a repository without refs; its temporary pack was removed).
+    let cold = repo.references().ok().and_then(|references| references.all().ok().map(|mut all| all.next().is_none()));
+    let cold = cold.unwrap_or(false);
     let url = gix::url::parse(gix::bstr::BStr::new(remote.raw.as_str())).map_err(|error| failed(error.to_string()))?;
     let handle = repo
         .remote_at(url.clone())
@@ -464,10 +468,14 @@ fn fetch(
         scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
         let overlay = overlap.map(|(plan, target)| {
             let reader = tee.attach();
-            let stop = &stop_overlay;
+            let (stop, totals) = (&stop_overlay, &totals);
             scope.spawn(move || {
                 let prechunked = Prechunked::new(plan.max_input_chars);
-                let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked);
+                let chunked = || {
+                    totals.files_chunked.fetch_add(1, Ordering::Relaxed);
+                    totals.changed();
+                };
+                let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked, &chunked);
                 (prechunked, stats)
             })
         });
@@ -538,6 +546,8 @@ pub(crate) struct Totals {
     objects: gix::progress::StepShared,
     expected_objects: AtomicUsize,
     resolved: gix::progress::StepShared,
+    /// Files the overlap chunked ([`overlay`]).
+    files_chunked: AtomicUsize,
     signal: Mutex<Signal>,
     wake: Condvar,
 }
@@ -574,8 +584,9 @@ impl Totals {
         self.wake.notify_one();
     }
 
-    /// `receiving objects from <url>: 120/4000 objects, 1.2 MB`, with
-    /// the resolved deltas once resolution has started.
+    /// `receiving objects from <url>: 120/4000 objects, 1.2 MiB`, with
+    /// the resolved deltas once resolution has started and the files
+    /// chunked meanwhile once there are any.
     pub(crate) fn detail(&self, verb: &str, sanitized: &str) -> String {
         let objects = self.objects.load(Ordering::Relaxed);
         let expected = self.expected_objects.load(Ordering::Relaxed);
@@ -590,6 +601,10 @@ impl Totals {
         let resolved = self.resolved.load(Ordering::Relaxed);
         if resolved > 0 {
             text.push_str(&format!(", {resolved} resolved"));
+        }
+        let chunked = self.files_chunked.load(Ordering::Relaxed);
+        if chunked > 0 {
+            text.push_str(&format!(", {chunked} files chunked"));
         }
         text
     }

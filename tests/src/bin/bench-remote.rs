@@ -236,7 +236,7 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
                 let probe_work = probe.work();
                 let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
                 assert_eq!(
-                    debug.contains(" search_overlap "),
+                    events(&debug, "search_overlap").next().is_some(),
                     overlap,
                     "the fetch overlap switch had no effect: build the daemon with `--features gitagentd/test-hooks`"
                 );
@@ -274,18 +274,33 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
     last.expect("at least one round")
 }
 
-/// The `search_timing` and overlap events of a `--debug` run, on one line.
+/// The `search_timing` and overlap events of a `--debug` run, on one line:
+/// the overlap's files chunked, inputs sent and embedded during the fetch.
 fn phases(debug: &str) -> String {
-    debug
-        .lines()
-        .filter_map(|line| {
-            if let Some((_, rest)) = line.split_once(" INF search_timing step=") {
-                return Some(rest.replace(" duration=", "="));
-            }
-            line.split_once(" INF search_overlap").map(|(_, rest)| format!("[overlap{rest}]"))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    let timings = events(debug, "search_timing")
+        .map(|event| event.split_once("step=").map_or(event.clone(), |(_, rest)| rest.replace(" duration=", "=")));
+    let overlap = ["search_overlap", "search_overlap_used"].into_iter().flat_map(|kind| {
+        events(debug, kind).map(move |event| format!("[{kind}{}]", event.split_once(kind).unwrap().1))
+    });
+    timings.chain(overlap).collect::<Vec<_>>().join(" ")
+}
+
+/// Every console event of `kind` in `debug`, its wrapped field lines
+/// joined to its first line.
+fn events<'a>(debug: &'a str, kind: &'a str) -> impl Iterator<Item = String> + 'a {
+    let lines: Vec<&str> = debug.lines().collect();
+    (0..lines.len()).filter_map(move |index| {
+        let line = lines[index];
+        if line.starts_with(' ') || !line.split_whitespace().any(|word| word == kind) {
+            return None;
+        }
+        let mut event = line.to_string();
+        for next in lines[index + 1..].iter().take_while(|next| next.starts_with("  ")) {
+            event.push(' ');
+            event.push_str(next.trim());
+        }
+        Some(event)
+    })
 }
 
 fn median_of(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, Duration) {

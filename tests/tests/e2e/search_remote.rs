@@ -525,6 +525,9 @@ fn an_embedding_failure_while_production_is_open_cancels_it_and_publishes_nothin
     // the daemon then keeps producing until the build is cancelled.
     env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
     env.set_env("GITAGENTD_TEST_HOLD_PRODUCTION", "1");
+    // The walk after the fetch is the production under test (a failure
+    // during the fetch has a test of its own).
+    env.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
     let (repo, served, _bare) = upstream(&env);
     let server = HttpGit::start(&served, None);
     let url = server.url("upstream.git", None);
@@ -697,11 +700,33 @@ fn https_remote_tunnels_through_the_callers_proxy_with_connect() {
     assert!(server.requests() > 0, "no request reached the server through the tunnel");
 }
 
-/// The value of `field` in the first `--debug` event line of `kind`.
+/// Every `--debug` event of `kind`, its wrapped field lines joined to
+/// its first line.
+fn events_of(stderr: &str, kind: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut events = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if line.starts_with(' ') || !line.split_whitespace().any(|word| word == kind) {
+            continue;
+        }
+        let mut event = line.to_string();
+        for next in &lines[index + 1..] {
+            if !next.starts_with("  ") {
+                break;
+            }
+            event.push(' ');
+            event.push_str(next.trim());
+        }
+        events.push(event);
+    }
+    events
+}
+
+/// The value of `field` in the first `--debug` event of `kind`.
 fn event_field(stderr: &str, kind: &str, field: &str) -> Option<String> {
-    let line = stderr.lines().find(|line| line.split_whitespace().any(|word| word == kind))?;
+    let event = events_of(stderr, kind).into_iter().next()?;
     let prefix = format!("{field}=");
-    line.split_whitespace().find_map(|word| word.strip_prefix(prefix.as_str()).map(str::to_string))
+    event.split_whitespace().find_map(|word| word.strip_prefix(prefix.as_str()).map(str::to_string))
 }
 
 /// A cold search over `git://` and `http://` chunks the selected files
@@ -729,5 +754,252 @@ fn a_cold_remote_search_chunks_while_the_pack_arrives() {
         assert!(event_field(&without.stderr, "search_overlap", "chunked").is_none(), "{}", without.stderr);
         assert_eq!(paths(&output), paths(&json(&without)), "{url}");
         assert_eq!(output["results"], json(&without)["results"], "{url}");
+    }
+}
+
+/// An upstream whose pack is large enough for its first half to hold the
+/// trees, the root `.gitignore` and whole files in complete side-band
+/// packets (at most 64 KiB each): sixty Go files of barely compressible
+/// text and a file the tree's `.gitignore` excludes.
+fn many_files_upstream(env: &TestEnv) -> (GitRepo, PathBuf) {
+    let repo = env.repo("many");
+    repo.write(".gitignore", "*.skip\n");
+    repo.write("notes.skip", "IgnoredByTheTree never reaches the embeddings\n");
+    repo.write("README.md", "# Many\n\nSearch flags are parsed in pkg.\n");
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for file in 0..60 {
+        let body: String = (0..120)
+            .map(|line| {
+                let words: Vec<String> = (0..6)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                        format!("{:x}", seed >> 16)
+                    })
+                    .collect();
+                format!("\t// step {line} of handler {file}: {}\n", words.join(" "))
+            })
+            .collect();
+        repo.write(
+            &format!("pkg/handler{file:02}.go"),
+            &format!("package pkg\n\n// Handler{file} parses search flags ({file}).\nfunc Handler{file}() int {{\n{body}\treturn {file}\n}}\n"),
+        );
+    }
+    repo.commit_all("many");
+    let served = env.root().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    bare_copy(repo.path(), &served, "many.git");
+    (repo, served)
+}
+
+/// Every `search_fetch` event's detail and embedded count, in order.
+fn fetch_events(stderr: &str) -> Vec<(String, Option<usize>)> {
+    events_of(stderr, "search_fetch")
+        .into_iter()
+        .map(|event| {
+            let detail = event.split("detail=").nth(1).unwrap();
+            let detail = match detail.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap(),
+                None => detail.split_whitespace().next().unwrap(),
+            };
+            let embedded = event
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("embedded="))
+                .map(|value| value.parse().unwrap());
+            (detail.to_string(), embedded)
+        })
+        .collect()
+}
+
+/// The object count of a `receiving objects from <url>: 12/40 objects, ...`
+/// detail.
+fn objects_received(detail: &str) -> Option<usize> {
+    let counts = detail.strip_prefix("receiving objects from ").or(detail.strip_prefix("received objects from "))?;
+    counts.split(": ").nth(1)?.split(['/', ' ']).next()?.parse().ok()
+}
+
+/// The overlap, proven by the servers' own events: with the pack's second
+/// half held back by the git server, embedding requests of selected files
+/// reach the embeddings server. The fetch's `--debug` reports grow (objects,
+/// files chunked, inputs embedded) and carry the sanitized URL only; no
+/// input is embedded twice or for the ignored file; the results equal
+/// those of a search without the overlap.
+#[test]
+fn embedding_requests_go_out_while_the_pack_arrives() {
+    let (mut env, fake) = setup();
+    // One input a window: each selected file completes windows at once.
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (_repo, served) = many_files_upstream(&env);
+    let secret = "overlap-S3cret";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let url = server.url("many.git", Some(&format!("reader:{secret}")));
+    let sanitized = server.url("many.git", None);
+    server.hold_mid_pack(true);
+    let args = ["search", "--debug", "--remote", url.as_str(), "--min-score", "0.01", "search flags"];
+    let child = spawn(&env, &args);
+    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    // The event: chunk embeddings requested while the rest of the pack is
+    // still held by the server.
+    assert!(
+        wait_until(DEADLINE, || !fake.chunk_inputs().is_empty()),
+        "no embedding request before the pack's second half was sent"
+    );
+    assert_eq!(server.held(), 1, "the pack is still held");
+    let during = fake.chunk_inputs().len();
+    server.release_held();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "{stderr}");
+    let found: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(during >= 1);
+
+    // Nothing embedded twice, nothing of the ignored file.
+    let inputs = fake.chunk_inputs();
+    let mut unique = inputs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), inputs.len(), "an input was embedded twice");
+    assert!(!inputs.iter().any(|input| input.contains("IgnoredByTheTree")), "the ignored file was embedded");
+    assert!(inputs.iter().any(|input| input.contains("Handler59")), "every selected file is embedded");
+    let sent: usize = event_field(&stderr, "search_overlap", "inputs_sent").unwrap().parse().unwrap();
+    assert!(sent >= during, "{stderr}");
+
+    // Growing, sanitized fetch reports.
+    assert!(!stderr.contains(secret), "the password leaked: {stderr}");
+    let events = fetch_events(&stderr);
+    let receiving: Vec<&(String, Option<usize>)> =
+        events.iter().filter(|(detail, _)| objects_received(detail).is_some()).collect();
+    assert!(receiving.iter().all(|(detail, _)| detail.contains(&sanitized)), "{events:?}");
+    let objects: Vec<usize> = receiving.iter().map(|(detail, _)| objects_received(detail).unwrap()).collect();
+    assert!(objects.windows(2).all(|pair| pair[0] <= pair[1]), "{events:?}");
+    let (last, _) = receiving.last().unwrap();
+    assert!(last.starts_with("received objects"), "{events:?}");
+    assert!(objects[0] < *objects.last().unwrap(), "no report before the pack was complete: {events:?}");
+    assert!(receiving.iter().any(|(detail, _)| detail.contains("files chunked")), "{events:?}");
+    let embedded: Vec<usize> = events.iter().filter_map(|(_, embedded)| *embedded).collect();
+    assert!(embedded.windows(2).all(|pair| pair[0] <= pair[1]), "{events:?}");
+    assert!(embedded.iter().any(|&count| count > 0), "no fetch report counted inputs embedded during it: {events:?}");
+
+    // The same results as without the overlap.
+    let (mut plain, _plain_fake) = setup();
+    plain.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    plain.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
+    server.hold_mid_pack(false);
+    let without = json(&search(&plain, &args));
+    assert_eq!(found["results"], without["results"]);
+}
+
+/// An embedding window failing while the pack is still arriving cancels
+/// the fetch: the search fails with the provider's error while the server
+/// still holds the rest of the pack, and nothing is published; the next
+/// search starts clean and overlaps again.
+#[test]
+fn an_embedding_failure_during_the_fetch_cancels_it_and_publishes_nothing() {
+    let (mut env, fake) = setup();
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (_repo, served) = many_files_upstream(&env);
+    let server = HttpGit::start(&served, None);
+    let url = server.url("many.git", None);
+    fake.set_mode(Mode::Fail { status: 400, message: "bad input".into() });
+    server.hold_mid_pack(true);
+    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
+    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    let mut ended = None;
+    assert!(
+        wait_until(DEADLINE, || {
+            ended = child.try_wait().unwrap();
+            ended.is_some()
+        }),
+        "the failed window did not end the search while the pack was held"
+    );
+    assert_eq!(server.held(), 1, "the pack was still held when the search failed");
+    assert!(fake.requests() >= 1);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad input"), "the embedding failure is the reported cause: {stderr}");
+    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published after a failed fetch");
+    assert!(manifests(&env).is_empty(), "an index published after a failed fetch");
+    let mut files = Vec::new();
+    collect_files(&remote_dir(&env).join("search"), &mut files);
+    let payload: Vec<&PathBuf> = files
+        .iter()
+        .filter(|path| path.components().any(|part| part.as_os_str() == "vector-store"))
+        .filter(|path| std::fs::metadata(path).is_ok_and(|metadata| metadata.len() > 0))
+        .collect();
+    assert!(payload.is_empty(), "shared vectors written by a failed fetch: {payload:?}");
+    assert!(wait_until(DEADLINE, || env.active_commands() == 0));
+
+    server.release_held();
+    server.hold_mid_pack(false);
+    fake.set_mode(Mode::Words);
+    let retried = search(&env, &["search", "--debug", "--remote", &url, "--min-score", "0.01", "flags"]);
+    let output = json(&retried);
+    assert!(paths(&output).iter().any(|path| path.starts_with("pkg/handler")), "{output}");
+    assert_eq!(manifests(&env).len(), 1);
+    assert!(remote_dir(&env).join("remote.json").is_file());
+    let sent: usize = event_field(&retried.stderr, "search_overlap", "inputs_sent").unwrap().parse().unwrap();
+    assert!(sent > 0, "the retry of a failed first fetch overlaps too: {}", retried.stderr);
+}
+
+/// `--agent` serves the fetch with its sanitized detail while the pack
+/// arrives, and the inputs embedded meanwhile in its counts.
+#[test]
+fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (mut env, fake) = setup();
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (_repo, served) = many_files_upstream(&env);
+    let secret = "agent-S3cret";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let url = server.url("many.git", Some(&format!("reader:{secret}")));
+    let sanitized = server.url("many.git", None);
+    server.hold_mid_pack(true);
+    let mut child = spawn(&env, &["search", "--agent", "--remote", &url, "flags"]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let endpoint: Value = serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
+    let address = PathBuf::from(endpoint["address"].as_str().unwrap());
+    let progress = || -> Value {
+        let mut stream = std::os::unix::net::UnixStream::connect(&address).unwrap();
+        stream.write_all(b"GET /progress HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap().trim()).unwrap()
+    };
+    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    let mut seen = Vec::new();
+    let embedded_while_held = wait_until(DEADLINE, || {
+        let body = progress();
+        // The transfer's reports come at most every 100 ms: the files
+        // chunked join the detail shortly after the first vectors.
+        let ready = body["status"] == "fetching"
+            && body["done"].as_u64().is_some_and(|done| done > 0)
+            && body["detail"].as_str().is_some_and(|detail| detail.contains("files chunked"));
+        seen.push(body);
+        ready
+    });
+    assert!(
+        embedded_while_held,
+        "no fetching status with inputs embedded: {:?}",
+        &seen[seen.len().saturating_sub(3)..]
+    );
+    let body = seen.last().unwrap().clone();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.starts_with(&format!("receiving objects from {sanitized}: ")), "{body}");
+    assert!(body["total"].as_u64().unwrap() >= body["done"].as_u64().unwrap(), "{body}");
+    assert_eq!(server.held(), 1, "the pack is still held");
+    assert!(!fake.chunk_inputs().is_empty());
+    // The totals only grow.
+    let done: Vec<u64> =
+        seen.iter().filter(|body| body["status"] == "fetching").filter_map(|body| body["done"].as_u64()).collect();
+    assert!(done.windows(2).all(|pair| pair[0] <= pair[1]), "{seen:?}");
+    server.release_held();
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    for text in [line.as_str(), rest.as_str(), &serde_json::to_string(&seen).unwrap()] {
+        assert!(!text.contains(secret), "the password leaked: {text}");
     }
 }
