@@ -544,6 +544,8 @@ impl SearchService {
         );
         // A warm-only search embeds nothing.
         let (sink, overlap_sink) = if request.warm_only {
+            // The stream ends at once.
+            drop(sender);
             (None, None)
         } else {
             let overlap_sender = sender.clone();

@@ -786,6 +786,63 @@ mod tests {
         assert_eq!(stats.dispatched, expected);
     }
 
+    /// The paths of the inputs a recorder was given.
+    fn input_paths(recorded: &Recorder) -> std::collections::BTreeSet<String> {
+        recorded
+            .all()
+            .iter()
+            .map(|(_, text)| text.lines().next().unwrap().strip_prefix("path: ").unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_inputs_sent_during_the_fetch_are_those_of_the_files_the_walk_selects() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        upstream(root);
+        let head = text(git(root, &["rev-parse", "HEAD"], None));
+        let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(b"HEAD\n"));
+        let target = ObjectId::from_hex(head.as_bytes()).unwrap();
+        let repo = revision::open(root).unwrap();
+        let source = TreeSource::new(repo, target).unwrap();
+        struct NoWork;
+        impl discovery::FileWork for NoWork {
+            type State = ();
+            type Output = ();
+            fn state(&self, _: usize) {}
+            fn wants(&self, _: &discovery::FoundFile) -> bool {
+                false
+            }
+            fn run(&self, _: &mut (), _: &discovery::FoundFile) {}
+        }
+        let scopes: [&[&str]; 3] = [&[], &["d", "many"], &["+early/kept.rs", "src"]];
+        for (scope, code_only) in scopes.iter().flat_map(|scope| [(scope, false), (scope, true)]) {
+            let scope: Vec<String> = scope.iter().map(|part| part.to_string()).collect();
+            let sent = Recorder::default();
+            let dispatch = Arc::new(Dispatch::new(sent.sink(), code_only, None));
+            let plan = OverlapPlan { scope: scope.clone(), max_input_chars: CAP, dispatch: Some(dispatch) };
+            let prechunked = Prechunked::new(CAP);
+            let stats = run(&pack[..], target, &plan, 2, &AtomicBool::new(false), &prechunked, &|| {});
+            assert_eq!(stats.stopped, None);
+            let expected: std::collections::BTreeSet<String> = revision::walk_with(&source, &scope, &NoWork)
+                .unwrap()
+                .walk
+                .files
+                .into_iter()
+                .filter(|file| !code_only || is_code_path(&file.path))
+                .filter(|file| {
+                    let data = git(root, &["cat-file", "blob", &file.blob.unwrap().to_string()], None);
+                    discovery::check_candidate(&file.path, data).is_ok()
+                })
+                .map(|file| file.path)
+                .collect();
+            assert!(!expected.is_empty(), "{scope:?}");
+            assert_eq!(input_paths(&sent), expected, "scope {scope:?}, --code {code_only}");
+            let hashes: HashSet<Hash32> = sent.all().iter().map(|(hash, _)| *hash).collect();
+            assert_eq!(hashes.len(), sent.all().len(), "an input was sent twice");
+        }
+    }
+
     struct Quiet;
     impl Reporter for Quiet {
         fn skip(&self, _: &str, _: SkipReason) {}
