@@ -1003,3 +1003,76 @@ fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
         assert!(!text.contains(secret), "the password leaked: {text}");
     }
 }
+
+/// On an interactive stderr the fetch is one transient line, rewritten in
+/// place with the growing totals (files chunked, inputs embedded during
+/// the fetch), carrying the sanitized URL only, and cleared before stdout.
+#[test]
+fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut env, _fake) = setup();
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (_repo, served) = many_files_upstream(&env);
+    let secret = "terminal-S3cret";
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let url = server.url("many.git", Some(&format!("reader:{secret}")));
+    let sanitized = server.url("many.git", None);
+    server.hold_mid_pack(true);
+    // stderr on a pseudo-terminal, stdout on a pipe.
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors we then own.
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(opened, 0, "openpty");
+    for fd in [master, slave] {
+        // Keep the pty out of every process but the client's stderr.
+        // SAFETY: plain fcntl on descriptors we own.
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
+    }
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = env
+        .git_agent_in(&env.work(), &["search", "--remote", &url, "--min-score", "0.01", "flags"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let terminal = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let terminal = std::sync::Arc::clone(&terminal);
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::from(master);
+            let mut buffer = [0u8; 4096];
+            // Reading the master fails with EIO once the last slave closes.
+            while let Ok(read) = file.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                terminal.lock().unwrap().extend_from_slice(&buffer[..read]);
+            }
+        })
+    };
+    let shown = || String::from_utf8_lossy(&terminal.lock().unwrap()).into_owned();
+    // The event: a fetch line counting inputs embedded while the pack is
+    // still held.
+    assert!(
+        wait_until(DEADLINE, || shown().contains("inputs embedded")),
+        "no fetch line with inputs embedded: {:?}",
+        shown()
+    );
+    assert_eq!(server.held(), 1, "the pack is still held");
+    server.release_held();
+    let output = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    assert!(output.status.success(), "{:?}", shown());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.starts_with("{\"query\":\"flags\""), "stdout holds the JSON only: {stdout}");
+    let terminal = shown();
+    assert!(!terminal.contains(secret), "the password leaked: {terminal:?}");
+    let lines: Vec<&str> = terminal.split("\r\x1b[2K").filter(|line| !line.is_empty()).collect();
+    let fetching = format!("search: fetching receiving objects from {sanitized}: ");
+    let during: Vec<&&str> = lines.iter().filter(|line| line.starts_with(&fetching)).collect();
+    assert!(during.iter().any(|line| line.contains("files chunked") && line.contains("inputs embedded")), "{lines:?}");
+    assert!(terminal.ends_with("\r\x1b[2K"), "the progress line is cleared: {terminal:?}");
+}
