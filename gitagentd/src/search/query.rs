@@ -536,7 +536,7 @@ mod ranking_tests {
 
     #[test]
     fn the_query_input_is_framed_unless_framing_is_off() {
-        assert_eq!(embedding_input("where is x", 0, true), "implementation entrypoint for where is x");
+        assert_eq!(embedding_input("where is x", 0, true), "where is the code for where is x");
         assert_eq!(embedding_input("where is x", 0, false), "where is x");
         assert_eq!(embedding_input("héllo world", 4, false), "héll");
     }

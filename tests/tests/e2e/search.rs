@@ -136,7 +136,7 @@ fn json_output_is_field_for_field_compatible() {
         "6: func ParseFlags(args []string) string {\n7: \treturn strings.Join(args, \" \")\n8: }"
     );
     assert_eq!(fake.chunk_inputs().len(), 5);
-    assert_eq!(fake.query_inputs(), ["implementation entrypoint for where are search flags parsed"]);
+    assert_eq!(fake.query_inputs(), ["where is the code for where are search flags parsed"]);
     assert!(fake.tokens().iter().all(|token| token == "test-embedding-key"));
 
     // The same query again: the index is warm, the query embedding comes
