@@ -282,15 +282,19 @@ fn list_and_read(root: &Path) -> (Duration, usize, u64, &'static str) {
     (started.elapsed(), files.len(), bytes, tool)
 }
 
-/// Copies the regular files and folders of `from` into `to` (dot paths
-/// left out, like [`walk`]).
+/// Copies the regular files and folders of `from` into `to`, dot files
+/// (`.gitignore`) included, `.git` folders and symbolic links left out.
 fn copy_tree(from: &Path, to: &Path) {
-    let mut files = Vec::new();
-    walk(from, &mut files);
-    for file in files {
-        let target = to.join(file.strip_prefix(from).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(&file, &target).unwrap();
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() && entry.file_name() != ".git" => copy_tree(&source, &target),
+            Ok(kind) if kind.is_file() => {
+                std::fs::copy(&source, &target).unwrap();
+            }
+            _ => {}
+        }
     }
 }
 
@@ -358,11 +362,13 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
     };
     let search_args: &[&str] =
         if revision { &["search", "--rev", "HEAD", "--index", "--debug"] } else { &["search", "--index", "--debug"] };
-    let listing_args: &[&str] = if revision {
-        &["search", "--rev", "HEAD", "--ls", "--format", "json"]
-    } else {
-        &["search", "--ls", "--format", "json"]
-    };
+    // `--ls` takes no `--rev`: a revision's counts are those of the same
+    // tree indexed on disk.
+    let revision_listing: Option<Value> = revision.then(|| {
+        let env = environment(&fake, 256);
+        run(&env, &root, &["search", "--index"]);
+        serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap()
+    });
     println!("== cold indexing: {description}");
     let mut baseline = Vec::new();
     let mut ours = Vec::new();
@@ -383,7 +389,10 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
         let output: Value = serde_json::from_str(&stdout).unwrap();
         let discover = timing(&stderr, "discover");
         let chunk = timing(&stderr, "chunk");
-        let listing: Value = serde_json::from_str(&run(&env, &indexed, listing_args).1).unwrap();
+        let listing: Value = match &revision_listing {
+            Some(listing) => listing.clone(),
+            None => serde_json::from_str(&run(&env, &indexed, &["search", "--ls", "--format", "json"]).1).unwrap(),
+        };
         println!(
             "round {}: baseline {:.0} ms | git-agent discovery+chunking {:.0} ms (discover {:.0} + chunk {:.0}), {} files, {} chunks, whole --index {:.0} ms (embedding {:.0} ms, persist {:.0} ms), skipped {}",
             round + 1,
