@@ -4,12 +4,15 @@
 //! MB/s per language and overall beside the time the reads took. Then,
 //! per language with a grammar, the outline's parse alone, measured back
 //! to back with every byte parsed and with callable bodies left out (the
-//! chunker's fast path), and how many files the two disagree on.
+//! chunker's fast path), and how many files the two disagree on. Last,
+//! the hashing of every chunk body's terms (the search's term statistics,
+//! `ranking::for_each_term_hash`) with each thread's word memo and without
+//! it (`for_each_term_hash_direct`), alternating file by file.
 //!
 //! `cargo run --release -p gitagentd --example bench-chunking -- <dir>...`
 
-use gitagentd::search::chunking;
 use gitagentd::search::syntax::{self, Parse};
+use gitagentd::search::{chunking, ranking};
 
 /// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
 /// daemon's.
@@ -44,6 +47,7 @@ fn main() {
     let mut bytes = 0;
     let mut chunks = 0;
     let parses = compare_parses(&files);
+    let mut chunked_files = Vec::with_capacity(files.len());
     for (path, text) in files {
         let language = chunking::language_for_path(&path).unwrap_or("other").to_string();
         let size = text.len();
@@ -57,6 +61,7 @@ fn main() {
         entry.3 += took;
         bytes += size;
         chunks += chunked.chunks.len();
+        chunked_files.push(chunked);
     }
     let elapsed = started.elapsed();
     println!("chunker {}", chunking::chunker_version());
@@ -98,6 +103,43 @@ fn main() {
             println!("    differs: {path}");
         }
     }
+    println!();
+    compare_term_hashing(&chunked_files);
+}
+
+/// Times the term hashing of every chunk body, memoized and direct,
+/// alternating file by file so that both see the same machine load, and
+/// checks that both give the same hashes.
+fn compare_term_hashing(files: &[chunking::ChunkedFile]) {
+    let (mut memoized, mut direct) = (Duration::ZERO, Duration::ZERO);
+    let (mut memoized_sum, mut direct_sum, mut terms, mut bytes) = (0u64, 0u64, 0usize, 0usize);
+    for file in files {
+        let started = Instant::now();
+        for chunk in &file.chunks {
+            ranking::for_each_term_hash(file.body(chunk), |hash| memoized_sum = memoized_sum.wrapping_add(hash));
+        }
+        memoized += started.elapsed();
+        let started = Instant::now();
+        for chunk in &file.chunks {
+            ranking::for_each_term_hash_direct(file.body(chunk), |hash| {
+                direct_sum = direct_sum.wrapping_add(hash);
+                terms += 1;
+            });
+        }
+        direct += started.elapsed();
+        bytes += file.chunks.iter().map(|chunk| file.body(chunk).len()).sum::<usize>();
+    }
+    assert_eq!(memoized_sum, direct_sum, "the word memo changed the term hashes");
+    let rate = |took: Duration| bytes as f64 / 1e6 / took.as_secs_f64().max(1e-9);
+    println!(
+        "body term hashing, one core: {terms} terms in {:.1} MB of chunk bodies: with the word memo {:.3} s ({:.1} MB/s), stemming every word {:.3} s ({:.1} MB/s), {:.2}x",
+        bytes as f64 / 1e6,
+        memoized.as_secs_f64(),
+        rate(memoized),
+        direct.as_secs_f64(),
+        rate(direct),
+        direct.as_secs_f64() / memoized.as_secs_f64().max(1e-9),
+    );
 }
 
 #[derive(Default)]

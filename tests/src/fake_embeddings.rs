@@ -180,26 +180,83 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         return (status, json!({"error": {"message": message, "type": "test"}}).to_string()).into_response();
     }
     shared.inputs.lock().unwrap().extend(inputs.iter().cloned());
-    let data: Vec<Value> = inputs
-        .iter()
-        .enumerate()
-        .map(|(index, input)| {
-            let vector = match mode {
-                Mode::Constant => {
-                    let mut vector = vec![0.0; dimensions.max(1)];
-                    vector[0] = 1.0;
-                    vector
-                }
-                _ => FakeEmbeddings::words_vector(input, dimensions),
-            };
-            json!({"object": "embedding", "index": index, "embedding": vector})
-        })
-        .collect();
-    let reply = json!({"object": "list", "data": data, "model": request["model"], "usage": {"prompt_tokens": 0, "total_tokens": 0}});
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
+    // The reply is written as text, not built as a `Value` tree: a tree
+    // costs an allocation per number, and the benchmarks' "instant"
+    // server shares the machine's cores with the daemon it measures.
+    let constant = matches!(mode, Mode::Constant).then(|| {
+        let mut vector = vec![0.0; dimensions.max(1)];
+        vector[0] = 1.0;
+        serde_json::to_string(&vector).expect("numbers serialize")
+    });
+    let mut reply = String::from(r#"{"object":"list","data":["#);
+    for (index, input) in inputs.iter().enumerate() {
+        if index > 0 {
+            reply.push(',');
+        }
+        let vector = match &constant {
+            Some(constant) => constant.clone(),
+            None => serde_json::to_string(&FakeEmbeddings::words_vector(input, dimensions)).expect("numbers serialize"),
+        };
+        reply.push_str(&format!(r#"{{"object":"embedding","index":{index},"embedding":{vector}}}"#));
+    }
+    reply.push_str(&format!(r#"],"model":{},"usage":{{"prompt_tokens":0,"total_tokens":0}}}}"#, request["model"]));
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], reply).into_response()
 }
 
 /// Waits until `condition` holds, polling the fake's counters.
 pub fn wait_for(timeout: Duration, condition: impl FnMut() -> bool) -> bool {
     crate::wait_until(timeout, condition)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reply of one request for `inputs` at `dimensions`.
+    fn reply(fake: &FakeEmbeddings, inputs: &[&str], dimensions: usize) -> Value {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}/embeddings", fake.base_url()))
+                .bearer_auth("k")
+                .json(&json!({"model": "m-1", "input": inputs, "dimensions": dimensions}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        })
+    }
+
+    #[test]
+    fn replies_are_openai_embedding_lists() {
+        let fake = FakeEmbeddings::start();
+        let inputs = ["alpha beta", "gamma \"quoted\"", ""];
+        for mode in [Mode::Words, Mode::Constant] {
+            fake.set_mode(mode.clone());
+            let reply = reply(&fake, &inputs, 4);
+            let data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(index, input)| {
+                    let vector = match mode {
+                        Mode::Constant => vec![1.0, 0.0, 0.0, 0.0],
+                        _ => FakeEmbeddings::words_vector(input, 4),
+                    };
+                    json!({"object": "embedding", "index": index, "embedding": vector})
+                })
+                .collect();
+            let expected = json!({
+                "object": "list",
+                "data": data,
+                "model": "m-1",
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            });
+            assert_eq!(reply, expected, "{mode:?}");
+        }
+        assert_eq!(fake.inputs().len(), 2 * inputs.len());
+        assert_eq!(fake.tokens(), ["k", "k"]);
+    }
 }

@@ -58,12 +58,32 @@ pub fn term_hash(term: &str) -> u64 {
 }
 
 /// Visits every term of `text` (see [`terms`]) as a hash.
+///
+/// Words repeat massively in code (`self`, `let`, `return`, one file's own
+/// identifiers), and stemming a word costs far more than finding it, so
+/// each thread remembers the hash of the words it has stemmed
+/// ([`TermMemo`]); the hashes are those of [`for_each_term_hash_direct`].
 pub fn for_each_term_hash(text: &str, mut visit: impl FnMut(u64)) {
+    TERM_MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        for_each_word(text, |word| visit(memo.hash(word)));
+    });
+}
+
+/// [`for_each_term_hash`] without the memo: every word stemmed anew. The
+/// reference the memo is tested (and benchmarked) against.
+pub fn for_each_term_hash_direct(text: &str, mut visit: impl FnMut(u64)) {
     let stemmer = english();
+    for_each_word(text, |word| visit(term_hash(&stemmer.stem(word))));
+}
+
+/// Calls `visit` with every word of `text` (see [`words`]), lower-cased,
+/// in order.
+fn for_each_word(text: &str, mut visit: impl FnMut(&str)) {
     let mut word = String::new();
     let mut flush = |word: &mut String| {
         if !word.is_empty() {
-            visit(term_hash(&stemmer.stem(word)));
+            visit(word);
             word.clear();
         }
     };
@@ -93,6 +113,68 @@ pub fn for_each_term_hash(text: &str, mut visit: impl FnMut(u64)) {
     flush(&mut word);
 }
 
+thread_local! {
+    static TERM_MEMO: std::cell::RefCell<TermMemo> = std::cell::RefCell::new(TermMemo::new());
+}
+
+/// Words longer than this are stemmed every time (rare, and mostly
+/// unique: hashes, base64, generated names).
+const MEMO_MAX_WORD: usize = 32;
+
+/// The memo is emptied when it holds this many words, bounding it to
+/// about a megabyte a thread.
+const MEMO_MAX_WORDS: usize = 16 * 1024;
+
+/// One thread's word → term hash memo (see [`for_each_term_hash`]).
+struct TermMemo {
+    stemmer: Stemmer,
+    hashes: HashMap<Box<str>, u64, std::hash::BuildHasherDefault<FnvHasher>>,
+}
+
+impl TermMemo {
+    fn new() -> Self {
+        Self { stemmer: english(), hashes: HashMap::default() }
+    }
+
+    /// The term hash of the lower-cased `word`.
+    fn hash(&mut self, word: &str) -> u64 {
+        if word.len() > MEMO_MAX_WORD {
+            return term_hash(&self.stemmer.stem(word));
+        }
+        if let Some(&hash) = self.hashes.get(word) {
+            return hash;
+        }
+        let hash = term_hash(&self.stemmer.stem(word));
+        if self.hashes.len() >= MEMO_MAX_WORDS {
+            self.hashes.clear();
+        }
+        self.hashes.insert(word.into(), hash);
+        hash
+    }
+}
+
+/// FNV-1a as a `HashMap` hasher: short words hash in a few cycles, where
+/// the default SipHash costs a good share of the stemming it saves.
+struct FnvHasher(TermHasher);
+
+impl Default for FnvHasher {
+    fn default() -> Self {
+        Self(TermHasher::START)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0.push(byte);
+        }
+    }
+}
+
 /// The Snowball English stemmer. Terms are compared by stem so that a
 /// question's `parses`, `parsing` and `parsed` meet the code's `parse`:
 /// measured with bench-search-quality (README), MRR@10 rose on the held-out
@@ -111,32 +193,7 @@ pub fn terms(text: &str) -> Vec<String> {
 /// at camelCase and initialism boundaries (the terms before stemming).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous: Option<char> = None;
-    let mut chars = text.chars().peekable();
-    let flush = |current: &mut String, out: &mut Vec<String>| {
-        if !current.is_empty() {
-            out.push(std::mem::take(current));
-        }
-    };
-    while let Some(ch) = chars.next() {
-        if ch.is_alphanumeric() {
-            if ch.is_uppercase()
-                && let Some(prev) = previous
-                && (prev.is_lowercase()
-                    || prev.is_numeric()
-                    || (prev.is_uppercase() && chars.peek().is_some_and(|next| next.is_lowercase())))
-            {
-                flush(&mut current, &mut out);
-            }
-            current.extend(ch.to_lowercase());
-            previous = Some(ch);
-        } else {
-            flush(&mut current, &mut out);
-            previous = None;
-        }
-    }
-    flush(&mut current, &mut out);
+    for_each_word(text, |word| out.push(word.to_string()));
     out
 }
 
@@ -722,6 +779,39 @@ mod tests {
         // A query of function words only keeps them.
         let kept: Vec<String> = query_terms("where is it").into_iter().map(|(term, _)| term).collect();
         assert_eq!(kept, ["where", "is", "it"]);
+    }
+
+    #[test]
+    fn memoized_term_hashes_equal_direct_ones() {
+        // Varied text: code, prose, inflections, initialisms, non-ASCII,
+        // digits, words past the memo's length limit; read twice so the
+        // second pass answers from the memo.
+        let mut text = String::from(
+            "fn parse_files(HTTPServer) { let parsed = self.parses(); } // Parsing naïve ÜNÏCODE wordS \
+             v2Value x86_64 GenBashCompletionFileV2 aVeryLongIdentifierThatGoesOnAndOnPastTheMemoLimitForSure \
+             abcdefghijklmnopqrstuvwxyzabcdefghijklmnop searches Searcher searched",
+        );
+        text.push(' ');
+        text.push_str(&text.clone());
+        // More distinct words than the memo holds: it is emptied and
+        // refilled on the way, and still answers the same.
+        for index in 0..MEMO_MAX_WORDS + 100 {
+            text.push_str(&format!(" word{index}s"));
+        }
+        let hashes = |each: fn(&str, &mut dyn FnMut(u64))| {
+            let mut out = Vec::new();
+            each(&text, &mut |hash| out.push(hash));
+            out
+        };
+        let direct = hashes(|text, visit| for_each_term_hash_direct(text, visit));
+        let memoized = hashes(|text, visit| for_each_term_hash(text, visit));
+        assert_eq!(memoized.len(), direct.len());
+        assert_eq!(memoized, direct);
+        // Again, now with a memo already full of these words.
+        assert_eq!(hashes(|text, visit| for_each_term_hash(text, visit)), direct);
+        let words = words(&text);
+        assert_eq!(direct.len(), words.len());
+        assert!(words.iter().any(|word| word.len() > MEMO_MAX_WORD));
     }
 
     #[test]

@@ -12,14 +12,18 @@
 //!   the daemon's discovery and chunking time (its `search_timing` events)
 //!   side by side with `rg --files` plus reading every listed file.
 //!
-//!     cargo build --release --bins && target/release/bench-search [warm|large|cold [dir]]
+//! - `cold-rev [dir]`: the same tree committed to a scratch repository and
+//!   indexed with `--rev HEAD`: revision mode's tree walk and blob reads
+//!   (the walk a remote search runs after its fetch).
+//!
+//!     cargo build --release --bins && target/release/bench-search [warm|large|cold [dir]|cold-rev [dir]]
 //!
 //! Without an argument it runs all three. `cold` uses `rg` when it is on
 //! PATH (`apt-get install -y ripgrep`); otherwise it says so and compares
 //! with an equivalent walk (std::fs, sorted, dot paths skipped).
 
-use git_agent_tests::TestEnv;
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::{GitRepo, TestEnv};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -34,14 +38,15 @@ fn main() {
     match which {
         "warm" => warm(200, 50),
         "large" => warm(6_250, 20),
-        "cold" => cold(args.get(1).map(PathBuf::from)),
+        "cold" => cold(args.get(1).map(PathBuf::from), false),
+        "cold-rev" => cold(args.get(1).map(PathBuf::from), true),
         "all" => {
             warm(200, 50);
             warm(6_250, 20);
-            cold(None);
+            cold(None, false);
         }
         other => {
-            eprintln!("usage: bench-search [warm|large|cold [dir]] (got {other:?})");
+            eprintln!("usage: bench-search [warm|large|cold [dir]|cold-rev [dir]] (got {other:?})");
             std::process::exit(2);
         }
     }
@@ -277,6 +282,22 @@ fn list_and_read(root: &Path) -> (Duration, usize, u64, &'static str) {
     (started.elapsed(), files.len(), bytes, tool)
 }
 
+/// Copies the regular files and folders of `from` into `to`, dot files
+/// (`.gitignore`) included, `.git` folders and symbolic links left out.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() && entry.file_name() != ".git" => copy_tree(&source, &target),
+            Ok(kind) if kind.is_file() => {
+                std::fs::copy(&source, &target).unwrap();
+            }
+            _ => {}
+        }
+    }
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<_> = entries.flatten().collect();
@@ -313,11 +334,11 @@ fn missing_event(event: &str, stderr: &str) -> ! {
     panic!("the daemon's --debug output has no {event} event; its end was:\n{}", &stderr[start..])
 }
 
-fn cold(dir: Option<PathBuf>) {
+fn cold(dir: Option<PathBuf>, revision: bool) {
     let fake = FakeEmbeddings::start();
     fake.set_mode(Mode::Constant);
     let scratch = TestEnv::new();
-    let (root, description) = match dir {
+    let (root, mut description) = match dir {
         Some(dir) => {
             let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
             (dir.clone(), format!("{}", dir.display()))
@@ -328,6 +349,26 @@ fn cold(dir: Option<PathBuf>) {
             (root, format!("generated tree, {files} files, {:.1} MB", bytes as f64 / 1e6))
         }
     };
+    // Revision mode indexes a commit of a copy of the tree.
+    let indexed = if revision {
+        let repo = GitRepo::init(&scratch, &scratch.work().join("repo"));
+        copy_tree(&root, repo.path());
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "tree"]);
+        description.push_str(", committed and indexed with --rev HEAD");
+        repo.path().to_path_buf()
+    } else {
+        root.clone()
+    };
+    let search_args: &[&str] =
+        if revision { &["search", "--rev", "HEAD", "--index", "--debug"] } else { &["search", "--index", "--debug"] };
+    // `--ls` takes no `--rev`: a revision's counts are those of the same
+    // tree indexed on disk.
+    let revision_listing: Option<Value> = revision.then(|| {
+        let env = environment(&fake, 256);
+        run(&env, &root, &["search", "--index"]);
+        serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap()
+    });
     println!("== cold indexing: {description}");
     let mut baseline = Vec::new();
     let mut ours = Vec::new();
@@ -343,13 +384,15 @@ fn cold(dir: Option<PathBuf>) {
         baseline.push(elapsed);
         let env = environment(&fake, 256);
         let started = Instant::now();
-        let (_, stdout, stderr) = run(&env, &root, &["search", "--index", "--debug"]);
+        let (_, stdout, stderr) = run(&env, &indexed, search_args);
         let total = started.elapsed();
         let output: Value = serde_json::from_str(&stdout).unwrap();
         let discover = timing(&stderr, "discover");
         let chunk = timing(&stderr, "chunk");
-        let listing: Value =
-            serde_json::from_str(&run(&env, &root, &["search", "--ls", "--format", "json"]).1).unwrap();
+        let listing: Value = match &revision_listing {
+            Some(listing) => listing.clone(),
+            None => serde_json::from_str(&run(&env, &indexed, &["search", "--ls", "--format", "json"]).1).unwrap(),
+        };
         println!(
             "round {}: baseline {:.0} ms | git-agent discovery+chunking {:.0} ms (discover {:.0} + chunk {:.0}), {} files, {} chunks, whole --index {:.0} ms (embedding {:.0} ms, persist {:.0} ms), skipped {}",
             round + 1,
