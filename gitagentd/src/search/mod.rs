@@ -385,8 +385,12 @@ impl Default for SearchService {
 }
 
 /// How many full embedding windows may wait between the walk's threads
-/// and the embedder before the walk is held back.
-const STREAM_WINDOWS_QUEUED: usize = 4;
+/// and the embedder before the walk is held back. Deep enough that the
+/// walk runs ahead of a fast embedder instead of parking on every send
+/// (with 4, each walk thread slept a quarter to a half of a cold walk on
+/// a full queue); at 32 inputs of typically 1-2 KB a window, the queue
+/// holds a few MB.
+const STREAM_WINDOWS_QUEUED: usize = 16;
 
 /// Where production sends new embedding inputs.
 struct Sinks<'a> {
