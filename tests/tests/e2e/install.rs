@@ -98,6 +98,57 @@ fn the_daemon_packs_its_relative_relocations_where_glibc_loads_them() {
     }
 }
 
+/// Where rustc's own LLD links the daemon, the functions of
+/// `gitagentd/hot-functions.txt` that the build has lead its code, before
+/// every other Rust function: an idle daemon's resident text is then the
+/// hot pages, not most of the binary.
+#[test]
+fn the_daemon_lays_out_its_hot_functions_first_where_rust_lld_links_it() {
+    let listed = std::fs::read_to_string(workspace_root().join("gitagentd/hot-functions.txt")).unwrap();
+    let listed: std::collections::HashSet<&str> =
+        listed.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with('#')).collect();
+    let symbols = Command::new("nm").arg(binary("gitagentd")).output().expect("nm (binutils) runs");
+    assert!(symbols.status.success(), "{}", String::from_utf8_lossy(&symbols.stderr));
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    // Code symbols (an address, a text type, a name).
+    let code = symbols.lines().filter_map(|line| {
+        let mut fields = line.split_whitespace();
+        let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+        let kind = fields.next()?;
+        let name = fields.next()?;
+        matches!(kind, "t" | "T" | "w" | "W").then_some((address, name))
+    });
+    let (mut hot, mut rest) = (Vec::new(), Vec::new());
+    for (address, name) in code.filter(|(_, name)| name.starts_with("_ZN") || name.starts_with("_R")) {
+        if listed.contains(name) { hot.push(address) } else { rest.push(address) }
+    }
+    // A function listed under one name may have an unlisted alias.
+    let hot_addresses: std::collections::HashSet<u64> = hot.iter().copied().collect();
+    let last_hot = hot.iter().max().copied().unwrap_or(0);
+    let first_cold = rest.iter().filter(|address| !hot_addresses.contains(address)).min().copied().unwrap_or(u64::MAX);
+    // The debug test build shares only the standard library's names with
+    // the release list; that is still well over a hundred functions.
+    assert!(hot.len() >= 100, "only {} listed functions are in the daemon", hot.len());
+    let grouped = last_hot < first_cold;
+    let expected = cfg!(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))
+        && std::env::var_os("GITAGENTD_NO_ORDER").is_none_or(|value| value != "1")
+        && rustc_release() >= (1, 90);
+    assert_eq!(
+        grouped,
+        expected,
+        "{} listed functions end at {last_hot:#x}; the first other Rust function is at {first_cold:#x}",
+        hot.len()
+    );
+}
+
+/// The release of the `rustc` on PATH (the one that built the daemon).
+fn rustc_release() -> (u32, u32) {
+    let output = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into())).arg("-V").output();
+    let text = output.map(|output| String::from_utf8_lossy(&output.stdout).into_owned()).unwrap_or_default();
+    let mut parts = text.split_whitespace().nth(1).unwrap_or("").split('.').map(|part| part.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
 /// The running glibc's release (`gnu_get_libc_version`), or (0, 0) on
 /// another C library.
 fn running_glibc() -> (u32, u32) {
