@@ -26,11 +26,20 @@ printf 'bench\nchanged\n' > README.md && mkdir src && echo 'pub fn f() {}' > src
 valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
     "$bin/gitagentd" serve > "$work/valgrind.log" 2>&1 &
 daemon=$!
-# The client waits for the daemon's socket itself.
+# Wait for its socket: a client that found none would start a daemon of its
+# own, outside callgrind.
+for _ in $(seq 600); do
+    [ -S "$XDG_RUNTIME_DIR/git-agent/gitagentd.sock" ] && break
+    kill -0 "$daemon" 2> /dev/null || { cat "$work/valgrind.log"; exit 1; }
+    sleep 0.1
+done
+[ -S "$XDG_RUNTIME_DIR/git-agent/gitagentd.sock" ] || { echo "the daemon under callgrind did not listen" >&2; exit 1; }
 "$bin/git-agent" project_id > /dev/null
 for i in 1 2 3 4 5; do "$bin/git-agent" review --dry-run > "$work/sequential$i.json"; done
 for i in $(seq 10); do "$bin/git-agent" review --dry-run > "$work/concurrent$i.json" & done
 for launch in $(jobs -p); do [ "$launch" = "$daemon" ] || wait "$launch"; done
+served_by=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$work/sequential1.json")
+[ "$served_by" = "$daemon" ] || { echo "reviews ran in daemon $served_by, not the one under callgrind ($daemon)" >&2; exit 1; }
 for launch in "$work"/*.json; do
     id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$launch")
     "$bin/git-agent" review --wait "$id" > /dev/null
