@@ -375,19 +375,30 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// Runs `command` with stdout and stderr on one new pseudo-terminal, so
-/// the client renders for a terminal, and returns its exit code and every
-/// byte it wrote there in order (the terminal turns `\n` into `\r\n`).
-pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
-    use std::io::Read;
+/// A new pseudo-terminal, `(master, slave)`, both close-on-exec: only the
+/// process handed the slave as its output holds the terminal open (a
+/// daemon the client starts must not).
+pub fn open_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::{FromRawFd, OwnedFd};
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty fills in two new descriptors, owned from here on.
     let opened =
         unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
     assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // SAFETY: plain fcntl on descriptors we own.
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
+    }
     // SAFETY: both descriptors were just opened and are owned by nothing else.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+/// Runs `command` with stdout and stderr on one new pseudo-terminal, so
+/// the client renders for a terminal, and returns its exit code and every
+/// byte it wrote there in order (the terminal turns `\n` into `\r\n`).
+pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
+    use std::io::Read;
+    let (master, slave) = open_terminal();
     command.stdin(Stdio::null()).stdout(slave.try_clone().expect("dup the terminal")).stderr(slave);
     let mut child = command.spawn().expect("run on a terminal");
     // The parent's copies of the terminal's slave side close here, so the

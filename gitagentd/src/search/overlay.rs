@@ -718,6 +718,13 @@ mod tests {
         false
     }
 
+    /// The pack of everything HEAD reaches in `root`, and HEAD.
+    fn head_pack(root: &Path) -> (Vec<u8>, ObjectId) {
+        let head = text(git(root, &["rev-parse", "HEAD"], None));
+        let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(b"HEAD\n"));
+        (pack, ObjectId::from_hex(head.as_bytes()).unwrap())
+    }
+
     fn chunked_text(outcome: &Prechunk) -> String {
         match outcome {
             Ok(chunked) => format!("{:?} {:?}", chunked.text, chunked.chunks),
@@ -730,9 +737,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let root = temp.path();
         upstream(root);
-        let head = text(git(root, &["rev-parse", "HEAD"], None));
-        let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(b"HEAD\n"));
-        let target = ObjectId::from_hex(head.as_bytes()).unwrap();
+        let (pack, target) = head_pack(root);
         let sent = Recorder::default();
         let dispatch = Arc::new(Dispatch::new(sent.sink(), false, None));
         let plan = OverlapPlan { scope: Vec::new(), max_input_chars: CAP, dispatch: Some(dispatch) };
@@ -800,9 +805,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let root = temp.path();
         upstream(root);
-        let head = text(git(root, &["rev-parse", "HEAD"], None));
-        let pack = git(root, &["pack-objects", "--revs", "--stdout", "--delta-base-offset"], Some(b"HEAD\n"));
-        let target = ObjectId::from_hex(head.as_bytes()).unwrap();
+        let (pack, target) = head_pack(root);
         let repo = revision::open(root).unwrap();
         let source = TreeSource::new(repo, target).unwrap();
         struct NoWork;

@@ -522,23 +522,10 @@ fn agent_progress_is_served_only_while_work_is_needed() {
 #[test]
 fn terminal_progress_is_transient_and_cleared() {
     use std::io::Read;
-    use std::os::fd::{FromRawFd, OwnedFd};
     let (env, _fake) = setup();
     let repo = sample_repo(&env);
     // stderr on a pseudo-terminal, stdout on a pipe.
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty fills two descriptors we then own.
-    let opened =
-        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-    assert_eq!(opened, 0, "openpty");
-    for fd in [master, slave] {
-        // Keep the pty out of every process but the client's stderr (the
-        // daemon it starts must not hold the terminal open).
-        // SAFETY: plain fcntl on descriptors we own.
-        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
-    }
-    // SAFETY: both descriptors were just opened and are owned here only.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let (master, slave) = git_agent_tests::open_terminal();
     let child = env
         .git_agent_in(repo.path(), &["search", "--min-score", "0.01", "flags"])
         .stdout(Stdio::piped())

@@ -1010,7 +1010,6 @@ fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
 #[test]
 fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
     use std::io::Read;
-    use std::os::fd::{FromRawFd, OwnedFd};
     let (mut env, _fake) = setup();
     env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
     let (_repo, served) = many_files_upstream(&env);
@@ -1020,18 +1019,7 @@ fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
     let sanitized = server.url("many.git", None);
     server.hold_mid_pack(true);
     // stderr on a pseudo-terminal, stdout on a pipe.
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty fills two descriptors we then own.
-    let opened =
-        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-    assert_eq!(opened, 0, "openpty");
-    for fd in [master, slave] {
-        // Keep the pty out of every process but the client's stderr.
-        // SAFETY: plain fcntl on descriptors we own.
-        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
-    }
-    // SAFETY: both descriptors were just opened and are owned here only.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let (master, slave) = git_agent_tests::open_terminal();
     let child = env
         .git_agent_in(&env.work(), &["search", "--remote", &url, "--min-score", "0.01", "flags"])
         .stdout(Stdio::piped())
