@@ -761,6 +761,33 @@ fn a_cold_remote_search_chunks_while_the_pack_arrives() {
 /// trees, the root `.gitignore` and whole files in complete side-band
 /// packets (at most 64 KiB each): sixty Go files of barely compressible
 /// text and a file the tree's `.gitignore` excludes.
+/// A cold search's fetch about to be held mid-pack: the upstream of
+/// [`many_files_upstream`] served over HTTP behind `reader:<secret>`,
+/// and an embeddings endpoint taking one input a window, so each selected
+/// file completes windows at once.
+struct HeldFetch {
+    env: TestEnv,
+    fake: FakeEmbeddings,
+    _repo: GitRepo,
+    server: HttpGit,
+    /// With the credentials.
+    url: String,
+    /// Without them, as every output must show it.
+    sanitized: String,
+    secret: &'static str,
+}
+
+fn held_fetch(secret: &'static str) -> HeldFetch {
+    let (mut env, fake) = setup();
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (repo, served) = many_files_upstream(&env);
+    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
+    let url = server.url("many.git", Some(&format!("reader:{secret}")));
+    let sanitized = server.url("many.git", None);
+    server.hold_mid_pack(true);
+    HeldFetch { env, fake, _repo: repo, server, url, sanitized, secret }
+}
+
 fn many_files_upstream(env: &TestEnv) -> (GitRepo, PathBuf) {
     let repo = env.repo("many");
     repo.write(".gitignore", "*.skip\n");
@@ -825,15 +852,7 @@ fn objects_received(detail: &str) -> Option<usize> {
 /// those of a search without the overlap.
 #[test]
 fn embedding_requests_go_out_while_the_pack_arrives() {
-    let (mut env, fake) = setup();
-    // One input a window: each selected file completes windows at once.
-    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
-    let (_repo, served) = many_files_upstream(&env);
-    let secret = "overlap-S3cret";
-    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
-    let url = server.url("many.git", Some(&format!("reader:{secret}")));
-    let sanitized = server.url("many.git", None);
-    server.hold_mid_pack(true);
+    let HeldFetch { env, fake, _repo, server, url, sanitized, secret } = held_fetch("overlap-S3cret");
     let args = ["search", "--debug", "--remote", url.as_str(), "--min-score", "0.01", "search flags"];
     let child = spawn(&env, &args);
     assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
@@ -946,14 +965,7 @@ fn an_embedding_failure_during_the_fetch_cancels_it_and_publishes_nothing() {
 #[test]
 fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
     use std::io::{BufRead, BufReader, Read, Write};
-    let (mut env, fake) = setup();
-    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
-    let (_repo, served) = many_files_upstream(&env);
-    let secret = "agent-S3cret";
-    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
-    let url = server.url("many.git", Some(&format!("reader:{secret}")));
-    let sanitized = server.url("many.git", None);
-    server.hold_mid_pack(true);
+    let HeldFetch { env, fake, _repo, server, url, sanitized, secret } = held_fetch("agent-S3cret");
     let mut child = spawn(&env, &["search", "--agent", "--remote", &url, "flags"]);
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -1010,14 +1022,7 @@ fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
 #[test]
 fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
     use std::io::Read;
-    let (mut env, _fake) = setup();
-    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
-    let (_repo, served) = many_files_upstream(&env);
-    let secret = "terminal-S3cret";
-    let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
-    let url = server.url("many.git", Some(&format!("reader:{secret}")));
-    let sanitized = server.url("many.git", None);
-    server.hold_mid_pack(true);
+    let HeldFetch { env, fake: _fake, _repo, server, url, sanitized, secret } = held_fetch("terminal-S3cret");
     // stderr on a pseudo-terminal, stdout on a pipe.
     let (master, slave) = git_agent_tests::open_terminal();
     let child = env
