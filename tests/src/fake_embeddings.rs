@@ -2,7 +2,10 @@
 //! end-to-end tests: `POST /v1/embeddings` answers deterministic vectors
 //! (a hashed bag of words, or one constant unit vector), records every
 //! input it receives and the bearer token, can fail on demand, and can hold
-//! requests at a gate until the test opens it.
+//! requests at a gate until the test opens it. Vectors go out as the
+//! request's `encoding_format` asks (base64 of little-endian `f32`s, or
+//! numbers), unless [`Wire`] says to behave like a server that does not
+//! know base64.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -24,8 +27,22 @@ pub enum Mode {
     Fail { status: u16, message: String },
 }
 
+/// How the fake treats a request's `encoding_format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Base64 when asked for, numbers otherwise (OpenAI).
+    AsAsked,
+    /// Numbers whatever is asked (a server that ignores the field).
+    Numbers,
+    /// A request for base64 fails with 400 naming `encoding_format`.
+    RefuseBase64,
+}
+
 struct Shared {
     inputs: Mutex<Vec<String>>,
+    /// The `encoding_format` of each request, in arrival order.
+    encodings: Mutex<Vec<String>>,
+    wire: Mutex<Wire>,
     tokens: Mutex<Vec<String>>,
     requests: Mutex<usize>,
     held: Mutex<usize>,
@@ -57,6 +74,8 @@ impl FakeEmbeddings {
         let (gate, _) = watch::channel(true);
         let shared = Arc::new(Shared {
             inputs: Mutex::new(Vec::new()),
+            encodings: Mutex::new(Vec::new()),
+            wire: Mutex::new(Wire::AsAsked),
             tokens: Mutex::new(Vec::new()),
             requests: Mutex::new(0),
             held: Mutex::new(0),
@@ -88,6 +107,15 @@ impl FakeEmbeddings {
         *self.shared.mode.lock().unwrap() = mode;
     }
 
+    pub fn set_wire(&self, wire: Wire) {
+        *self.shared.wire.lock().unwrap() = wire;
+    }
+
+    /// The `encoding_format` of every request so far (`""` when absent).
+    pub fn encodings(&self) -> Vec<String> {
+        self.shared.encodings.lock().unwrap().clone()
+    }
+
     /// Every input received so far, in arrival order.
     pub fn inputs(&self) -> Vec<String> {
         self.shared.inputs.lock().unwrap().clone()
@@ -106,6 +134,7 @@ impl FakeEmbeddings {
     /// Forgets the inputs received so far.
     pub fn reset(&self) {
         self.shared.inputs.lock().unwrap().clear();
+        self.shared.encodings.lock().unwrap().clear();
         *self.shared.requests.lock().unwrap() = 0;
     }
 
@@ -160,6 +189,7 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         .map(|items| items.iter().filter_map(|item| item.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
     let dimensions = request["dimensions"].as_u64().unwrap_or(1024) as usize;
+    let encoding = request["encoding_format"].as_str().unwrap_or("").to_string();
     let token = headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())
@@ -174,19 +204,36 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         *shared.held.lock().unwrap() -= 1;
     }
     let mode = shared.mode.lock().unwrap().clone();
+    let wire = *shared.wire.lock().unwrap();
     *shared.requests.lock().unwrap() += 1;
+    shared.encodings.lock().unwrap().push(encoding.clone());
     if let Mode::Fail { status, message } = mode {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return (status, json!({"error": {"message": message, "type": "test"}}).to_string()).into_response();
     }
+    if wire == Wire::RefuseBase64 && encoding == "base64" {
+        let message = "unsupported encoding_format: base64 (use float)";
+        return (StatusCode::BAD_REQUEST, json!({"error": {"message": message, "type": "test"}}).to_string())
+            .into_response();
+    }
     shared.inputs.lock().unwrap().extend(inputs.iter().cloned());
+    let base64 = encoding == "base64" && wire == Wire::AsAsked;
+    let write = |vector: &[f64]| -> String {
+        if base64 {
+            use base64::Engine;
+            let bytes: Vec<u8> = vector.iter().flat_map(|value| (*value as f32).to_le_bytes()).collect();
+            format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(bytes))
+        } else {
+            serde_json::to_string(vector).expect("numbers serialize")
+        }
+    };
     // The reply is written as text, not built as a `Value` tree: a tree
     // costs an allocation per number, and the benchmarks' "instant"
     // server shares the machine's cores with the daemon it measures.
     let constant = matches!(mode, Mode::Constant).then(|| {
         let mut vector = vec![0.0; dimensions.max(1)];
         vector[0] = 1.0;
-        serde_json::to_string(&vector).expect("numbers serialize")
+        write(&vector)
     });
     let mut reply = String::from(r#"{"object":"list","data":["#);
     for (index, input) in inputs.iter().enumerate() {
@@ -195,7 +242,7 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         }
         let vector = match &constant {
             Some(constant) => constant.clone(),
-            None => serde_json::to_string(&FakeEmbeddings::words_vector(input, dimensions)).expect("numbers serialize"),
+            None => write(&FakeEmbeddings::words_vector(input, dimensions)),
         };
         reply.push_str(&format!(r#"{{"object":"embedding","index":{index},"embedding":{vector}}}"#));
     }
@@ -214,19 +261,27 @@ mod tests {
 
     /// The reply of one request for `inputs` at `dimensions`.
     fn reply(fake: &FakeEmbeddings, inputs: &[&str], dimensions: usize) -> Value {
+        reply_as(fake, inputs, dimensions, None).1
+    }
+
+    /// The status and reply of one request, with `encoding_format` when
+    /// given.
+    fn reply_as(fake: &FakeEmbeddings, inputs: &[&str], dimensions: usize, encoding: Option<&str>) -> (u16, Value) {
+        let mut request = json!({"model": "m-1", "input": inputs, "dimensions": dimensions});
+        if let Some(encoding) = encoding {
+            request["encoding_format"] = json!(encoding);
+        }
         let _ = rustls::crypto::ring::default_provider().install_default();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            reqwest::Client::new()
+            let response = reqwest::Client::new()
                 .post(format!("{}/embeddings", fake.base_url()))
                 .bearer_auth("k")
-                .json(&json!({"model": "m-1", "input": inputs, "dimensions": dimensions}))
+                .json(&request)
                 .send()
                 .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap()
+                .unwrap();
+            (response.status().as_u16(), response.json().await.unwrap())
         })
     }
 
@@ -258,5 +313,44 @@ mod tests {
         }
         assert_eq!(fake.inputs().len(), 2 * inputs.len());
         assert_eq!(fake.tokens(), ["k", "k"]);
+    }
+
+    /// The `f32`s of a base64 reply item.
+    fn floats(item: &Value) -> Vec<f32> {
+        use base64::Engine;
+        let text = item["embedding"].as_str().expect("a base64 embedding");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
+        bytes.chunks_exact(4).map(|value| f32::from_le_bytes(value.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn vectors_go_out_as_the_request_and_the_wire_setting_say() {
+        let fake = FakeEmbeddings::start();
+        let inputs = ["alpha beta", "gamma"];
+        let expected: Vec<Vec<f32>> = inputs
+            .iter()
+            .map(|input| FakeEmbeddings::words_vector(input, 4).iter().map(|value| *value as f32).collect())
+            .collect();
+        let (status, reply) = reply_as(&fake, &inputs, 4, Some("base64"));
+        assert_eq!(status, 200);
+        let items = reply["data"].as_array().unwrap();
+        assert_eq!(items.iter().map(floats).collect::<Vec<_>>(), expected);
+        let (_, reply) = reply_as(&fake, &inputs, 4, Some("float"));
+        assert!(reply["data"][0]["embedding"].is_array());
+
+        fake.set_wire(Wire::Numbers);
+        let (status, reply) = reply_as(&fake, &inputs, 4, Some("base64"));
+        assert_eq!(status, 200);
+        assert!(reply["data"][1]["embedding"].is_array());
+
+        fake.set_wire(Wire::RefuseBase64);
+        let (status, reply) = reply_as(&fake, &inputs, 4, Some("base64"));
+        assert_eq!(status, 400);
+        assert!(reply["error"]["message"].as_str().unwrap().contains("encoding_format"));
+        let (status, _) = reply_as(&fake, &inputs, 4, None);
+        assert_eq!(status, 200);
+        assert_eq!(fake.encodings(), ["base64", "float", "base64", "base64", ""]);
+        // The refused request embedded nothing.
+        assert_eq!(fake.inputs().len(), 4 * inputs.len());
     }
 }

@@ -1,6 +1,13 @@
 //! The embeddings client: `POST <base>/embeddings` (OpenAI-compatible,
-//! `encoding_format: float`, `dimensions`), batched by input count and by
-//! total characters, with a bounded number of requests in flight.
+//! `encoding_format`, `dimensions`), batched by input count and by total
+//! characters, with a bounded number of requests in flight.
+//!
+//! Vectors are asked for as base64 of little-endian `f32`s: a quarter of
+//! the bytes of decimal numbers, decoded without parsing a number per
+//! dimension (with an instant endpoint, parsing numbers was a tenth of a
+//! cold build's CPU). A reply with number lists is read as well (servers
+//! that ignore the field); an endpoint that rejects base64 is asked for
+//! numbers from then on.
 //!
 //! A batch the endpoint rejects as a bad request is split in halves and
 //! retried, so one oversized input cannot sink its neighbours; rate limits,
@@ -12,9 +19,10 @@
 use crate::provider::{ClientKind, HttpClients, NetworkError};
 use git_agent_shared::{Secret, giturl};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -79,8 +87,32 @@ pub enum EmbeddingError {
 struct Request<'a> {
     model: &'a str,
     input: &'a [String],
-    encoding_format: &'static str,
+    encoding_format: Encoding,
     dimensions: usize,
+}
+
+/// How the vectors of a reply are asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Encoding {
+    Base64,
+    Float,
+}
+
+/// The endpoints (full URLs, kept in memory only) that rejected
+/// `encoding_format: base64`, asked for numbers for the rest of the
+/// daemon's life so that no later request pays the refusal again.
+static REFUSE_BASE64: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+
+fn encoding_for(endpoint: &str) -> Encoding {
+    let refusing = REFUSE_BASE64.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if refusing.contains(endpoint) { Encoding::Float } else { Encoding::Base64 }
+}
+
+/// Whether an error reply to a base64 request blames the encoding.
+fn blames_the_encoding(detail: &str) -> bool {
+    let detail = detail.to_ascii_lowercase();
+    detail.contains("encoding_format") || detail.contains("base64")
 }
 
 #[derive(Deserialize)]
@@ -91,7 +123,55 @@ struct Reply {
 #[derive(Deserialize)]
 struct ReplyItem {
     index: usize,
-    embedding: Vec<f64>,
+    #[serde(deserialize_with = "vector")]
+    embedding: Vec<f32>,
+}
+
+/// An embedding as base64 of little-endian `f32`s, or as a list of
+/// numbers.
+fn vector<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
+    use serde::de::{Error, SeqAccess, Visitor};
+
+    struct Vector;
+
+    impl<'de> Visitor<'de> for Vector {
+        type Value = Vec<f32>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a list of numbers or base64 of little-endian float32 values")
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Vec<f32>, E> {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|error| E::custom(format!("a base64 embedding does not decode: {error}")))?;
+            if bytes.len() % 4 != 0 {
+                return Err(E::custom(format!(
+                    "a base64 embedding has {} bytes, not a whole number of float32 values",
+                    bytes.len()
+                )));
+            }
+            let values: Vec<f32> = bytes
+                .chunks_exact(4)
+                .map(|value| f32::from_le_bytes([value[0], value[1], value[2], value[3]]))
+                .collect();
+            if values.iter().any(|value| !value.is_finite()) {
+                return Err(E::custom("a base64 embedding holds a value that is not a finite number"));
+            }
+            Ok(values)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Vec<f32>, A::Error> {
+            let mut values = Vec::with_capacity(items.size_hint().unwrap_or(0).min(1 << 16));
+            while let Some(value) = items.next_element::<f64>()? {
+                values.push(value as f32);
+            }
+            Ok(values)
+        }
+    }
+
+    deserializer.deserialize_any(Vector)
 }
 
 #[derive(Deserialize)]
@@ -118,6 +198,8 @@ enum Attempt {
     Done(Vec<Vec<f32>>),
     /// The endpoint rejected the input itself: worth splitting.
     Rejected(EmbeddingError),
+    /// The endpoint rejected base64 vectors: ask again, for numbers.
+    Reencode,
     /// Temporary: worth retrying.
     Transient(EmbeddingError),
     Fatal(EmbeddingError),
@@ -148,6 +230,7 @@ impl EmbeddingsClient {
                 };
                 match attempt {
                     Attempt::Done(vectors) => return Ok(vectors),
+                    Attempt::Reencode => continue,
                     Attempt::Rejected(error) if inputs.len() > 1 => {
                         tracing::debug!(%error, inputs = inputs.len(), "embedding batch rejected; splitting");
                         let middle = inputs.len() / 2;
@@ -174,10 +257,11 @@ impl EmbeddingsClient {
     async fn attempt(&self, settings: &EmbeddingSettings, inputs: &[String]) -> Attempt {
         let endpoint = settings.endpoint();
         let url = giturl::sanitize(&endpoint);
+        let encoding = encoding_for(&endpoint);
         let body = Request {
             model: &settings.model,
             input: inputs,
-            encoding_format: "float",
+            encoding_format: encoding,
             dimensions: settings.dimensions,
         };
         let response = self
@@ -217,6 +301,11 @@ impl EmbeddingsClient {
                 .ok()
                 .and_then(|reply| reply.error.message)
                 .unwrap_or_else(|| String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).trim().to_string());
+            if encoding == Encoding::Base64 && matches!(status.as_u16(), 400 | 422) && blames_the_encoding(&detail) {
+                tracing::debug!(%url, "the embeddings endpoint rejects base64 vectors; asking for numbers");
+                REFUSE_BASE64.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(endpoint);
+                return Attempt::Reencode;
+            }
             let message = if detail.is_empty() { status.to_string() } else { format!("{status}: {detail}") };
             let hint = match status.as_u16() {
                 401 | 403 => {
@@ -284,7 +373,7 @@ fn decode(bytes: &[u8], expected: usize, dimensions: usize, url: &str) -> Result
                 want: dimensions,
             });
         }
-        vectors[item.index] = Some(item.embedding.into_iter().map(|value| value as f32).collect());
+        vectors[item.index] = Some(item.embedding);
     }
     vectors
         .into_iter()
@@ -572,5 +661,57 @@ mod tests {
         assert!(matches!(decode(ok, 3, 2, "u"), Err(EmbeddingError::Response { .. })));
         assert!(matches!(decode(ok, 2, 3, "u"), Err(EmbeddingError::Dimensions { got: 2, want: 3, .. })));
         assert!(matches!(decode(b"{}", 1, 2, "u"), Err(EmbeddingError::Response { .. })));
+    }
+
+    /// Base64 of the little-endian `f32`s of `values`.
+    fn base64_of(values: &[f32]) -> String {
+        use base64::Engine;
+        let bytes: Vec<u8> = values.iter().flat_map(|value| value.to_le_bytes()).collect();
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn base64_vectors_decode_to_the_same_values_as_numbers() {
+        let values = [0.1f32, -0.25, 3.0e-7, 1.0];
+        let numbers = format!(
+            r#"{{"data":[{{"index":0,"embedding":[{}]}}]}}"#,
+            values.iter().map(|value| value.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let encoded = format!(r#"{{"data":[{{"index":0,"embedding":"{}"}}]}}"#, base64_of(&values));
+        assert_eq!(decode(encoded.as_bytes(), 1, 4, "u").unwrap(), vec![values.to_vec()]);
+        assert_eq!(decode(numbers.as_bytes(), 1, 4, "u").unwrap(), decode(encoded.as_bytes(), 1, 4, "u").unwrap());
+        // A mixed reply (one server answering both ways) is still read.
+        let mixed = format!(
+            r#"{{"data":[{{"index":1,"embedding":"{}"}},{{"index":0,"embedding":[1,0]}}]}}"#,
+            base64_of(&[0.5, 0.5])
+        );
+        assert_eq!(decode(mixed.as_bytes(), 2, 2, "u").unwrap(), vec![vec![1.0, 0.0], vec![0.5, 0.5]]);
+    }
+
+    #[test]
+    fn malformed_base64_vectors_are_invalid_responses() {
+        let reply = |embedding: &str| format!(r#"{{"data":[{{"index":0,"embedding":"{embedding}"}}]}}"#);
+        let reason = |text: String| match decode(text.as_bytes(), 1, 2, "u") {
+            Err(EmbeddingError::Response { reason, .. }) => reason,
+            other => panic!("expected an invalid response, got {other:?}"),
+        };
+        assert!(reason(reply("not base64!")).contains("does not decode"));
+        // Six bytes: one float and a half.
+        assert!(reason(reply("AAAAAAAA")).contains("6 bytes"));
+        assert!(reason(reply(&base64_of(&[f32::NAN, 1.0]))).contains("not a finite number"));
+        // A wrong count of floats is a dimension mismatch, as with numbers.
+        assert!(matches!(
+            decode(reply(&base64_of(&[1.0, 0.0, 0.0])).as_bytes(), 1, 2, "u"),
+            Err(EmbeddingError::Dimensions { got: 3, want: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn only_errors_naming_the_encoding_switch_to_numbers() {
+        assert!(blames_the_encoding("Unsupported encoding_format: base64"));
+        assert!(blames_the_encoding("invalid value for 'encoding_format'"));
+        assert!(blames_the_encoding("BASE64 is not supported"));
+        assert!(!blames_the_encoding("input is too long"));
+        assert!(!blames_the_encoding("400 Bad Request"));
     }
 }

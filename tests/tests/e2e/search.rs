@@ -1,7 +1,7 @@
 //! `git-agent search` end to end: the real client and daemon against a
 //! fake embeddings endpoint on loopback.
 
-use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode, Wire};
 use git_agent_tests::{GitRepo, Run, TestEnv, wait_until};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -266,6 +266,40 @@ fn embeddings_failures_fail_clearly_without_fallback() {
     let repo = sample_repo(&bare);
     let stderr = bare.run_in(repo.path(), &["search", "where"]).failure().to_string();
     assert!(stderr.contains("search requires OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY"), "{stderr}");
+}
+
+#[test]
+fn vectors_travel_as_base64_and_any_server_answer_is_read_alike() {
+    let (env, fake) = setup();
+    let repo = sample_repo(&env);
+    let asked = json(&env.run_in(repo.path(), &["search", "--min-score", "0.01", "where are search flags parsed"]));
+    assert!(fake.encodings().iter().all(|encoding| encoding == "base64"), "{:?}", fake.encodings());
+    assert!(fake.requests() >= 2, "the chunks and the query were embedded");
+
+    // A server that ignores the field and answers numbers: the same
+    // scores to the last digit.
+    let (env, fake) = setup();
+    fake.set_wire(Wire::Numbers);
+    let repo = sample_repo(&env);
+    let numbers = json(&env.run_in(repo.path(), &["search", "--min-score", "0.01", "where are search flags parsed"]));
+    assert_eq!(numbers["results"], asked["results"]);
+    assert!(fake.encodings().iter().all(|encoding| encoding == "base64"));
+
+    // A server that rejects base64: asked again for numbers, and the
+    // daemon remembers, so the next search never asks for base64.
+    let (env, fake) = setup();
+    fake.set_wire(Wire::RefuseBase64);
+    let repo = sample_repo(&env);
+    let run = env.run_in(repo.path(), &["search", "--min-score", "0.01", "where are search flags parsed"]);
+    let refused = json(&run);
+    assert_eq!(refused["results"], asked["results"]);
+    let encodings = fake.encodings();
+    assert_eq!(encodings[0], "base64", "{encodings:?}");
+    assert!(encodings.iter().filter(|encoding| *encoding == "float").count() >= 2, "{encodings:?}");
+    fake.reset();
+    let again = json(&env.run_in(repo.path(), &["search", "--min-score", "0.01", "how are flags parsed"]));
+    assert!(!again["results"].as_array().unwrap().is_empty());
+    assert_eq!(fake.encodings(), ["float"], "only the new query was embedded, as numbers");
 }
 
 #[test]
