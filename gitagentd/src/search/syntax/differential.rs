@@ -404,6 +404,29 @@ namespace Demo
 }
 "#,
     ),
+    (
+        "comments.rs",
+        "//! Inner documentation of the module, long enough to leave out.\r\n//! Its second line.\r\n\r\n/// A reader of configuration files, documented over\r\n/// three lines so the run is long:\r\n////  four slashes make a plain comment, not documentation\r\n#[derive(Debug)]\r\n/// A doc line after an attribute, still above the struct.\r\npub struct Reader { position: usize }\r\n\r\n/* A block comment /* with a nested one */ between items, long. */\r\nimpl Reader {\r\n    // A plain comment above a method inside the impl, long enough.\r\n    //\r\n    pub fn open() -> Self { Reader { position: 0 } }\r\n    /** A block doc comment above the second method, long. */\r\n    pub fn close(&self) {}\r\n}\r\n// The last line of the file is a comment without a newline",
+    ),
+    (
+        "comments.ts",
+        r#"/**
+ * A class documented with JSDoc, over several lines.
+ * @example new Store()
+ */
+export class Store {
+  // The items kept by the store, in the order they arrived.
+  // A second line of the same comment.
+  items: string[] = []
+
+  /** Adds an item at the end of the store, then returns it. */
+  add(item: string): string { this.items.push(item); return item }
+}
+
+// A function with a regular expression and a string that look like comments.
+export function strip(text: string): string { return text.replace(/\/\/.*$/, "// not a comment") }
+"#,
+    ),
 ];
 
 #[test]

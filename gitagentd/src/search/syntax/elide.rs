@@ -6,7 +6,13 @@
 //! out on the same lines.
 //!
 //! Brace languages keep a body's `{` and `}` and leave out what is
-//! between (`fn f() -> u32 {}` still parses). Python keeps a function's
+//! between (`fn f() -> u32 {}` still parses). Outside bodies they also
+//! leave out the text of comments, which in documented code is a third of
+//! the rest (doc comments): a block comment keeps its first three bytes
+//! and its `*/`, and a run of comment lines, one right under the other,
+//! keeps the first three bytes of its first line and the newline of its
+//! last, so the parse sees one comment over the same lines and the
+//! outline still finds the comments right above a declaration. Python keeps a function's
 //! header and the last logical line of its body, so the function still
 //! ends on the same line, and leaves out the inside of long bracketed
 //! literals and calls outside bodies (data tables as `X = {}`).
@@ -169,6 +175,13 @@ struct Braces<'a> {
     /// Whether the text so far ended a line with nothing but blanks (a
     /// preprocessor `#` must start a line).
     line_start: bool,
+    /// The ranges to leave out so far, in order.
+    gaps: Vec<Range<usize>>,
+    /// Inside a body being left out, whose gap holds its comments.
+    in_body: bool,
+    /// The comment lines just read, one right under the other: where
+    /// their gap starts, and the end (the newline) of the latest.
+    comment_run: Option<(usize, usize)>,
 }
 
 /// Why the lexer stopped early: the scan gives up.
@@ -176,14 +189,24 @@ struct GiveUp;
 
 impl<'a> Braces<'a> {
     fn new(text: &'a [u8], lexicon: &'static Lexicon) -> Self {
-        Braces { text, lexicon, at: 0, templates: Vec::new(), depth: 0, regex_allowed: true, line_start: true }
+        Braces {
+            text,
+            lexicon,
+            at: 0,
+            templates: Vec::new(),
+            depth: 0,
+            regex_allowed: true,
+            line_start: true,
+            gaps: Vec::new(),
+            in_body: false,
+            comment_run: None,
+        }
     }
 
     /// Walks the file's top level (and every body the outline reads),
     /// leaving out each `{...}` that follows `)` or an arrow, with no
     /// container keyword since the statement began.
     fn scan(mut self) -> Option<Vec<Range<usize>>> {
-        let mut gaps = Vec::new();
         // A `)` or an arrow came since the statement began: the next `{`
         // opens a callable's body.
         let mut leads = false;
@@ -200,9 +223,7 @@ impl<'a> Braces<'a> {
                     let open = self.at;
                     if leads && !blocked {
                         let close = self.skip_body().ok()?;
-                        if close - open >= MIN_GAP {
-                            gaps.push(open..close);
-                        }
+                        self.leave_out(open..close);
                         self.regex_allowed = true;
                     }
                     leads = false;
@@ -231,20 +252,74 @@ impl<'a> Braces<'a> {
         if self.depth != 0 || !self.templates.is_empty() {
             return None;
         }
-        Some(gaps)
+        self.close_comment_run();
+        Some(self.gaps)
+    }
+
+    /// Adds a gap after every gap so far, when it is worth one.
+    fn leave_out(&mut self, gap: Range<usize>) {
+        self.close_comment_run();
+        if gap.len() >= MIN_GAP {
+            self.gaps.push(gap);
+        }
+    }
+
+    /// Leaves out the comment run just read, all but the last byte of its
+    /// last line's text: tree-sitter ends a token that stops right where
+    /// an included range starts at the end of the range before it, so with
+    /// nothing kept on the last line the comment would end on the first.
+    fn close_comment_run(&mut self) {
+        let Some((start, newline)) = self.comment_run.take() else { return };
+        let mut end = newline;
+        while end > start && self.text[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let end = end.saturating_sub(1);
+        if end > start && end - start >= MIN_GAP {
+            self.gaps.push(start..end);
+        }
+    }
+
+    /// A `//` comment alone on its line, from `start` to `self.at` (its
+    /// newline): it joins the run of comment lines right above it, or
+    /// opens a run.
+    fn comment_line(&mut self, start: usize) {
+        let end = self.at;
+        if let Some((run_start, run_end)) = self.comment_run {
+            let between = &self.text[run_end..start];
+            let next_line = between.first() == Some(&b'\n')
+                && between[1..].iter().all(|&byte| matches!(byte, b' ' | b'\t' | b'\r' | b'\x0c'));
+            if next_line {
+                self.comment_run = Some((run_start, end));
+                return;
+            }
+        }
+        self.close_comment_run();
+        self.comment_run = Some(((start + 3).min(end), end));
+    }
+
+    /// A block comment from `start` to `self.at` (after its `*/`).
+    fn block_comment(&mut self, start: usize) {
+        let (from, to) = (start + 3, self.at - 2);
+        if to > from {
+            self.leave_out(from..to);
+        }
     }
 
     /// Skips a body whose `{` was just read; returns the offset of its `}`
     /// (left unread).
     fn skip_body(&mut self) -> Result<usize, GiveUp> {
         let floor = self.depth - 1;
-        loop {
+        self.in_body = true;
+        let close = loop {
             match self.next()? {
-                Some(Token::Close) if self.depth == floor => return Ok(self.at - 1),
+                Some(Token::Close) if self.depth == floor => break self.at - 1,
                 Some(_) => {}
                 None => return Err(GiveUp),
             }
-        }
+        };
+        self.in_body = false;
+        Ok(close)
     }
 
     fn peek(&self, offset: usize) -> u8 {
@@ -266,8 +341,20 @@ impl<'a> Braces<'a> {
                     self.at += 1;
                     self.line_start = line_start;
                 }
-                b'/' if self.peek(1) == b'/' => self.skip_line(),
-                b'/' if self.peek(1) == b'*' => self.skip_block_comment()?,
+                b'/' if self.peek(1) == b'/' => {
+                    let start = self.at;
+                    self.skip_line();
+                    if line_start && !self.in_body {
+                        self.comment_line(start);
+                    }
+                }
+                b'/' if self.peek(1) == b'*' => {
+                    let start = self.at;
+                    self.skip_block_comment()?;
+                    if !self.in_body {
+                        self.block_comment(start);
+                    }
+                }
                 b'#' if self.lexicon.preprocessor && line_start => self.skip_directive(),
                 b'"' => {
                     if self.lexicon.triple_quotes && self.peek(1) == b'"' && self.peek(2) == b'"' {
@@ -920,4 +1007,87 @@ fn python_string(text: &[u8], at: usize) -> Option<usize> {
         }
     }
     Some(text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gaps;
+
+    /// The text of `text` the parse reads: gaps replaced by `~`.
+    fn parsed(feature: &str, text: &str) -> String {
+        let mut out = String::new();
+        let mut at = 0;
+        for gap in gaps(feature, text).expect("the scan follows the text") {
+            assert!(gap.start >= at, "gaps in order: {gap:?} after {at}");
+            out.push_str(&text[at..gap.start]);
+            out.push('~');
+            at = gap.end;
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+
+    #[test]
+    fn a_run_of_comment_lines_outside_bodies_keeps_its_first_bytes_and_last_byte() {
+        let text = "\
+/// Reads the configuration from the user's home folder.
+/// Returns the defaults when there is none.
+pub fn read() -> u32 {
+    // A comment inside the body goes with the body.
+    1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9
+}
+";
+        assert_eq!(parsed("rust", text), "///~.\npub fn read() -> u32 {~}\n");
+    }
+
+    #[test]
+    fn comment_runs_end_at_code_and_at_blank_lines() {
+        let text = "\
+// The first group of comment lines, long enough to leave out.
+// Its second line.
+
+// A second group after a blank line, long enough as well.
+struct S; // a trailing comment after code stays whole and long
+";
+        assert_eq!(
+            parsed("rust", text),
+            "// ~.\n\n// ~.\nstruct S; // a trailing comment after code stays whole and long\n"
+        );
+    }
+
+    #[test]
+    fn comments_in_containers_leave_the_parse_too() {
+        let text = "\
+impl Reader {
+    /// Opens the reader over a file that must exist already.
+    pub fn open() -> Self {
+        Reader { position: 0, buffer: Vec::new() }
+    }
+}
+";
+        assert_eq!(parsed("rust", text), "impl Reader {\n    ///~.\n    pub fn open() -> Self {~}\n}\n");
+    }
+
+    #[test]
+    fn block_comments_keep_their_opening_and_their_close() {
+        let text = "\
+/**
+ * Parses the arguments of the command line into options.
+ */
+public class Parser {}
+";
+        assert_eq!(parsed("java", text), "/**~*/\npublic class Parser {}\n");
+    }
+
+    #[test]
+    fn carriage_returns_stay_after_the_last_kept_byte() {
+        let text = "// The first line of a comment that ends with CRLF\r\n// and its second line\r\nfn f() {}\r\n";
+        assert_eq!(parsed("rust", text), "// ~e\r\nfn f() {}\r\n");
+    }
+
+    #[test]
+    fn short_comments_are_parsed_whole() {
+        let text = "// short\nfn f() {}\n";
+        assert_eq!(parsed("rust", text), text);
+    }
 }
