@@ -430,12 +430,13 @@ fn is_enum_constant(path: &str, code: &str) -> bool {
         return false;
     }
     let first = first_code_line(code);
-    let name_end = first
-        .find(|ch: char| !(ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_'))
-        .unwrap_or(first.len());
+    let name_end =
+        first.find(|ch: char| !(ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_')).unwrap_or(first.len());
     let (name, rest) = first.split_at(name_end);
     let rest = rest.trim();
-    name.starts_with(|ch: char| ch.is_ascii_uppercase()) && rest.ends_with('{') && (rest == "{" || rest.starts_with('('))
+    name.starts_with(|ch: char| ch.is_ascii_uppercase())
+        && rest.ends_with('{')
+        && (rest == "{" || rest.starts_with('('))
 }
 
 /// The class lifted methods are put back into: the file's name in

@@ -243,8 +243,11 @@ fn java_enum_constants_with_bodies() {
     ];
     assert_eq!(decls("src/NamingPolicy.java", source), expected);
     let full = outline_with("src/NamingPolicy.java", source, Parse::Full).expect("an outline");
-    let full: Vec<_> =
-        full.decls.iter().map(|decl| (format!("{} {}", decl.kind, decl.name), decl.start_line, decl.end_line)).collect();
+    let full: Vec<_> = full
+        .decls
+        .iter()
+        .map(|decl| (format!("{} {}", decl.kind, decl.name), decl.start_line, decl.end_line))
+        .collect();
     assert_eq!(full, expected);
     // The fast parse did leave the long constant body out.
     assert!(parse_facts("src/NamingPolicy.java", source).0);
