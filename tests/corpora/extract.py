@@ -32,9 +32,18 @@ def files(git_dir, commit, language):
 
 
 def body_end(lines, start, language):
-    """Index of the line closing the first `{` block from `start`, or None
-    (a declaration without a body, or unbalanced)."""
+    """Index of the line closing the body's `{` block from `start`, or None
+    (a declaration without a body, or unbalanced). Before the body, braces
+    inside brackets (`options: { a: T }` in a parameter list, TypeScript
+    `Promise<{ a: T }>`) and type
+    braces (a TypeScript `): { a: T } {` return type) are part of the
+    signature, not the body. (A Go function returning `interface{}` still
+    ends at that brace: one line, so it is left out, never cut short.)"""
     depth, opened = 0, False
+    # Before the body: open `(`/`[` and signature braces, innermost last.
+    signature = []
+    # The signature text read so far, to tell a type brace from the body.
+    before = ""
     for index in range(start, min(len(lines), start + 120)):
         line = lines[index]
         i = 0
@@ -54,6 +63,16 @@ def body_end(lines, start, language):
                     i = j if j > 0 else i
                 elif line[i + 2:i + 3] == "'":
                     i += 2
+            elif not opened and (c in "([" or (c == "<" and language == "ts")):
+                signature.append(c)
+            elif not opened and c in ")]" and signature and signature[-1] in "([":
+                signature.pop()
+            elif not opened and c == ">" and signature and signature[-1] == "<" and line[i - 1] != "=":
+                signature.pop()
+            elif not opened and c == "{" and (signature or type_brace(before, language)):
+                signature.append(c)
+            elif not opened and c == "}" and signature and signature[-1] == "{":
+                signature.pop()
             elif c == "{":
                 depth += 1
                 opened = True
@@ -61,10 +80,20 @@ def body_end(lines, start, language):
                 depth -= 1
                 if opened and depth == 0:
                     return index
-            elif c == ";" and not opened and language in ("rust", "java", "ts"):
+            elif c == ";" and not opened and not signature and language in ("rust", "java", "ts"):
                 return None
+            if not opened:
+                before += c
             i += 1
+        before += " "
     return None
+
+
+def type_brace(before, language):
+    """Whether a `{` after the signature text `before` (outside brackets)
+    opens a type, not the body: after a TypeScript `:` (an object return
+    type)."""
+    return language == "ts" and before.rstrip().endswith(":")
 
 
 def doc_paragraph(comment_lines):

@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 /// index built by another version (or by a build with other languages) is
 /// refreshed rather than trusted. [`chunker_version`] adds the built-in
 /// grammars.
-const CHUNKER_RULES: &str = "syntax-3";
+const CHUNKER_RULES: &str = "syntax-4";
 pub const CHUNK_LINES: usize = 80;
 /// Declarations of at most this many lines are tiny: neighbours merge.
 pub const TINY_LINES: usize = 3;
@@ -1003,7 +1003,7 @@ mod tests {
     #[test]
     fn the_chunker_version_names_the_built_in_languages() {
         let version = chunker_version();
-        assert!(version.starts_with("syntax-3+"), "{version}");
+        assert!(version.starts_with("syntax-4+"), "{version}");
         #[cfg(feature = "lang-rust")]
         assert!(version.split(['+', ',']).any(|part| part == "rust"), "{version}");
     }

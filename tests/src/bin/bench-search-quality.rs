@@ -8,7 +8,8 @@
 //! comment, removed from `code`). The functions of one path are laid out in
 //! one file, in corpus order by `line`, separated by a blank line (a `.go`
 //! file starts with `package <folder>`, methods lifted out of a Java, C#,
-//! TypeScript or PHP class go back into one); the
+//! TypeScript or PHP class go back into one, Java enum constants with a
+//! class body into an enum); the
 //! benchmark indexes that tree with the real binaries (an isolated user, as
 //! in the other benchmarks), runs `git-agent search` once per query and
 //! prints, at function level:
@@ -314,28 +315,53 @@ fn layout(corpus: &[Function]) -> (BTreeMap<String, String>, Vec<Target>) {
     for (path, mut members) in by_path {
         members.sort_by_key(|&index| corpus[index].line);
         let mut content = preamble(path);
-        let mut in_class = false;
+        let mut enclosing = None;
         for index in members {
             let code = corpus[index].code.trim_end_matches('\n');
             let member = is_member(path, code);
-            if member && !in_class {
-                content.push_str(&format!("class {} {{\n\n", class_name(path)));
-            } else if !member && in_class {
-                content.push_str("}\n\n");
+            let constant = member && is_enum_constant(path, code);
+            match enclosing {
+                None if constant => {
+                    content.push_str(&format!("enum {} {{\n\n", class_name(path)));
+                    enclosing = Some(Enclosing::EnumConstants);
+                }
+                None if member => {
+                    content.push_str(&format!("class {} {{\n\n", class_name(path)));
+                    enclosing = Some(Enclosing::Class);
+                }
+                Some(Enclosing::EnumConstants) if member && !constant => {
+                    // The constants end before the enum's other members.
+                    content.push_str(";\n\n");
+                    enclosing = Some(Enclosing::EnumMembers);
+                }
+                Some(_) if !member => {
+                    content.push_str("}\n\n");
+                    enclosing = None;
+                }
+                _ => {}
             }
-            in_class = member;
             let next_line = 1 + content.lines().count() as u32;
             let lines = code.lines().count().max(1) as u32;
             targets[index] = Some(Target { path: path.to_string(), start: next_line, end: next_line + lines - 1 });
             content.push_str(code);
             content.push_str("\n\n");
         }
-        if in_class {
+        if enclosing.is_some() {
             content.push_str("}\n");
         }
         files.insert(path.to_string(), content);
     }
     (files, targets.into_iter().map(|target| target.expect("every function is laid out")).collect())
+}
+
+/// What the lifted members of a laid-out file are put back into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Enclosing {
+    Class,
+    /// An enum, still at its constants.
+    EnumConstants,
+    /// An enum, past its constants (the `;` is written).
+    EnumMembers,
 }
 
 /// What a file needs before its functions to be source in its language:
@@ -360,11 +386,7 @@ fn preamble(path: &str) -> String {
 /// ...), e.g. `private parse(c: number)` or `resume(): void {`.
 fn is_member(path: &str, code: &str) -> bool {
     let extension = path.rsplit_once('.').map_or("", |(_, extension)| extension);
-    let first = code
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty() && !line.starts_with('@') && !line.starts_with("//") && !line.starts_with("/*"))
-        .unwrap_or("");
+    let first = first_code_line(code);
     let starts = |prefixes: &[&str]| prefixes.iter().any(|prefix| first.starts_with(prefix));
     match extension {
         "java" | "cs" => true,
@@ -389,6 +411,32 @@ fn is_member(path: &str, code: &str) -> bool {
         "php" => starts(&["public ", "private ", "protected ", "static ", "abstract ", "final "]),
         _ => false,
     }
+}
+
+/// The first line of `code` that is neither blank, an annotation nor a
+/// comment, trimmed.
+fn first_code_line(code: &str) -> &str {
+    code.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('@') && !line.starts_with("//") && !line.starts_with("/*"))
+        .unwrap_or("")
+}
+
+/// Whether `code` is a Java enum constant with a class body
+/// (`UPPER_CAMEL_CASE() {` or `IDENTITY {`), which only parses inside an
+/// enum, before the enum's other members.
+fn is_enum_constant(path: &str, code: &str) -> bool {
+    if !path.ends_with(".java") {
+        return false;
+    }
+    let first = first_code_line(code);
+    let name_end =
+        first.find(|ch: char| !(ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_')).unwrap_or(first.len());
+    let (name, rest) = first.split_at(name_end);
+    let rest = rest.trim();
+    name.starts_with(|ch: char| ch.is_ascii_uppercase())
+        && rest.ends_with('{')
+        && (rest == "{" || rest.starts_with('('))
 }
 
 /// The class lifted methods are put back into: the file's name in
@@ -719,6 +767,21 @@ mod tests {
         let (files, targets) = layout(&[function("a/Gson.java", 1, "public int x() {\n  return 1;\n}")]);
         assert_eq!(files["a/Gson.java"], "class Gson {\n\npublic int x() {\n  return 1;\n}\n\n}\n");
         assert_eq!(targets[0], Target { path: "a/Gson.java".into(), start: 3, end: 5 });
+        // Enum constants with bodies go back into an enum, before its
+        // other members.
+        let (files, targets) = layout(&[
+            function("a/Policy.java", 1, "IDENTITY {\n  int x() { return 1; }\n},"),
+            function("a/Policy.java", 5, "@Deprecated\nUPPER_FIRST(2) {\n  int x() { return 2; }\n},"),
+            function("a/Policy.java", 9, "static int y() {\n  return 3;\n}"),
+        ]);
+        assert_eq!(
+            files["a/Policy.java"],
+            "enum Policy {\n\nIDENTITY {\n  int x() { return 1; }\n},\n\n@Deprecated\nUPPER_FIRST(2) {\n  int x() { return 2; }\n},\n\n;\n\nstatic int y() {\n  return 3;\n}\n\n}\n"
+        );
+        assert_eq!(targets[1], Target { path: "a/Policy.java".into(), start: 7, end: 10 });
+        assert_eq!(targets[2], Target { path: "a/Policy.java".into(), start: 14, end: 16 });
+        assert!(!is_enum_constant("a/Url.java", "URL parse() {"));
+        assert!(!is_enum_constant("a/Policy.ts", "IDENTITY {"));
     }
 
     #[test]

@@ -370,7 +370,7 @@ fn syntax_chunks_have_symbols_and_another_chunkers_index_is_refreshed_without_em
     let manifest_path = dir.join("manifest.json");
     let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
     let chunker = manifest["chunker"].as_str().unwrap().to_string();
-    assert!(chunker.starts_with("syntax-3+"), "{manifest}");
+    assert!(chunker.starts_with("syntax-4+"), "{manifest}");
     let built = records(&dir);
     for other in [Some("syntax-0+old"), None] {
         stop_daemon(&env);

@@ -17,11 +17,18 @@ pub enum Role {
     Wrap,
     /// Groups items without qualifying them (namespaces, modules).
     Group,
+    /// A declaration of this kind only when it has a `body` (a Java enum
+    /// constant with a class body, `FOO { @Override ... }`): its whole
+    /// text, methods and all, is one chunk. Without a body it stays in
+    /// its container's chunk, like a field. Its methods are not members:
+    /// the fast parse leaves out a `{...}` after `)` (see `elide`), so
+    /// `FOO(1) { ... }` shows no members there, and both parses must agree.
+    BodiedDecl(&'static str),
 }
 
 // A build with only some languages does not use every role.
 #[allow(unused_imports)]
-use Role::{Container, Decl, Group, Wrap};
+use Role::{BodiedDecl, Container, Decl, Group, Wrap};
 
 /// One built-in language.
 pub struct Grammar {
@@ -140,6 +147,7 @@ const JAVA: &[(&str, Role)] = &[
     ("method_declaration", Decl("method")),
     ("constructor_declaration", Decl("constructor")),
     ("compact_constructor_declaration", Decl("constructor")),
+    ("enum_constant", BodiedDecl("constant")),
     ("enum_body_declarations", Group),
 ];
 

@@ -317,7 +317,8 @@ impl Walker<'_> {
                     self.members(body, parent, prefix, depth + 1);
                 }
             }
-            Role::Decl(kind) => {
+            Role::BodiedDecl(_) if node.child_by_field_name("body").is_none() => {}
+            Role::Decl(kind) | Role::BodiedDecl(kind) => {
                 // A declaration with a syntax error inside is left to the
                 // lines between declarations.
                 if node.has_error() {

@@ -226,6 +226,33 @@ public class Parser {
     );
 }
 
+/// An enum constant with a class body is a declaration of its own (its
+/// methods inside it), whichever parse read the file; one without a
+/// body stays in the enum's header.
+#[cfg(feature = "lang-java")]
+#[test]
+fn java_enum_constants_with_bodies() {
+    let source = include_str!("testdata/chunking/snippet_src_NamingPolicy.java");
+    let expected = [
+        d("enum NamingPolicy", 3, 4),
+        d("constant NamingPolicy.IDENTITY", 5, 11),
+        d("constant NamingPolicy.UPPER_FIRST", 13, 24),
+        d("constructor NamingPolicy.NamingPolicy", 28, 28),
+        d("constructor NamingPolicy.NamingPolicy", 30, 30),
+        d("method NamingPolicy.upperFirst", 32, 34),
+    ];
+    assert_eq!(decls("src/NamingPolicy.java", source), expected);
+    let full = outline_with("src/NamingPolicy.java", source, Parse::Full).expect("an outline");
+    let full: Vec<_> = full
+        .decls
+        .iter()
+        .map(|decl| (format!("{} {}", decl.kind, decl.name), decl.start_line, decl.end_line))
+        .collect();
+    assert_eq!(full, expected);
+    // The fast parse did leave the long constant body out.
+    assert!(parse_facts("src/NamingPolicy.java", source).0);
+}
+
 #[cfg(feature = "lang-c")]
 #[test]
 fn c_functions_structs_and_macros() {
