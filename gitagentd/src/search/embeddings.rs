@@ -493,21 +493,21 @@ where
 type WindowDone<K> = Result<(Vec<K>, Vec<Vec<f32>>, Duration), EmbeddingError>;
 
 /// Embeds inputs while they are still being produced: `inputs` delivers
-/// `(key, text)` pairs; a window is dispatched as soon as it is complete
-/// (`batch_inputs` inputs, or the next input would pass `batch_max_chars`),
-/// the final partial window only once the channel closes. At most
-/// `settings.concurrency` requests run at once, and a complete window waits
-/// for its request slot before the next input is taken, so a slow endpoint
-/// holds the producer back (bounded memory) instead of piling up windows.
-/// `on_batch` sees each finished window (its keys and vectors) in
-/// completion order, with the count received so far as the total, and an
-/// empty call (no keys) as each window is sent, for progress. The
-/// first failure closes the channel (the producer's next send fails) and
-/// cancels the requests in flight.
+/// `(key, text)` pairs, a producer's batch (one file's) at a time; a window
+/// is dispatched as soon as it is complete (`batch_inputs` inputs, or the
+/// next input would pass `batch_max_chars`), the final partial window only
+/// once the channel closes. At most `settings.concurrency` requests run at
+/// once, and a complete window waits for its request slot before the next
+/// input is taken, so a slow endpoint holds the producer back (bounded
+/// memory) instead of piling up windows. `on_batch` sees each finished
+/// window (its keys and vectors) in completion order, with the count
+/// received so far as the total, and an empty call (no keys) as each
+/// window is sent, for progress. The first failure closes the channel (the
+/// producer's next send fails) and cancels the requests in flight.
 pub async fn embed_stream<K, F>(
     client: &EmbeddingsClient,
     settings: &EmbeddingSettings,
-    mut inputs: tokio::sync::mpsc::Receiver<(K, String)>,
+    mut inputs: tokio::sync::mpsc::Receiver<Vec<(K, String)>>,
     mut on_batch: F,
     cancel: &CancellationToken,
 ) -> Result<Streamed, EmbeddingError>
@@ -519,6 +519,8 @@ where
     let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1)));
     let local_cancel = cancel.child_token();
     let mut tasks: tokio::task::JoinSet<WindowDone<K>> = tokio::task::JoinSet::new();
+    // Received, not yet in a window.
+    let mut pending: std::collections::VecDeque<(K, String)> = std::collections::VecDeque::new();
     let mut window: Vec<(K, String)> = Vec::new();
     let mut window_chars = 0;
     // An input that did not fit the window before it: it opens the next.
@@ -530,7 +532,17 @@ where
     let started = Instant::now();
     let mut failure: Option<EmbeddingError> = None;
     loop {
-        let complete = window.len() >= max_inputs || carry.is_some() || (!open && !window.is_empty());
+        while carry.is_none() && window.len() < max_inputs {
+            let Some((key, text)) = pending.pop_front() else { break };
+            if !window.is_empty() && window_chars + text.len() > settings.batch_max_chars {
+                carry = Some((key, text));
+            } else {
+                window_chars += text.len();
+                window.push((key, text));
+            }
+        }
+        let drained = !open && pending.is_empty();
+        let complete = window.len() >= max_inputs || carry.is_some() || (drained && !window.is_empty());
         if complete && failure.is_none() {
             let permit = tokio::select! {
                 permit = Arc::clone(&semaphore).acquire_owned() => permit.map_err(|_| EmbeddingError::Cancelled)?,
@@ -560,19 +572,14 @@ where
             });
             continue;
         }
-        if !open && tasks.is_empty() {
+        if drained && tasks.is_empty() {
             break;
         }
         tokio::select! {
-            next = inputs.recv(), if open && carry.is_none() => match next {
-                Some((key, text)) if failure.is_none() => {
-                    received += 1;
-                    if !window.is_empty() && window_chars + text.len() > settings.batch_max_chars {
-                        carry = Some((key, text));
-                    } else {
-                        window_chars += text.len();
-                        window.push((key, text));
-                    }
+            next = inputs.recv(), if open && pending.is_empty() && carry.is_none() => match next {
+                Some(batch) if failure.is_none() => {
+                    received += batch.len();
+                    pending.extend(batch);
                 }
                 // After a failure, what the producer had already sent is
                 // dropped.
@@ -595,6 +602,7 @@ where
                     local_cancel.cancel();
                     // The producer's next send fails, and it stops.
                     inputs.close();
+                    pending.clear();
                     window.clear();
                     carry = None;
                     if failure.is_none() || matches!(failure, Some(EmbeddingError::Cancelled)) {
@@ -704,6 +712,99 @@ mod tests {
             decode(reply(&base64_of(&[1.0, 0.0, 0.0])).as_bytes(), 1, 2, "u"),
             Err(EmbeddingError::Dimensions { got: 3, want: 2, .. })
         ));
+    }
+
+    /// An endpoint on loopback that answers each input with the vector
+    /// `[input's number, 0]` in base64, recording each request's inputs.
+    async fn numbering_endpoint() -> (String, Arc<Mutex<Vec<Vec<String>>>>) {
+        let requests: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+        let recorded = Arc::clone(&requests);
+        let app = axum::Router::new().route(
+            "/v1/embeddings",
+            axum::routing::post(move |body: String| {
+                let recorded = Arc::clone(&recorded);
+                async move {
+                    let request: serde_json::Value = serde_json::from_str(&body).unwrap();
+                    let inputs: Vec<String> =
+                        request["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+                    let data: Vec<serde_json::Value> = inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(index, input)| {
+                            let number: f32 = input.trim_start_matches('x').parse().unwrap();
+                            serde_json::json!({"index": index, "embedding": base64_of(&[number, 0.0])})
+                        })
+                        .collect();
+                    recorded.lock().unwrap().push(inputs);
+                    serde_json::json!({"data": data}).to_string()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, requests)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streamed_batches_fill_whole_windows_across_files() {
+        let (base_url, requests) = numbering_endpoint().await;
+        let settings = EmbeddingSettings {
+            api_key: Secret::new("k"),
+            base_url,
+            model: "m".into(),
+            dimensions: 2,
+            max_input_chars: 100,
+            batch_inputs: 4,
+            // Room for four inputs of up to 3 characters; an input of 38
+            // fits beside none.
+            batch_max_chars: 40,
+            concurrency: 2,
+            timeout: Duration::from_secs(30),
+            network: Default::default(),
+        };
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = EmbeddingsClient { http: reqwest::Client::new() };
+        let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<(usize, String)>>(2);
+        // Files of 3, 1, 7, 0 and 2 inputs, then one of two long inputs.
+        let files: Vec<Vec<usize>> =
+            vec![vec![0, 1, 2], vec![3], vec![4, 5, 6, 7, 8, 9, 10], vec![], vec![11, 12], vec![13, 14]];
+        let text = |number: usize| if number >= 13 { format!("{number:x>38}") } else { format!("x{number}") };
+        tokio::spawn(async move {
+            for file in files {
+                let inputs = file.into_iter().map(|number| (number, text(number))).collect();
+                sender.send(inputs).await.unwrap();
+            }
+        });
+        let mut vectors = std::collections::BTreeMap::new();
+        let mut total = 0;
+        let streamed = embed_stream(
+            &client,
+            &settings,
+            receiver,
+            |keys, batch, done| {
+                total = total.max(done.total);
+                vectors.extend(keys.into_iter().zip(batch));
+            },
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((streamed.inputs, total), (15, 15));
+        // Every input got its own vector back, under its own key.
+        assert_eq!(vectors.len(), 15);
+        assert!(vectors.iter().all(|(key, vector)| vector == &vec![*key as f32, 0.0]));
+        let mut windows: Vec<Vec<String>> = requests.lock().unwrap().clone();
+        windows.sort_by_key(|window| window[0].trim_start_matches('x').parse::<usize>().unwrap());
+        // 13 short inputs: three whole windows across the files' borders,
+        // and one of one, closed by the long input that does not fit
+        // beside it; the two long inputs each go alone.
+        let numbers: Vec<Vec<usize>> = windows
+            .iter()
+            .map(|window| window.iter().map(|input| input.trim_start_matches('x').parse().unwrap()).collect())
+            .collect();
+        assert_eq!(numbers, [vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9, 10, 11], vec![12], vec![13], vec![14]]);
+        assert_eq!(streamed.windows, 6);
     }
 
     #[test]

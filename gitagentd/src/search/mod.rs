@@ -384,13 +384,13 @@ impl Default for SearchService {
     }
 }
 
-/// How many full embedding windows may wait between the walk's threads
-/// and the embedder before the walk is held back. Deep enough that the
-/// walk runs ahead of a fast embedder instead of parking on every send
-/// (with 4, each walk thread slept a quarter to a half of a cold walk on
-/// a full queue); at 32 inputs of typically 1-2 KB a window, the queue
-/// holds a few MB.
-const STREAM_WINDOWS_QUEUED: usize = 16;
+/// How many files' inputs may wait between the walk's threads and the
+/// embedder before the walk is held back. Deep enough that the walk runs
+/// ahead of a fast embedder instead of parking on every send (with 4
+/// windows of room, each walk thread slept a quarter to a half of a cold
+/// walk on a full queue); a file's inputs are typically a dozen of 1-2 KB,
+/// so the queue holds a few MB (a file is at most 1 MiB).
+const STREAM_FILES_QUEUED: usize = 48;
 
 /// Where production sends new embedding inputs.
 struct Sinks<'a> {
@@ -543,9 +543,7 @@ impl SearchService {
         let mut spool = spool::VectorSpool::new();
         let mut spool_error: Option<std::io::Error> = None;
         let build_cancel = cancel.child_token();
-        let (sender, receiver) = tokio::sync::mpsc::channel::<(chunking::Hash32, String)>(
-            settings.batch_inputs.max(1).saturating_mul(STREAM_WINDOWS_QUEUED),
-        );
+        let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<(chunking::Hash32, String)>>(STREAM_FILES_QUEUED);
         // A warm-only search embeds nothing.
         let (sink, overlap_sink) = if request.warm_only {
             // The stream ends at once.
@@ -553,9 +551,8 @@ impl SearchService {
             (None, None)
         } else {
             let overlap_sender = sender.clone();
-            let sink: refresh::InputSink = Box::new(move |hash, text| sender.blocking_send((hash, text)).is_ok());
-            let overlap_sink: refresh::InputSink =
-                Box::new(move |hash, text| overlap_sender.blocking_send((hash, text)).is_ok());
+            let sink: refresh::InputSink = Box::new(move |inputs| sender.blocking_send(inputs).is_ok());
+            let overlap_sink: refresh::InputSink = Box::new(move |inputs| overlap_sender.blocking_send(inputs).is_ok());
             (Some(sink), Some(overlap_sink))
         };
         // Inputs embedded so far (read when the fetch ends).

@@ -108,12 +108,13 @@ impl Dispatch {
     /// Sends `inputs`; `false` once the embedder takes no more (it failed,
     /// or the search was cancelled).
     fn send(&self, inputs: Vec<(Hash32, String)>) -> bool {
+        if inputs.is_empty() {
+            return !self.closed.load(Ordering::Relaxed);
+        }
         let sink = self.sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (hash, text) in inputs {
-            if self.closed.load(Ordering::Relaxed) || !sink.as_ref().is_some_and(|sink| sink(hash, text)) {
-                self.closed.store(true, Ordering::Relaxed);
-                return false;
-            }
+        if self.closed.load(Ordering::Relaxed) || !sink.as_ref().is_some_and(|sink| sink(inputs)) {
+            self.closed.store(true, Ordering::Relaxed);
+            return false;
         }
         true
     }
@@ -870,8 +871,8 @@ mod tests {
     impl Recorder {
         fn sink(&self) -> InputSink {
             let recorded = self.clone();
-            Box::new(move |hash, text| {
-                recorded.0.lock().unwrap().push((hash, text));
+            Box::new(move |inputs| {
+                recorded.0.lock().unwrap().extend(inputs);
                 true
             })
         }

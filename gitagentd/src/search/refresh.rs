@@ -207,9 +207,11 @@ pub fn load_live(
     Ok(Arc::new(LiveIndex::build(Arc::new(snapshot), &request.model, request.dimensions, contents, rejected, None)))
 }
 
-/// Receives embedding inputs while the walk still runs; `false` once
-/// nobody takes them any more (the build is failing).
-pub type InputSink = Box<dyn Fn(Hash32, String) -> bool + Send + Sync>;
+/// Receives embedding inputs while the walk still runs, a file's new
+/// inputs at a time (one hand-over, so one wake-up of the embedder, per
+/// file rather than per chunk); `false` once nobody takes them any more
+/// (the build is failing).
+pub type InputSink = Box<dyn Fn(Vec<(Hash32, String)>) -> bool + Send + Sync>;
 
 /// The early half of the build pipeline: each file the walk's threads
 /// chunk hands its new embedding inputs to the sink at once, so complete
@@ -252,7 +254,7 @@ impl<'a> Early<'a> {
         if self.closed.load(Ordering::Relaxed) || (self.request.code_only && !is_code_path(path)) {
             return false;
         }
-        let mut any = false;
+        let mut inputs = Vec::new();
         for draft in &chunked.chunks {
             if !self.reindex
                 && (self.live.record_for_input(&draft.input_hash).is_some() || self.held_elsewhere(&draft.input_hash))
@@ -263,14 +265,17 @@ impl<'a> Early<'a> {
                 continue;
             }
             let input = chunking::chunk_input(path, &chunked.text, draft, self.request.max_input_chars);
-            let sink = self.sink.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !sink.as_ref().is_some_and(|sink| sink(draft.input_hash, input)) {
-                self.closed.store(true, Ordering::Relaxed);
-                return any;
-            }
-            any = true;
+            inputs.push((draft.input_hash, input));
         }
-        any
+        if inputs.is_empty() {
+            return false;
+        }
+        let sink = self.sink.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !sink.as_ref().is_some_and(|sink| sink(inputs)) {
+            self.closed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     fn held_elsewhere(&self, hash: &Hash32) -> bool {
