@@ -427,6 +427,52 @@ export class Store {
 export function strip(text: string): string { return text.replace(/\/\/.*$/, "// not a comment") }
 "#,
     ),
+    (
+        "blocks.rs",
+        r#"pub struct Config { pub name: String, pub retries: u32, pub verbose: bool }
+pub enum Mode { Fast = 1, Careful { depth: usize, budget: u64 }, Off(u8) }
+union Bits { word: u32, bytes: [u8; 4], halves: [u16; 2] }
+macro_rules! twice { ($e:expr) => { { let x = $e; x + x } }; () => { 0 + 0 + 0 } }
+extern "C" { fn abs(input: i32) -> i32; fn labs(input: i64) -> i64; }
+cfg_feature! { pub fn hidden_in_a_macro() -> u32 { 1 + 2 + 3 + 4 + 5 } }
+const TABLE: [u32; 4] = { let mut t = [0; 4]; t[0] = 1; t };
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+impl<T: Fn() -> u32> Runner<T> where T: Clone { pub fn run(&self) -> u32 { (self.0)() + 1 + 2 + 3 } }
+pub mod nested { pub struct Inner { pub a: u8, pub b: u16, pub c: u32 } }
+trait Shape { const SIDES: u32 = { 3 + 1 + 0 + 0 + 0 + 0 }; fn area(&self) -> f64; }
+"#,
+    ),
+    (
+        "blocks.ts",
+        r#"export class Store<T = any, K extends keyof T = keyof T> {
+  items: T[] = []
+  options = { capacity: 10, name: "store", strict: true }
+  get(key: K): T[K] | undefined { return this.items[0]?.[key] }
+}
+export interface Options { capacity: number; name: string; strict?: boolean }
+export enum Level { Low = 1, Middle = 2, High = 3, Highest = 4 }
+export type Pair = { left: number; right: number; label: string }
+export default { name: "component", data() { return { count: 0, label: "x" } } }
+module.exports = { handler: function (event) { return event.body + "handled" } }
+declare module "virtual" { export function load(id: string): Promise<string> }
+namespace Outer.Inner { export const answer = { value: 42, label: "answer" } }
+declare global { interface Window { store: Store; options: Options } }
+const { left, right } = { left: 1, right: 2, label: "destructured pair" }
+"#,
+    ),
+    (
+        "Blocks.java",
+        r#"public class Blocks {
+    static final int[] TABLE = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+    static { System.out.println("static initializer with a long body"); }
+    { System.out.println("instance initializer with a long body too"); }
+    enum Op { ADD { int apply(int a, int b) { return a + b + 0 + 0; } }, NEG; }
+    @interface Marker { String value() default "a default value here"; }
+    record Point(int x, int y) { Point { if (x < 0) throw new IllegalArgumentException(); } }
+    int sum() { return TABLE[0] + TABLE[1] + TABLE[2] + TABLE[3]; }
+}
+"#,
+    ),
 ];
 
 #[test]

@@ -6,7 +6,11 @@
 //! out on the same lines.
 //!
 //! Brace languages keep a body's `{` and `}` and leave out what is
-//! between (`fn f() -> u32 {}` still parses). Outside bodies they also
+//! between (`fn f() -> u32 {}` still parses). In Rust, TypeScript,
+//! JavaScript and Java, whose outlines read the members of containers
+//! only (impls, classes, namespaces), every other block at the outline's
+//! level goes too: struct fields, enum variants, macro bodies, object and
+//! type literals. Outside bodies they also
 //! leave out the text of comments, which in documented code is a third of
 //! the rest (doc comments): a block comment keeps its first three bytes
 //! and its `*/`, and a run of comment lines, one right under the other,
@@ -71,6 +75,12 @@ struct Lexicon {
     /// Keywords that open a body the outline reads (classes, impls,
     /// namespaces): a `{` after one of them in the same statement is kept.
     containers: &'static [&'static str],
+    /// Every other `{...}` at the outline's level is left out, not only
+    /// callable bodies: struct fields, enum variants, macro bodies, object
+    /// and type literals. The language's outline reads the members of no
+    /// other braces (its containers and groups all open with one of the
+    /// keywords above).
+    other_blocks: bool,
 }
 
 const RUST: Lexicon = Lexicon {
@@ -82,7 +92,8 @@ const RUST: Lexicon = Lexicon {
     preprocessor: false,
     cpp: false,
     verbatim: false,
-    containers: &["impl", "trait", "mod", "struct", "enum", "union", "macro_rules"],
+    containers: &["impl", "trait", "mod"],
+    other_blocks: true,
 };
 
 const SCRIPT: Lexicon = Lexicon {
@@ -94,7 +105,8 @@ const SCRIPT: Lexicon = Lexicon {
     preprocessor: false,
     cpp: false,
     verbatim: false,
-    containers: &["class", "interface", "enum", "namespace", "module", "global"],
+    containers: &["class", "namespace", "module", "global"],
+    other_blocks: true,
 };
 
 const JAVA: Lexicon = Lexicon {
@@ -107,6 +119,7 @@ const JAVA: Lexicon = Lexicon {
     cpp: false,
     verbatim: false,
     containers: &["class", "interface", "enum", "record"],
+    other_blocks: true,
 };
 
 const C: Lexicon = Lexicon {
@@ -119,6 +132,7 @@ const C: Lexicon = Lexicon {
     cpp: false,
     verbatim: false,
     containers: &["struct", "union", "enum"],
+    other_blocks: false,
 };
 
 const CPP: Lexicon = Lexicon {
@@ -131,6 +145,7 @@ const CPP: Lexicon = Lexicon {
     cpp: true,
     verbatim: false,
     containers: &["class", "struct", "union", "enum", "namespace"],
+    other_blocks: false,
 };
 
 const CSHARP: Lexicon = Lexicon {
@@ -143,6 +158,7 @@ const CSHARP: Lexicon = Lexicon {
     cpp: false,
     verbatim: true,
     containers: &["class", "struct", "interface", "record", "enum", "namespace"],
+    other_blocks: false,
 };
 
 /// One significant token of a brace language.
@@ -154,8 +170,11 @@ enum Token {
     CloseParen,
     /// `=>` or `->`.
     Arrow,
-    /// `;` or a plain `=`: ends what could lead to a body.
+    /// `;`: ends a statement.
     Stop,
+    /// A plain `=`: ends what could lead to a body (and, where only
+    /// callable bodies are left out, a container's header).
+    Assign,
     Word {
         start: usize,
         end: usize,
@@ -204,8 +223,9 @@ impl<'a> Braces<'a> {
     }
 
     /// Walks the file's top level (and every body the outline reads),
-    /// leaving out each `{...}` that follows `)` or an arrow, with no
-    /// container keyword since the statement began.
+    /// leaving out each `{...}` that follows `)` or an arrow (with
+    /// [`Lexicon::other_blocks`], each `{...}`), with no container keyword
+    /// since the statement began.
     fn scan(mut self) -> Option<Vec<Range<usize>>> {
         // A `)` or an arrow came since the statement began: the next `{`
         // opens a callable's body.
@@ -221,7 +241,7 @@ impl<'a> Braces<'a> {
             match token {
                 Token::Open => {
                     let open = self.at;
-                    if leads && !blocked {
+                    if (leads || self.lexicon.other_blocks) && !blocked {
                         let close = self.skip_body().ok()?;
                         self.leave_out(open..close);
                         self.regex_allowed = true;
@@ -234,11 +254,15 @@ impl<'a> Braces<'a> {
                     blocked = false;
                 }
                 Token::CloseParen | Token::Arrow => leads = true,
-                Token::OpenParen | Token::Stop => {
+                Token::OpenParen => leads = false,
+                Token::Stop => {
                     leads = false;
-                    if token == Token::Stop {
-                        blocked = false;
-                    }
+                    blocked = false;
+                }
+                // `class C<T = any> {` still opens a container.
+                Token::Assign => {
+                    leads = false;
+                    blocked &= self.lexicon.other_blocks;
                 }
                 Token::Word { start, end } => {
                     let word = &self.text[start..end];
@@ -428,7 +452,7 @@ impl<'a> Braces<'a> {
                         self.at += 1;
                         return self.token(Token::Other, true);
                     }
-                    return self.token(Token::Stop, true);
+                    return self.token(Token::Assign, true);
                 }
                 b'0'..=b'9' => {
                     self.skip_number();
@@ -1083,6 +1107,18 @@ public class Parser {}
     fn carriage_returns_stay_after_the_last_kept_byte() {
         let text = "// The first line of a comment that ends with CRLF\r\n// and its second line\r\nfn f() {}\r\n";
         assert_eq!(parsed("rust", text), "// ~e\r\nfn f() {}\r\n");
+    }
+
+    #[test]
+    fn rust_and_typescript_leave_out_every_block_but_a_containers() {
+        let rust = "pub struct Config { pub name: String, pub retries: u32 }\nimpl Config { pub const NAME: &str = \"a long enough constant\"; }\n";
+        assert_eq!(
+            parsed("rust", rust),
+            "pub struct Config {~}\nimpl Config { pub const NAME: &str = \"a long enough constant\"; }\n"
+        );
+        // A default type argument's `=` does not end the class header.
+        let script = "class Store<T = any> { options = { capacity: 10, name: \"store\" } }\n";
+        assert_eq!(parsed("typescript", script), "class Store<T = any> { options = {~} }\n");
     }
 
     #[test]
