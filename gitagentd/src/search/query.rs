@@ -497,6 +497,7 @@ mod ranking_tests {
                 body_terms,
                 ranking::terms(&record.path),
                 ranking::terms(&symbol),
+                compound_parts(&symbol),
             ));
         }
         let docs = rows.len() as f64;
@@ -504,7 +505,7 @@ mod ranking_tests {
         let df: Vec<f64> =
             terms.iter().map(|term| rows.iter().filter(|row| row.3.contains(term)).count() as f64).collect();
         rows.into_iter()
-            .map(|(path, start, cosine, body, path_terms, symbol_terms)| {
+            .map(|(path, start, cosine, body, path_terms, symbol_terms, parts)| {
                 let relatedness = ranking::relatedness(cosine);
                 let mut bm25 = 0.0;
                 for (term, df) in terms.iter().zip(&df) {
@@ -517,9 +518,10 @@ mod ranking_tests {
                 // s / (s + n/2) for n query terms.
                 let text = bm25 / (bm25 + terms.len() as f64 / 2.0);
                 let path_score = terms.iter().filter(|t| path_terms.contains(t)).count() as f64 / terms.len() as f64;
-                // The cosine of the query's and the name's term sets.
+                // The cosine of the query's and the name's term sets; a
+                // start or end of a run-together name word matches too.
                 let name_terms: HashSet<&String> = symbol_terms.iter().collect();
-                let matches = terms.iter().filter(|t| name_terms.contains(t)).count() as f64;
+                let matches = terms.iter().filter(|t| name_terms.contains(t) || parts.contains(*t)).count() as f64;
                 let symbol = if name_terms.is_empty() {
                     0.0
                 } else {
@@ -532,6 +534,22 @@ mod ranking_tests {
                 (format!("{path}:{start}"), scores)
             })
             .collect()
+    }
+
+    /// The stemmed starts and ends of `symbol`'s words of at least 3
+    /// characters with at least 4 more beside them.
+    fn compound_parts(symbol: &str) -> HashSet<String> {
+        let mut parts = HashSet::new();
+        for word in ranking::words(symbol) {
+            let chars: Vec<char> = word.chars().collect();
+            for len in 3..=chars.len().saturating_sub(4) {
+                let start: String = chars[..len].iter().collect();
+                let end: String = chars[chars.len() - len..].iter().collect();
+                parts.extend(ranking::terms(&start));
+                parts.extend(ranking::terms(&end));
+            }
+        }
+        parts
     }
 
     #[test]
@@ -550,12 +568,14 @@ mod ranking_tests {
             ),
             ("docs/flags.md", "# Flags\n\nSearch flags and parsing rules; flags flags.\n"),
             ("main.go", "package main\n\nfunc main() {}\n"),
+            ("tools.py", "def searchindex(root):\n    return root\n"),
         ]);
         // `the` is a function word and `function` names a symbol kind, not
         // a name: neither counts.
         let query_text = "parse the search flags function";
         let query_vector = vector_for(query_text);
-        let candidates: Vec<String> = vec!["search/parse.go".into(), "docs/flags.md".into(), "main.go".into()];
+        let candidates: Vec<String> =
+            vec!["search/parse.go".into(), "docs/flags.md".into(), "main.go".into(), "tools.py".into()];
         let hits = rank(&Query {
             live: &live,
             candidate_paths: &candidates,
@@ -586,6 +606,9 @@ mod ranking_tests {
         assert!(hits.windows(2).all(|pair| pair[0].scores.rank >= pair[1].scores.rank));
         let parse = hits.iter().find(|hit| hit.symbol.as_ref().is_some_and(|s| s.name == "ParseFlags")).unwrap();
         assert!(parse.scores.symbol > 0.0);
+        // `search` is the start of the run-together `searchindex`.
+        let index = hits.iter().find(|hit| hit.symbol.as_ref().is_some_and(|s| s.name == "searchindex")).unwrap();
+        assert!(index.scores.symbol > 0.0);
         // min_score and limit cut the list.
         let top = rank(&Query {
             live: &live,

@@ -317,7 +317,11 @@ impl FileTerms {
             postings.extend(counts.iter().map(|(&hash, &count)| (hash, (index as u32, count))));
             let unique = unique_hashes(&symbol);
             symbol_lengths.push(unique.len() as u32);
-            symbol_terms.extend(unique.into_iter().map(|hash| (hash, index as u32)));
+            let mut matched = unique;
+            matched.extend(compound_part_hashes(&symbol));
+            matched.sort_unstable();
+            matched.dedup();
+            symbol_terms.extend(matched.into_iter().map(|hash| (hash, index as u32)));
         }
         postings.sort_unstable();
         symbol_terms.sort_unstable();
@@ -379,6 +383,47 @@ impl FileTerms {
             + self.symbols.heap_bytes()
             + self.symbol_lengths.len() * 4
     }
+}
+
+/// Fewest characters of a symbol word's start or end that match a query
+/// word on their own (see [`compound_part_hashes`]).
+const COMPOUND_PART_MIN: usize = 3;
+
+/// Fewest characters left of a symbol word beside a part that matches a
+/// query word (see [`compound_part_hashes`]): `read` does not match
+/// `reader` (2 left) or `thread`, it matches `readline` (4 left).
+const COMPOUND_REST_MIN: usize = 4;
+
+/// Term hashes of the starts and ends of `symbol`'s words that match a
+/// query word although they are not words of their own: a name run
+/// together from several words without a case or `_` boundary (Python's
+/// `getaddrinfo`, `writelines`, `formatweekheader`) has one word for
+/// [`words`], so a query about "info", "lines" or a "header" would never
+/// meet it.
+/// Each start of at least [`COMPOUND_PART_MIN`] characters followed by at
+/// least [`COMPOUND_REST_MIN`] more, and each end likewise, is stemmed
+/// and hashed like a word. They count as symbol matches, not as words of
+/// the name (the symbol share's length stays that of the name's words);
+/// parts that are no word match no query term. Measured with
+/// bench-search-quality (README): MRR@10 rose on the Python corpus, every
+/// other corpus within 0.005.
+fn compound_part_hashes(symbol: &str) -> Vec<u64> {
+    let mut hashes = Vec::new();
+    TERM_MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        for_each_word(symbol, |word| {
+            let bounds: Vec<usize> = word.char_indices().map(|(at, _)| at).chain([word.len()]).collect();
+            let chars = bounds.len() - 1;
+            if chars < COMPOUND_PART_MIN + COMPOUND_REST_MIN {
+                return;
+            }
+            for part in COMPOUND_PART_MIN..=chars - COMPOUND_REST_MIN {
+                hashes.push(memo.hash(&word[..bounds[part]]));
+                hashes.push(memo.hash(&word[bounds[chars - part]..]));
+            }
+        });
+    });
+    hashes
 }
 
 fn unique_hashes(text: &str) -> Vec<u64> {
@@ -843,6 +888,39 @@ mod tests {
         assert_eq!(file.occurrences(term_hash("other")).collect::<Vec<_>>(), [(1, 1)]);
         assert_eq!(file.occurrences(term_hash("absent")).count(), 0);
         assert_eq!(file.symbol_occurrences(term_hash("function")).collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn a_run_together_symbol_word_matches_query_words_at_its_start_or_end() {
+        let symbols = ["getaddrinfo", "writelines", "reader", "thread", "readLine", "größenangabe", ""];
+        let file = FileTerms::build("lib.py", symbols.iter().map(|symbol| ("body", symbol.to_string())));
+        let matching = |word: &str| {
+            let (_, hash) = query_terms(word).remove(0);
+            file.symbol_occurrences(hash).collect::<Vec<_>>()
+        };
+        // Starts and ends of at least 3 characters, at least 4 left beside them.
+        assert_eq!(matching("info"), [0]);
+        assert_eq!(matching("get"), [0]);
+        // Only starts and ends: a middle part is no match.
+        assert!(matching("addr").is_empty());
+        assert_eq!(matching("write"), [1]);
+        // The query's `lines` meets the end `lines` (and `readLine`'s word)
+        // at their stem.
+        assert_eq!(matching("lines"), [1, 4]);
+        // Too little left beside the part: not a compound.
+        assert_eq!(matching("read"), [4]);
+        assert!(matching("ead").is_empty());
+        // Whole words still match; camelCase words have their own terms.
+        assert_eq!(matching("writelines"), [1]);
+        // Characters, not bytes: `größen` is 6 characters of `größenangabe`.
+        assert_eq!(matching("angabe"), [5]);
+        // The parts are matches, not words of the name.
+        assert_eq!(file.symbol_length(0), 1);
+        assert_eq!(file.symbol_length(1), 1);
+        assert_eq!(file.symbol_length(6), 0);
+        assert!(!file.has_symbol_terms(6));
+        // Bodies are untouched.
+        assert_eq!(file.occurrences(term_hash("info")).count(), 0);
     }
 
     #[test]
