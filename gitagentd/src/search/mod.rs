@@ -389,7 +389,8 @@ impl Default for SearchService {
 /// ahead of a fast embedder instead of parking on every send (with 4
 /// windows of room, each walk thread slept a quarter to a half of a cold
 /// walk on a full queue); a file's inputs are typically a dozen of 1-2 KB,
-/// so the queue holds a few MB (a file is at most 1 MiB).
+/// so the queue holds a few MB, and about 50 MB at worst (48 files of the
+/// largest size discovery reads, 1 MiB, with their headers).
 const STREAM_FILES_QUEUED: usize = 48;
 
 /// Where production sends new embedding inputs.

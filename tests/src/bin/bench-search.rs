@@ -435,8 +435,9 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
         "git-agent discovery+read+chunking: {rate:.1} MB/s on {threads} threads = {:.1} MB/s per core (goal >= 20)",
         rate / threads as f64
     );
-    // CPU time does not stretch when other work shares the cores, so this
-    // figure holds on a busy machine where the wall-clock one does not.
+    // CPU time leaves out the time spent waiting for a core while other
+    // work runs; it still grows when the cores themselves are slower, so
+    // builds are compared side by side in one run.
     cpus.sort();
     let cpu = cpus[cpus.len() / 2];
     println!(

@@ -428,6 +428,10 @@ export function strip(text: string): string { return text.replace(/\/\/.*$/, "//
 "#,
     ),
     (
+        "unicode.rs",
+        "//! Ünïcödé at the start of a module comment, long enough to leave out: ü\n/// Größe of the buffer, documented in German and ending on é\n/// and a second line that ends on a three-byte character: 語\npub struct Größe { wert: u32 }\n/*ü block comment with non-ASCII text inside, long enough: 語 */\nimpl Größe { /// Döc above a method, long enough to leave out ß\n    pub fn wert(&self) -> u32 { self.wert + 1 + 2 + 3 + 4 + 5 } }\n",
+    ),
+    (
         "blocks.rs",
         r#"pub struct Config { pub name: String, pub retries: u32, pub verbose: bool }
 pub enum Mode { Fast = 1, Careful { depth: usize, budget: u64 }, Off(u8) }

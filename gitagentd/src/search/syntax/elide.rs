@@ -10,13 +10,14 @@
 //! JavaScript and Java, whose outlines read the members of containers
 //! only (impls, classes, namespaces), every other block at the outline's
 //! level goes too: struct fields, enum variants, macro bodies, object and
-//! type literals. Outside bodies they also
-//! leave out the text of comments, which in documented code is a third of
-//! the rest (doc comments): a block comment keeps its first three bytes
-//! and its `*/`, and a run of comment lines, one right under the other,
-//! keeps the first three bytes of its first line and the newline of its
-//! last, so the parse sees one comment over the same lines and the
-//! outline still finds the comments right above a declaration. Python keeps a function's
+//! type literals. Outside bodies, brace languages also leave out the text
+//! of comments, which in documented code is a third of the rest: a block
+//! comment keeps its first three bytes and its `*/`, and a run of comment
+//! lines, one right under the other, keeps the first three bytes of its
+//! first line and the last character and newline of its last, so the
+//! parse sees one comment over the same lines and the outline still finds
+//! the comments right above a declaration. Gaps start and end on character
+//! boundaries. Python keeps a function's
 //! header and the last logical line of its body, so the function still
 //! ends on the same line, and leaves out the inside of long bracketed
 //! literals and calls outside bodies (data tables as `X = {}`).
@@ -288,17 +289,21 @@ impl<'a> Braces<'a> {
         }
     }
 
-    /// Leaves out the comment run just read, all but the last byte of its
-    /// last line's text: tree-sitter ends a token that stops right where
-    /// an included range starts at the end of the range before it, so with
-    /// nothing kept on the last line the comment would end on the first.
+    /// Leaves out the comment run just read, all but the last character
+    /// of its last line's text: tree-sitter ends a token that stops right
+    /// where an included range starts at the end of the range before it,
+    /// so with nothing kept on the last line the comment would end on the
+    /// first.
     fn close_comment_run(&mut self) {
         let Some((start, newline)) = self.comment_run.take() else { return };
         let mut end = newline;
         while end > start && self.text[end - 1] == b'\r' {
             end -= 1;
         }
-        let end = end.saturating_sub(1);
+        let mut end = end.saturating_sub(1);
+        while end > start && is_continuation(self.text[end]) {
+            end -= 1;
+        }
         if end > start && end - start >= MIN_GAP {
             self.gaps.push(start..end);
         }
@@ -319,15 +324,25 @@ impl<'a> Braces<'a> {
             }
         }
         self.close_comment_run();
-        self.comment_run = Some(((start + 3).min(end), end));
+        self.comment_run = Some((self.boundary_after(start + 3, end), end));
     }
 
     /// A block comment from `start` to `self.at` (after its `*/`).
     fn block_comment(&mut self, start: usize) {
-        let (from, to) = (start + 3, self.at - 2);
+        let to = self.at - 2;
+        let from = self.boundary_after(start + 3, to);
         if to > from {
             self.leave_out(from..to);
         }
+    }
+
+    /// The first character boundary at or after `at`, at most `limit`.
+    fn boundary_after(&self, mut at: usize, limit: usize) -> usize {
+        at = at.min(limit);
+        while at < limit && is_continuation(self.text[at]) {
+            at += 1;
+        }
+        at
     }
 
     /// Skips a body whose `{` was just read; returns the offset of its `}`
@@ -726,6 +741,11 @@ impl<'a> Braces<'a> {
     }
 }
 
+/// A UTF-8 byte that continues a character.
+fn is_continuation(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
+}
+
 fn is_word_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'$' || byte >= 0x80
 }
@@ -1119,6 +1139,14 @@ public class Parser {}
         // A default type argument's `=` does not end the class header.
         let script = "class Store<T = any> { options = { capacity: 10, name: \"store\" } }\n";
         assert_eq!(parsed("typescript", script), "class Store<T = any> { options = {~} }\n");
+    }
+
+    #[test]
+    fn comment_gaps_start_and_end_on_character_boundaries() {
+        // `parsed` slices the text at every gap, so a gap inside a
+        // character would panic there.
+        let text = "//ÿé: a comment opening on two-byte characters, long enough\n//ß and closing on one: é\nfn f() {}\n/*ü two-byte again, in a block comment long enough */\nfn g() {}\n";
+        assert_eq!(parsed("rust", text), "//ÿ~é\nfn f() {}\n/*ü~*/\nfn g() {}\n");
     }
 
     #[test]
