@@ -71,6 +71,10 @@ fn wait_listening(port: u16, child: &mut Child, what: &str) {
 struct HttpShared {
     root: PathBuf,
     requests: AtomicUsize,
+    /// Requests that want objects (a pack comes back).
+    pack_requests: AtomicUsize,
+    /// Requests that asked for objects filtered by `blob:none`.
+    filtered_requests: AtomicUsize,
     /// `user:password` the server demands, when set.
     credentials: Option<String>,
     /// Cut pack responses after this many bytes and drop the connection.
@@ -102,6 +106,8 @@ impl HttpGit {
         let shared = Arc::new(HttpShared {
             root: root.to_path_buf(),
             requests: AtomicUsize::new(0),
+            pack_requests: AtomicUsize::new(0),
+            filtered_requests: AtomicUsize::new(0),
             credentials: credentials.map(str::to_string),
             die_mid_pack: AtomicBool::new(false),
             hold_mid_pack: AtomicBool::new(false),
@@ -135,6 +141,16 @@ impl HttpGit {
     /// Requests served so far.
     pub fn requests(&self) -> usize {
         self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Requests that wanted objects.
+    pub fn pack_requests(&self) -> usize {
+        self.shared.pack_requests.load(Ordering::SeqCst)
+    }
+
+    /// Requests whose arguments asked for the `blob:none` filter.
+    pub fn filtered_requests(&self) -> usize {
+        self.shared.filtered_requests.load(Ordering::SeqCst)
     }
 
     pub fn die_mid_pack(&self, enabled: bool) {
@@ -193,6 +209,12 @@ async fn cgi(
     // A pack is the answer to a request that wants objects (protocol v2
     // lists refs with a POST to the same path).
     let wants_objects = body.windows(5).any(|window| window == b"want ");
+    if wants_objects {
+        shared.pack_requests.fetch_add(1, Ordering::SeqCst);
+    }
+    if body.windows(16).any(|window| window == b"filter blob:none") {
+        shared.filtered_requests.fetch_add(1, Ordering::SeqCst);
+    }
     let output = tokio::task::spawn_blocking(move || {
         let mut child = Command::new("git")
             .arg("http-backend")

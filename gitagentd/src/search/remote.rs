@@ -8,10 +8,12 @@
 //! never touches the network. Before the pack is transferred, a direct
 //! revision (`HEAD`, a branch, a tag, a full commit id) is checked against
 //! the refs the server advertised, so a misspelt branch fails before any
-//! transfer. gix 0.90 cannot request an object filter (`blob:none`), so an
-//! expression such as `HEAD~1` is resolved after the one main, unfiltered
-//! fetch: the same path the spec gives servers without filter support, and
-//! never a second transfer.
+//! transfer. On a cold cache, an expression such as `HEAD~1` is resolved
+//! first by a `blob:none` [`preflight`] (commits and trees, into a
+//! temporary repository removed before the search returns) when the
+//! server offers object filters, so the main pack can overlap the build;
+//! a server without them gets the one main, unfiltered fetch, after which
+//! the expression is resolved, and never a second transfer.
 //!
 //! The raw URL (which may carry credentials) is only handed to gix's
 //! in-memory, unnamed remote: nothing is written to the repository's
@@ -356,17 +358,23 @@ fn read_record(path: &Path) -> Option<RemoteRecord> {
 }
 
 fn open(remote: &Remote) -> Result<gix::Repository, RemoteError> {
+    open_at(remote, &remote.repo_dir())
+}
+
+/// The bare repository at `dir`, configured to reach `remote`.
+fn open_at(remote: &Remote, dir: &Path) -> Result<gix::Repository, RemoteError> {
+    let opened =
+        |error: &dyn std::fmt::Display| RemoteError::Open { dir: dir.to_path_buf(), message: error.to_string() };
     let options = gix::open::Options::isolated().strict_config(false);
-    let mut repo = gix::open_opts(remote.repo_dir(), options)
-        .map_err(|error| RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() })?;
+    let mut repo = gix::open_opts(dir, options).map_err(|error| opened(&error))?;
     let mut config = repo.config_snapshot_mut();
     let set = config
         .set_value(&gix::config::tree::Core::SSH_COMMAND, remote.ssh_command.as_str())
         .and_then(|_| config.set_value(&gix::config::tree::Core::LOG_ALL_REF_UPDATES, "false"));
     if let Err(error) = set {
-        return Err(RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() });
+        return Err(opened(&error));
     }
-    config.commit().map_err(|error| RemoteError::Open { dir: remote.repo_dir(), message: error.to_string() })?;
+    config.commit().map_err(|error| opened(&error))?;
     Ok(repo)
 }
 
@@ -390,30 +398,25 @@ fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Cac
     Ok(id.object()?.peel_to_commit()?.id)
 }
 
-/// One fetch of every branch and tag; `HEAD` is pointed at the remote's
-/// default branch. Into an empty cache, with `overlap`, the pack is also
-/// decoded as it arrives and the files of the commit `rev` names are
-/// chunked meanwhile; the overlap never fails the fetch (a pack it cannot
-/// decode only ends it early).
-fn fetch(
+/// The transport every fetch goes through: gix's own, wrapped so the pack
+/// can be read beside gix and a filter can be asked for.
+type Wrapped = TeeTransport<Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>>;
+
+/// Connects to `remote` for a fetch into `repo` of every branch and tag
+/// (with `filter`, only objects that pass it), lists its refs, and hands
+/// the prepared fetch to `body` with the tee on its responses and whether
+/// the server offered object filters.
+fn with_prepared_fetch<R>(
     remote: &Remote,
-    rev: &str,
-    reporter: &dyn FetchReporter,
-    interrupt: &AtomicBool,
-    overlap: Option<&OverlapPlan>,
-) -> Result<Option<Overlapped>, RemoteError> {
+    repo: &gix::Repository,
+    filter: Option<&'static str>,
+    body: impl FnOnce(gix::remote::fetch::Prepare<'_, '_, Wrapped>, &Tee, bool) -> Result<R, RemoteError>,
+) -> Result<R, RemoteError> {
     use gix::remote::Direction;
-    install_tls_provider();
-    reporter.fetching(&format!("listing refs of {}", remote.sanitized));
     let failed = |message: String| RemoteError::Fetch {
         remote: remote.sanitized.clone(),
         message: remote.sanitize_text(&message),
     };
-    let repo = open_or_init(remote)?;
-    // Cold: nothing fetched yet, or only what a failed first attempt left
-    // (a repository without refs; its temporary pack was removed).
-    let cold = repo.references().ok().and_then(|references| references.all().ok().map(|mut all| all.next().is_none()));
-    let cold = cold.unwrap_or(false);
     let url = gix::url::parse(gix::bstr::BStr::new(remote.raw.as_str())).map_err(|error| failed(error.to_string()))?;
     let handle = repo
         .remote_at(url.clone())
@@ -422,9 +425,8 @@ fn fetch(
         .with_refspecs(REFSPECS, Direction::Fetch)
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
-    let transport_options = remote.transport_options(&repo, &url).map_err(|error| failed(error.to_string()))?;
-    // gix's own `connect`, with the transport wrapped so the pack can be
-    // read beside gix.
+    let transport_options = remote.transport_options(repo, &url).map_err(|error| failed(error.to_string()))?;
+    // gix's own `connect`, with the transport wrapped.
     let (connect_url, version) =
         handle.sanitized_url_and_version(Direction::Fetch).map_err(|error| failed(describe(&error)))?;
     let ssh = match connect_url.scheme {
@@ -435,8 +437,13 @@ fn fetch(
     let transport = connect::connect(connect_url, connect::Options { version, ssh, trace: false })
         .map_err(|error| failed(describe(&error)))?;
     let tee = Tee::default();
+    let mut transport = TeeTransport::new(transport, tee.clone());
+    if let Some(spec) = filter {
+        transport = transport.with_filter(spec);
+    }
+    let filter_offered = transport.filter_offered();
     let mut connection = handle
-        .to_connection_with_transport(TeeTransport::new(transport, tee.clone()))
+        .to_connection_with_transport(transport)
         .with_credentials(move |action| credentials(action, account.as_ref()));
     if let Some(options) = transport_options {
         connection = connection.with_transport_options(options);
@@ -444,64 +451,170 @@ fn fetch(
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
     let prepare =
         connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
-    let refs = &prepare.ref_map().remote_refs;
-    check_advertised(refs, rev).map_err(|error| RemoteError::Resolve {
-        rev: rev.to_string(),
+    let offered = filter_offered.load(Ordering::Relaxed);
+    body(prepare, &tee, offered)
+}
+
+/// One fetch of every branch and tag; `HEAD` is pointed at the remote's
+/// default branch. Into an empty cache, with `overlap`, the pack is also
+/// decoded as it arrives and the files of the commit `rev` names are
+/// chunked meanwhile; the overlap never fails the fetch (a pack it cannot
+/// decode only ends it early). A direct revision names its commit among
+/// the advertised refs; an expression (`HEAD~1`) on a server that offers
+/// object filters is resolved first by a `blob:none` [`preflight`].
+fn fetch(
+    remote: &Remote,
+    rev: &str,
+    reporter: &dyn FetchReporter,
+    interrupt: &AtomicBool,
+    overlap: Option<&OverlapPlan>,
+) -> Result<Option<Overlapped>, RemoteError> {
+    install_tls_provider();
+    reporter.fetching(&format!("listing refs of {}", remote.sanitized));
+    let failed = |message: String| RemoteError::Fetch {
         remote: remote.sanitized.clone(),
-        message: error.to_string(),
-    })?;
-    let head = refs.iter().find_map(|reference| match reference {
-        gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
-            Some(target.clone())
-        }
-        gix::protocol::handshake::Ref::Unborn { full_ref_name, target } if full_ref_name == "HEAD" => {
-            Some(target.clone())
-        }
-        _ => None,
-    });
-    // Only a first fetch: later ones send thin packs of what changed.
-    let overlap = overlap.filter(|_| cold).and_then(|plan| Some((plan, advertised_commit(refs, rev)?)));
-    reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
-    let totals = Arc::new(Totals::default());
-    let stop_overlay = AtomicBool::new(false);
-    let (received, overlapped) = std::thread::scope(|scope| {
-        scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
-        let overlay = overlap.map(|(plan, target)| {
-            let reader = tee.attach();
-            let (stop, totals) = (&stop_overlay, &totals);
-            scope.spawn(move || {
-                let prechunked = Prechunked::new(plan.max_input_chars);
-                let chunked = || {
-                    totals.files_chunked.fetch_add(1, Ordering::Relaxed);
-                    totals.changed();
-                };
-                let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked, &chunked);
-                (prechunked, stats)
-            })
-        });
-        // Ends the reporting thread however the receive ends (a panic
-        // included: the scope would otherwise wait for it forever).
-        let finish = FinishOnDrop(&totals);
-        let received = prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt);
-        drop(finish);
-        // The decoder sees the end of the stream; after a failure it
-        // stops at once.
-        tee.detach();
-        if received.is_err() {
-            stop_overlay.store(true, Ordering::Relaxed);
-        }
-        // A panic of the overlap only loses its work.
-        let overlapped = overlay.and_then(|handle| handle.join().ok());
-        (received, overlapped)
-    });
-    received.map_err(|error| {
-        if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
-    })?;
-    reporter.fetching(&totals.detail("received", &remote.sanitized));
-    if let Some(target) = head {
-        point_head(&repo, &target.to_string()).map_err(|error| failed(error.to_string()))?;
+        message: remote.sanitize_text(&message),
+    };
+    let repo = open_or_init(remote)?;
+    // What an interrupted preflight left (the single flight keeps two
+    // fetches of one remote apart).
+    let leftover = remote.dir.join(PREFLIGHT);
+    if leftover.exists() {
+        std::fs::remove_dir_all(&leftover).map_err(|source| RemoteError::Io { dir: remote.dir.clone(), source })?;
     }
-    Ok(overlapped.map(|(prechunked, stats)| Overlapped { prechunked: Arc::new(prechunked), stats }))
+    // Cold: nothing fetched yet, or only what a failed first attempt left
+    // (a repository without refs; its temporary pack was removed).
+    let cold = repo.references().ok().and_then(|references| references.all().ok().map(|mut all| all.next().is_none()));
+    let cold = cold.unwrap_or(false);
+    with_prepared_fetch(remote, &repo, None, |prepare, tee, filter_offered| {
+        let refs = &prepare.ref_map().remote_refs;
+        check_advertised(refs, rev).map_err(|error| RemoteError::Resolve {
+            rev: rev.to_string(),
+            remote: remote.sanitized.clone(),
+            message: error.to_string(),
+        })?;
+        let head = refs.iter().find_map(|reference| match reference {
+            gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
+                Some(target.clone())
+            }
+            gix::protocol::handshake::Ref::Unborn { full_ref_name, target } if full_ref_name == "HEAD" => {
+                Some(target.clone())
+            }
+            _ => None,
+        });
+        // Only a first fetch: later ones send thin packs of what changed.
+        let overlap = match overlap.filter(|_| cold) {
+            Some(plan) => match advertised_commit(refs, rev) {
+                Some(target) => Some((plan, target)),
+                // The main connection waits, idle, meanwhile.
+                None if filter_offered => preflight(remote, rev, reporter, interrupt)?.map(|target| (plan, target)),
+                None => None,
+            },
+            None => None,
+        };
+        reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
+        let totals = Arc::new(Totals::default());
+        let stop_overlay = AtomicBool::new(false);
+        let (received, overlapped) = std::thread::scope(|scope| {
+            scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
+            let overlay = overlap.map(|(plan, target)| {
+                let reader = tee.attach();
+                let (stop, totals) = (&stop_overlay, &totals);
+                scope.spawn(move || {
+                    let prechunked = Prechunked::new(plan.max_input_chars);
+                    let chunked = || {
+                        totals.files_chunked.fetch_add(1, Ordering::Relaxed);
+                        totals.changed();
+                    };
+                    let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked, &chunked);
+                    (prechunked, stats)
+                })
+            });
+            // Ends the reporting thread however the receive ends (a panic
+            // included: the scope would otherwise wait for it forever).
+            let finish = FinishOnDrop(&totals);
+            let received = prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt);
+            drop(finish);
+            // The decoder sees the end of the stream; after a failure it
+            // stops at once.
+            tee.detach();
+            if received.is_err() {
+                stop_overlay.store(true, Ordering::Relaxed);
+            }
+            // A panic of the overlap only loses its work.
+            let overlapped = overlay.and_then(|handle| handle.join().ok());
+            (received, overlapped)
+        });
+        received.map_err(|error| {
+            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
+        })?;
+        reporter.fetching(&totals.detail("received", &remote.sanitized));
+        if let Some(target) = head {
+            point_head(&repo, &target.to_string()).map_err(|error| failed(error.to_string()))?;
+        }
+        Ok(overlapped.map(|(prechunked, stats)| Overlapped { prechunked: Arc::new(prechunked), stats }))
+    })
+}
+
+/// The temporary repository of a [`preflight`], beside the cache.
+const PREFLIGHT: &str = "preflight.git";
+
+/// Resolves the expression `rev` (`HEAD~1`) before the main fetch, so that
+/// a cold fetch can chunk its files while the pack arrives: every branch
+/// and tag is fetched with the `blob:none` filter (commits and trees only)
+/// into a temporary repository beside the cache, removed before this
+/// returns. `None` when the preflight cannot tell (the revision does not
+/// resolve there, or the preflight failed): the main fetch then resolves
+/// it as it would without one. Only cancellation is an error.
+fn preflight(
+    remote: &Remote,
+    rev: &str,
+    reporter: &dyn FetchReporter,
+    interrupt: &AtomicBool,
+) -> Result<Option<gix::ObjectId>, RemoteError> {
+    struct Removed<'a>(&'a Path);
+    impl Drop for Removed<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    reporter.fetching(&format!("resolving {rev} from the commits of {} (blob:none)", remote.sanitized));
+    let dir = remote.dir.join(PREFLIGHT);
+    let _removed = Removed(&dir);
+    let resolved = (|| {
+        gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
+        let repo = open_at(remote, &dir)?;
+        with_prepared_fetch(remote, &repo, Some("blob:none"), |prepare, _, filter_offered| {
+            if !filter_offered {
+                return Ok(None);
+            }
+            let head = prepare.ref_map().remote_refs.iter().find_map(|reference| match reference {
+                gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
+                    Some(target.to_string())
+                }
+                _ => None,
+            });
+            prepare.receive(gix::progress::Discard, interrupt).map_err(|error| RemoteError::Fetch {
+                remote: remote.sanitized.clone(),
+                message: remote.sanitize_text(&describe(&error)),
+            })?;
+            if let Some(target) = head {
+                point_head(&repo, &target).map_err(|error| RemoteError::Open {
+                    dir: dir.clone(),
+                    message: remote.sanitize_text(&error.to_string()),
+                })?;
+            }
+            Ok(resolve_local(&repo, rev).ok())
+        })
+    })();
+    match resolved {
+        Err(_) if interrupt.load(Ordering::Relaxed) => Err(RemoteError::Cancelled),
+        Err(error) => {
+            reporter.fetching(&format!("the preflight failed, {rev} is resolved after the fetch: {error}"));
+            Ok(None)
+        }
+        Ok(commit) => Ok(commit),
+    }
 }
 
 /// The threads that chunk files while a pack arrives (beside gix's
@@ -1100,6 +1213,65 @@ mod tests {
             serde_json::from_slice(&std::fs::read(remote.dir.join(RECORD)).unwrap()).unwrap();
         assert_eq!(record["url"], work.to_str().unwrap());
         assert_eq!(record["last_resolved_rev"], head.commit.to_string());
+    }
+
+    /// The pack files of a bare repository.
+    fn packs(repo: &Path) -> usize {
+        std::fs::read_dir(repo.join("objects/pack"))
+            .map(|entries| {
+                entries.flatten().filter(|entry| entry.path().extension().is_some_and(|ext| ext == "pack")).count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn an_expression_on_a_cold_cache_is_resolved_by_a_blob_none_preflight_when_the_server_filters() {
+        for allow_filter in [true, false] {
+            let temp = tempfile::tempdir().unwrap();
+            let work = upstream(temp.path());
+            git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
+            let home = temp.path().join("home");
+            let remote =
+                Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+            // What an interrupted preflight would have left.
+            std::fs::create_dir_all(remote.dir.join(PREFLIGHT).join("objects")).unwrap();
+            let freshness = Freshness { reindex: false, started: SystemTime::now() };
+            let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
+            let reports = Recorded::default();
+            let interrupt = AtomicBool::new(false);
+            let resolved = resolve(&remote, Some("HEAD~1"), freshness, &reports, &interrupt, Some(&plan)).unwrap();
+            assert_eq!(resolved.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
+            assert_eq!(resolved.rev, "HEAD~1");
+            let preflights = reports.all().iter().filter(|line| line.contains("blob:none")).count();
+            assert_eq!(preflights, usize::from(allow_filter), "{:?}", reports.all());
+            // With the commit known before the pack, its file was chunked
+            // while the pack arrived: `a.txt` as it was at HEAD~1.
+            let overlapped = resolved.overlap.as_ref().map(|overlap| overlap.stats.dispatched);
+            assert_eq!(overlapped, allow_filter.then_some(1), "filter {allow_filter}");
+            // The temporary repository is gone, and the cache holds the
+            // main pack only.
+            assert!(!remote.dir.join(PREFLIGHT).exists());
+            assert_eq!(packs(&remote.repo_dir()), 1);
+        }
+    }
+
+    #[test]
+    fn a_preflight_that_cannot_resolve_leaves_the_answer_to_the_main_fetch() {
+        let temp = tempfile::tempdir().unwrap();
+        let work = upstream(temp.path());
+        git(&work, &["config", "uploadpack.allowFilter", "true"]);
+        let home = temp.path().join("home");
+        let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        let freshness = Freshness { reindex: false, started: SystemTime::now() };
+        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
+        let interrupt = AtomicBool::new(false);
+        let error = resolve(&remote, Some("HEAD~7"), freshness, &Quiet, &interrupt, Some(&plan)).unwrap_err();
+        assert!(matches!(error, RemoteError::Resolve { .. }), "{error}");
+        assert!(!remote.dir.join(PREFLIGHT).exists());
+        // The main fetch ran: the cache now answers what exists.
+        let head = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt, Some(&plan)).unwrap();
+        assert_eq!(head.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
+        assert_eq!(packs(&remote.repo_dir()), 1);
     }
 
     #[test]

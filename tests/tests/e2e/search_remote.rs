@@ -183,10 +183,10 @@ fn git_daemon_freshness_counts_network_contact() {
     assert!(missing.failure().contains("no-such-branch"), "{}", missing.stderr);
 }
 
-/// gix cannot ask for a `blob:none` filter, so an expression such as
-/// `HEAD~1` on a cold cache resolves after the one main fetch: exactly one
-/// connection and one pack, never a preflight followed by a repeated
-/// unfiltered transfer.
+/// A server without object filters (Git's default): an expression such
+/// as `HEAD~1` on a cold cache resolves after the one main fetch: exactly
+/// one connection and one pack, never an unfiltered preflight followed by
+/// a repeated transfer.
 #[test]
 fn an_expression_on_a_cold_cache_fetches_once() {
     let (env, _fake) = setup();
@@ -211,6 +211,57 @@ fn an_expression_on_a_cold_cache_fetches_once() {
             .all(|path| ["repo.git", "remote.json", "search"].contains(&path.file_name().unwrap().to_str().unwrap())),
         "temporary storage left behind: {leftovers:?}"
     );
+}
+
+/// A server that offers object filters: `HEAD~1` on a cold cache is
+/// resolved by a temporary `blob:none` preflight (commits and trees only)
+/// before the main pack, so the commit's files are chunked while that pack
+/// arrives. The preflight's repository is gone afterwards, and the cache
+/// holds the main pack only.
+#[test]
+fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
+    let (upstream_env, _upstream_fake) = setup();
+    let (repo, served, bare) = upstream(&upstream_env);
+    let configured = std::process::Command::new("git")
+        .args(["--git-dir", bare.to_str().unwrap(), "config", "uploadpack.allowFilter", "true"])
+        .status()
+        .unwrap();
+    assert!(configured.success());
+    let http = HttpGit::start(&served, None);
+    let daemon = GitDaemon::start(&served);
+    for url in [http.url("upstream.git", None), daemon.url("upstream.git")] {
+        let (env, _fake) = setup();
+        let args = ["search", "--debug", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
+        let run = search(&env, &args);
+        let output = json(&run);
+        assert_eq!(output["source"]["rev"], "HEAD~1");
+        assert_eq!(output["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim());
+        let found = paths(&output);
+        assert!(!found.is_empty() && found.iter().all(|path| path == "src/old.go"), "{url}: {found:?}");
+        let chunked: usize = event_field(&run.stderr, "search_overlap", "chunked")
+            .unwrap_or_else(|| panic!("{url}: no overlap: {}", run.stderr))
+            .parse()
+            .unwrap();
+        assert!(chunked >= 1, "{url}: {}", run.stderr);
+        assert_eq!(event_field(&run.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
+        let packs: Vec<PathBuf> = std::fs::read_dir(remote_dir(&env).join("repo.git/objects/pack"))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|extension| extension == "pack"))
+            .collect();
+        assert_eq!(packs.len(), 1, "{url}: {packs:?}");
+        let left: Vec<String> = std::fs::read_dir(remote_dir(&env))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.iter().all(|name| ["repo.git", "remote.json", "search"].contains(&name.as_str())), "{left:?}");
+    }
+    // The HTTP server saw the filter on one of its two pack requests; the
+    // daemon served two connections: the preflight's and the main one.
+    assert_eq!((http.pack_requests(), http.filtered_requests()), (2, 1));
+    assert_eq!(daemon.requests(), 2);
 }
 
 #[test]
