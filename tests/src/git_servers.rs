@@ -317,8 +317,12 @@ impl GitDaemon {
         let port = free_port();
         let log = base.with_extension("daemon.log");
         let log_file = std::fs::File::create(&log).expect("create the git daemon log");
-        let mut child = Command::new("git")
-            .arg("daemon")
+        // `git daemon` would run `git-daemon` as a child of its own, which
+        // killing `git` leaves behind, and whose CPU time it does not
+        // report: the daemon itself is run instead.
+        let exec_path = Command::new("git").arg("--exec-path").output().expect("run git --exec-path");
+        let exec_path = PathBuf::from(String::from_utf8_lossy(&exec_path.stdout).trim());
+        let mut child = Command::new(exec_path.join("git-daemon"))
             .arg("--reuseaddr")
             .arg("--export-all")
             .arg("--verbose")
@@ -338,6 +342,19 @@ impl GitDaemon {
 
     pub fn url(&self, name: &str) -> String {
         format!("git://127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// The CPU time of the daemon and of the `upload-pack` processes it has
+    /// served so far, once every connection's process has ended (waits
+    /// for that, up to a deadline).
+    pub fn cpu(&self) -> std::time::Duration {
+        let pid = self.child.id();
+        let children = format!("/proc/{pid}/task/{pid}/children");
+        let idle = crate::wait_until(READY, || {
+            std::fs::read_to_string(&children).is_ok_and(|listed| listed.trim().is_empty())
+        });
+        assert!(idle, "git daemon still serves a connection");
+        crate::process_cpu(pid, true)
     }
 
     /// Service requests (`upload-pack`) served so far.

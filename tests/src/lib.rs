@@ -343,6 +343,37 @@ impl GitRepo {
     }
 }
 
+/// The user and system CPU time of every thread of process `pid` so far
+/// (read from `/proc`), and with `reaped`, also that of the children it
+/// has waited for.
+pub fn process_cpu(pid: u32, reaped: bool) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read a /proc stat");
+    // The fields after the parenthesized command name: utime, stime,
+    // cutime and cstime are the 14th to 17th of the whole line.
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("a /proc stat line").1.split_whitespace().collect();
+    let field = |index: usize| fields[index].parse::<u64>().expect("a /proc stat time");
+    let mut ticks = field(11) + field(12);
+    if reaped {
+        ticks += field(13) + field(14);
+    }
+    // SAFETY: sysconf reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_nanos(ticks * 1_000_000_000 / per_second)
+}
+
+/// The CPU time of this process's children that it has waited for
+/// (and of their waited-for children in turn).
+pub fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |value: libc::timeval| Duration::new(value.tv_sec as u64, value.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
 /// Polls `condition` until it holds or `timeout` passes; returns whether it
 /// held. For waiting on another process, never as a fixed sleep.
 pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
@@ -418,4 +449,23 @@ pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
     }
     let status = child.wait().expect("wait for the command");
     (status.code(), String::from_utf8_lossy(&written).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_of_waited_for_children_is_counted() {
+        let before = children_cpu();
+        let status = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("run sh");
+        assert!(status.success());
+        assert!(children_cpu() > before, "a child's busy loop shows in getrusage");
+        // This process's own time, without and with its reaped children.
+        let pid = std::process::id();
+        assert!(process_cpu(pid, true) >= process_cpu(pid, false));
+    }
 }

@@ -9,7 +9,10 @@
 //!   most 1.3x. Each round also times the same cold search with the
 //!   fetch overlap turned off (`GITAGENTD_TEST_NO_FETCH_OVERLAP`, a
 //!   test-hooks switch): the before and after of chunking while the pack
-//!   arrives.
+//!   arrives. Each round also prints the CPU time of both sides (the
+//!   search's daemon or the baseline's git commands, and `git daemon` with
+//!   its `upload-pack`); the median line turns the search's into the least
+//!   time the machine's cores could take for it, beside the baseline.
 //! - `warm`: the same remote searched again with a fresh cache, beside a
 //!   filesystem warm search of a checkout of the same tree (same query,
 //!   both primed into replay history). Goal: at most 1.5x, and the git
@@ -24,9 +27,9 @@
 //! (without `test-hooks` the daemon ignores the switch; the benchmark
 //! then stops rather than print a false before/after).
 
-use git_agent_tests::TestEnv;
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
 use git_agent_tests::git_servers::GitDaemon;
+use git_agent_tests::{TestEnv, children_cpu, process_cpu};
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -157,9 +160,10 @@ fn copy_tree(from: &Path, to: &Path) -> usize {
 
 /// `git clone --bare` + `git ls-tree -r HEAD` + `git cat-file --batch` of
 /// every blob in `selected`: the work a remote search cannot avoid.
-fn baseline(url: &str, scratch: &Path, selected: &[String]) -> (Duration, usize, u64) {
+fn baseline(daemon: &GitDaemon, url: &str, scratch: &Path, selected: &[String]) -> (Duration, usize, u64, Cpu) {
     let target = scratch.join("baseline.git");
     let _ = std::fs::remove_dir_all(&target);
+    let (client_before, server_before) = (children_cpu(), daemon.cpu());
     let started = Instant::now();
     git(scratch, &["clone", "-q", "--bare", url, target.to_str().unwrap()]);
     let listing = String::from_utf8(git(&target, &["ls-tree", "-r", "HEAD"])).unwrap();
@@ -189,22 +193,45 @@ fn baseline(url: &str, scratch: &Path, selected: &[String]) -> (Duration, usize,
     writer.join().unwrap().unwrap();
     assert!(output.status.success());
     let elapsed = started.elapsed();
-    (elapsed, selected.len(), output.stdout.len() as u64)
+    let cpu = Cpu { client: children_cpu() - client_before, server: daemon.cpu() - server_before };
+    (elapsed, selected.len(), output.stdout.len() as u64, cpu)
+}
+
+/// CPU time spent on one side and the other of a transfer.
+#[derive(Clone, Copy)]
+struct Cpu {
+    /// `git clone` and the other git commands, or the search's daemon.
+    client: Duration,
+    /// `git daemon` and the `upload-pack` it ran.
+    server: Duration,
+}
+
+impl Cpu {
+    fn total(&self) -> Duration {
+        self.client + self.server
+    }
+
+    fn describe(&self) -> String {
+        format!("client {:.0} + server {:.0} = {:.0} ms", ms(self.client), ms(self.server), ms(self.total()))
+    }
 }
 
 /// One cold remote search in a fresh user (empty cache, running daemon):
 /// its time, and the user.
-fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, overlap: bool) -> (Duration, TestEnv) {
+fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, overlap: bool) -> (Duration, TestEnv, Cpu) {
     let env = environment_with(fake, overlap);
     let work = env.work();
     // Start the daemon outside the measured time.
     run(&env, &work, &["search", "--ls-remotes"]);
+    let pid = env.daemon_pid().expect("the daemon runs after a listing");
     let before = daemon.requests();
+    let (client_before, server_before) = (process_cpu(pid, false), daemon.cpu());
     let (elapsed, stdout, _) = run(&env, &work, &["search", "--remote", url, QUERY]);
+    let cpu = Cpu { client: process_cpu(pid, false) - client_before, server: daemon.cpu() - server_before };
     let output: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(output["retrieval"]["index"], "miss", "{stdout}");
     assert!(daemon.requests() > before, "the cold search made no request to the git daemon");
-    (elapsed, env)
+    (elapsed, env, cpu)
 }
 
 /// Cold remote searches with and without the fetch overlap, alternated
@@ -214,9 +241,10 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
     let mut without = Vec::new();
     let mut theirs = Vec::new();
     let mut last = None;
+    let (mut our_cpu, mut their_cpu) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let (plain, _) = cold_search(fake, daemon, url, false);
-        let (elapsed, env) = cold_search(fake, daemon, url, true);
+        let (plain, _, _) = cold_search(fake, daemon, url, false);
+        let (elapsed, env, cpu) = cold_search(fake, daemon, url, true);
         let work = env.work();
         let listing: Value =
             serde_json::from_str(&run(&env, &work, &["search", "--ls-files", "--remote", url, "--format", "json"]).1)
@@ -227,7 +255,7 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
             .iter()
             .map(|path| path.as_str().unwrap().to_string())
             .collect();
-        let (base, blobs, bytes) = baseline(url, scratch, &selected);
+        let (base, blobs, bytes, base_cpu) = baseline(daemon, url, scratch, &selected);
         // A timed --debug run would add logging; the phases come from
         // separate fresh users in the first round.
         if round == 0 {
@@ -253,9 +281,16 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
             elapsed.as_secs_f64() / base.as_secs_f64(),
             plain.as_secs_f64() / base.as_secs_f64()
         );
+        println!(
+            "         CPU: git-agent's daemon with the git daemon {} | the baseline's git commands with the git daemon {}",
+            cpu.describe(),
+            base_cpu.describe()
+        );
         ours.push(elapsed);
         without.push(plain);
         theirs.push(base);
+        our_cpu.push(cpu);
+        their_cpu.push(base_cpu);
         last = Some(env);
     }
     ours.sort();
@@ -269,6 +304,21 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
         ms(base),
         mine.as_secs_f64() / base.as_secs_f64(),
         plain.as_secs_f64() / base.as_secs_f64()
+    );
+    // What 2 cores (or however many there are) can do at best: all the
+    // CPU time of both sides spread over every core at once.
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    our_cpu.sort_by_key(Cpu::total);
+    their_cpu.sort_by_key(Cpu::total);
+    let (our_cpu, their_cpu) = (our_cpu[our_cpu.len() / 2], their_cpu[their_cpu.len() / 2]);
+    let floor = our_cpu.total() / cores as u32;
+    println!(
+        "cold CPU median: git-agent {} | baseline {}; on {cores} cores the search needs at least {:.0} ms = {:.2}x the baseline's time (its daemon alone {:.0} ms)",
+        our_cpu.describe(),
+        their_cpu.describe(),
+        ms(floor),
+        floor.as_secs_f64() / base.as_secs_f64(),
+        ms(our_cpu.client)
     );
     println!();
     last.expect("at least one round")

@@ -23,7 +23,7 @@
 //! with an equivalent walk (std::fs, sorted, dot paths skipped).
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
-use git_agent_tests::{GitRepo, TestEnv};
+use git_agent_tests::{GitRepo, TestEnv, process_cpu};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -388,11 +388,11 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
         // index alone can be read around the `--index`.
         run(&env, &indexed, &["search", "--ls"]);
         let pid = env.daemon_pid().expect("the daemon runs after a listing");
-        let cpu_before = cpu_time(pid);
+        let cpu_before = process_cpu(pid, false);
         let started = Instant::now();
         let (_, stdout, stderr) = run(&env, &indexed, search_args);
         let total = started.elapsed();
-        let cpu = cpu_time(pid) - cpu_before;
+        let cpu = process_cpu(pid, false) - cpu_before;
         assert!(cpu > Duration::ZERO, "the daemon's CPU time did not move during --index");
         let output: Value = serde_json::from_str(&stdout).unwrap();
         let discover = timing(&stderr, "discover");
@@ -448,18 +448,6 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
     println!();
 }
 
-/// The user and system CPU time of every thread of process `pid` so far.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read the daemon's /proc stat");
-    // The fields after the parenthesized command name; utime and stime
-    // are the 14th and 15th of the whole line.
-    let fields: Vec<&str> = stat.rsplit_once(')').expect("a /proc stat line").1.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    // SAFETY: sysconf reads a constant of the system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_nanos(ticks * 1_000_000_000 / per_second)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,13 +462,13 @@ mod tests {
 
     #[test]
     fn cpu_time_grows_with_work() {
-        let before = cpu_time(std::process::id());
+        let before = process_cpu(std::process::id(), false);
         let started = Instant::now();
         let mut spin = 0u64;
         while started.elapsed() < Duration::from_millis(60) {
             spin = std::hint::black_box(spin.wrapping_add(1));
         }
-        assert!(cpu_time(std::process::id()) > before, "60 ms of spinning shows in /proc stat");
+        assert!(process_cpu(std::process::id(), false) > before, "60 ms of spinning shows in /proc stat");
     }
 
     #[test]
