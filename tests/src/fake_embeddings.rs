@@ -40,6 +40,8 @@ pub enum Wire {
 
 struct Shared {
     inputs: Mutex<Vec<String>>,
+    /// Whether `inputs` keeps what arrives (see [`FakeEmbeddings::keep_inputs`]).
+    keep_inputs: std::sync::atomic::AtomicBool,
     /// The `encoding_format` of each request, in arrival order.
     encodings: Mutex<Vec<String>>,
     wire: Mutex<Wire>,
@@ -74,6 +76,7 @@ impl FakeEmbeddings {
         let (gate, _) = watch::channel(true);
         let shared = Arc::new(Shared {
             inputs: Mutex::new(Vec::new()),
+            keep_inputs: std::sync::atomic::AtomicBool::new(true),
             encodings: Mutex::new(Vec::new()),
             wire: Mutex::new(Wire::AsAsked),
             tokens: Mutex::new(Vec::new()),
@@ -105,6 +108,14 @@ impl FakeEmbeddings {
 
     pub fn set_mode(&self, mode: Mode) {
         *self.shared.mode.lock().unwrap() = mode;
+    }
+
+    /// With `false`, inputs are counted but not kept ([`Self::inputs`]
+    /// stays empty), and in [`Mode::Constant`] not even read: the
+    /// benchmarks' "instant" server shares the machine's cores with the
+    /// daemon it measures, so it does the least a server must.
+    pub fn keep_inputs(&self, keep: bool) {
+        self.shared.keep_inputs.store(keep, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn set_wire(&self, wire: Wire) {
@@ -179,17 +190,38 @@ impl FakeEmbeddings {
     }
 }
 
+/// A request read without its inputs' text.
+#[derive(serde::Deserialize)]
+struct Counted {
+    input: Vec<serde::de::IgnoredAny>,
+    dimensions: Option<u64>,
+    encoding_format: Option<String>,
+    model: Value,
+}
+
 async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: String) -> Response {
-    let request: Value = match serde_json::from_str(&body) {
-        Ok(request) => request,
-        Err(error) => return (StatusCode::BAD_REQUEST, error.to_string()).into_response(),
+    let keep = shared.keep_inputs.load(std::sync::atomic::Ordering::Relaxed);
+    let counted = !keep && matches!(*shared.mode.lock().unwrap(), Mode::Constant);
+    let (inputs, count, dimensions, encoding, model) = if counted {
+        let request: Counted = match serde_json::from_str(&body) {
+            Ok(request) => request,
+            Err(error) => return (StatusCode::BAD_REQUEST, error.to_string()).into_response(),
+        };
+        let dimensions = request.dimensions.unwrap_or(1024) as usize;
+        (Vec::new(), request.input.len(), dimensions, request.encoding_format.unwrap_or_default(), request.model)
+    } else {
+        let request: Value = match serde_json::from_str(&body) {
+            Ok(request) => request,
+            Err(error) => return (StatusCode::BAD_REQUEST, error.to_string()).into_response(),
+        };
+        let inputs: Vec<String> = request["input"]
+            .as_array()
+            .map(|items| items.iter().filter_map(|item| item.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let dimensions = request["dimensions"].as_u64().unwrap_or(1024) as usize;
+        let encoding = request["encoding_format"].as_str().unwrap_or("").to_string();
+        (inputs.clone(), inputs.len(), dimensions, encoding, request["model"].clone())
     };
-    let inputs: Vec<String> = request["input"]
-        .as_array()
-        .map(|items| items.iter().filter_map(|item| item.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    let dimensions = request["dimensions"].as_u64().unwrap_or(1024) as usize;
-    let encoding = request["encoding_format"].as_str().unwrap_or("").to_string();
     let token = headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())
@@ -216,7 +248,9 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         return (StatusCode::BAD_REQUEST, json!({"error": {"message": message, "type": "test"}}).to_string())
             .into_response();
     }
-    shared.inputs.lock().unwrap().extend(inputs.iter().cloned());
+    if keep {
+        shared.inputs.lock().unwrap().extend(inputs.iter().cloned());
+    }
     let base64 = encoding == "base64" && wire == Wire::AsAsked;
     let write = |vector: &[f64]| -> String {
         if base64 {
@@ -235,18 +269,25 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         vector[0] = 1.0;
         write(&vector)
     });
-    let mut reply = String::from(r#"{"object":"list","data":["#);
-    for (index, input) in inputs.iter().enumerate() {
+    use std::fmt::Write as _;
+    let each = constant.as_ref().map_or(64, |constant| constant.len() + 48);
+    let mut reply = String::with_capacity(64 + count * each);
+    reply.push_str(r#"{"object":"list","data":["#);
+    for index in 0..count {
         if index > 0 {
             reply.push(',');
         }
-        let vector = match &constant {
-            Some(constant) => constant.clone(),
-            None => write(&FakeEmbeddings::words_vector(input, dimensions)),
-        };
-        reply.push_str(&format!(r#"{{"object":"embedding","index":{index},"embedding":{vector}}}"#));
+        let _ = write!(reply, r#"{{"object":"embedding","index":{index},"embedding":"#);
+        match &constant {
+            Some(constant) => reply.push_str(constant),
+            None => {
+                let input = inputs.get(index).map_or("", String::as_str);
+                reply.push_str(&write(&FakeEmbeddings::words_vector(input, dimensions)));
+            }
+        }
+        reply.push('}');
     }
-    reply.push_str(&format!(r#"],"model":{},"usage":{{"prompt_tokens":0,"total_tokens":0}}}}"#, request["model"]));
+    let _ = write!(reply, r#"],"model":{model},"usage":{{"prompt_tokens":0,"total_tokens":0}}}}"#);
     ([(axum::http::header::CONTENT_TYPE, "application/json")], reply).into_response()
 }
 
@@ -313,6 +354,23 @@ mod tests {
         }
         assert_eq!(fake.inputs().len(), 2 * inputs.len());
         assert_eq!(fake.tokens(), ["k", "k"]);
+    }
+
+    #[test]
+    fn inputs_counted_but_not_kept_get_the_same_replies() {
+        let fake = FakeEmbeddings::start();
+        fake.set_mode(Mode::Constant);
+        let inputs = ["alpha beta", "gamma \"quoted\" \\ end", ""];
+        let kept = reply(&fake, &inputs, 4);
+        let kept_base64 = reply_as(&fake, &inputs, 4, Some("base64")).1;
+        fake.keep_inputs(false);
+        assert_eq!(reply(&fake, &inputs, 4), kept);
+        assert_eq!(reply_as(&fake, &inputs, 4, Some("base64")).1, kept_base64);
+        assert_eq!(kept["data"].as_array().unwrap().len(), inputs.len());
+        // Only the two requests before the switch were kept.
+        assert_eq!(fake.inputs().len(), 2 * inputs.len());
+        assert_eq!(fake.requests(), 4);
+        assert_eq!(fake.encodings(), ["", "base64", "", "base64"]);
     }
 
     /// The `f32`s of a base64 reply item.

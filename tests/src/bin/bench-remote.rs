@@ -52,6 +52,7 @@ fn main() {
     println!("== remote search over git daemon: {files} files, {:.1} MB in one commit, {url}", bytes as f64 / 1e6);
     let fake = FakeEmbeddings::start();
     fake.set_mode(Mode::Constant);
+    fake.keep_inputs(false);
     let remote_env = cold(&fake, &daemon, &url, scratch.path());
     warm(&fake, &daemon, &url, &remote_env, scratch.path());
 }

@@ -73,6 +73,7 @@ fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
 fn warm(files: usize, runs: usize) {
     let fake = FakeEmbeddings::start();
     fake.set_mode(Mode::Constant);
+    fake.keep_inputs(false);
     let env = environment(&fake, 1024);
     let root = env.work().join("corpus");
     for file in 0..files {
@@ -337,6 +338,7 @@ fn missing_event(event: &str, stderr: &str) -> ! {
 fn cold(dir: Option<PathBuf>, revision: bool) {
     let fake = FakeEmbeddings::start();
     fake.set_mode(Mode::Constant);
+    fake.keep_inputs(false);
     let scratch = TestEnv::new();
     let (root, mut description) = match dir {
         Some(dir) => {
