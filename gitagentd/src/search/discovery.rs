@@ -323,7 +323,7 @@ pub trait FileWork: Sync {
 }
 
 /// No work: a plain walk.
-struct NoFileWork;
+pub(crate) struct NoFileWork;
 
 impl FileWork for NoFileWork {
     type State = ();

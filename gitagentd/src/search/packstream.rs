@@ -419,12 +419,12 @@ impl Tee {
 ///
 /// It also notes whether the server's handshake offers object filters
 /// ([`TeeTransport::filter_offered`]), and [`TeeTransport::with_filter`]
-/// adds a `filter <spec>` argument to each protocol v2 `fetch` request:
-/// gix 0.90 has the argument but no way to ask for it.
+/// then adds a `filter <spec>` argument to each protocol v2 `fetch`
+/// request: gix 0.90 has the argument but no way to ask for it.
 pub struct TeeTransport<T> {
     inner: T,
     tee: Tee,
-    filter: Option<&'static str>,
+    filter: Option<String>,
     filter_offered: Arc<AtomicBool>,
 }
 
@@ -434,10 +434,10 @@ impl<T> TeeTransport<T> {
     }
 
     /// Asks every `fetch` request for objects filtered by `spec`
-    /// (`blob:none`). Only for a server that offers filters: one that does
-    /// not would refuse the request.
-    pub fn with_filter(mut self, spec: &'static str) -> Self {
-        self.filter = Some(spec);
+    /// (`blob:none`, `blob:limit=<bytes>`) when the handshake offered
+    /// filters; a server that does not would refuse the argument.
+    pub fn with_filter(mut self, spec: impl Into<String>) -> Self {
+        self.filter = Some(spec.into());
         self
     }
 
@@ -492,7 +492,8 @@ impl<T: Transport> Transport for TeeTransport<T> {
         let tee = self.tee.clone();
         let (writer, reader) = self.inner.request(write_mode, on_into_read, trace)?.into_parts();
         let reader = Box::new(TeeReader { inner: reader, tee });
-        Ok(match self.filter {
+        let filter = self.filter.as_deref().filter(|_| self.filter_offered.load(Ordering::Relaxed));
+        Ok(match filter {
             Some(spec) => {
                 let writer = FilterArgument::new(writer, spec);
                 RequestWriter::new_from_bufread(writer, reader, write_mode, on_into_read, trace)

@@ -13,7 +13,10 @@
 //! temporary repository removed before the search returns) when the
 //! server offers object filters, so the main pack can overlap the build;
 //! a server without them gets the one main, unfiltered fetch, after which
-//! the expression is resolved, and never a second transfer.
+//! the expression is resolved, and never a second transfer. A server that
+//! offers filters also keeps the blobs too large to search (`blob:limit`);
+//! [`revision::BLOB_LIMIT_MARKER`] in the cache says so, and the walk of
+//! the cache counts such absent blobs as oversized.
 //!
 //! The raw URL (which may carry credentials) is only handed to gix's
 //! in-memory, unnamed remote: nothing is written to the repository's
@@ -41,6 +44,7 @@
 
 use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
 use super::packstream::{Tee, TeeTransport};
+use super::revision;
 use crate::provider::{
     self,
     network::{NetworkError, NetworkSettings},
@@ -409,7 +413,7 @@ type Wrapped = TeeTransport<Box<dyn gix::protocol::transport::client::blocking_i
 fn with_prepared_fetch<R>(
     remote: &Remote,
     repo: &gix::Repository,
-    filter: Option<&'static str>,
+    filter: Option<String>,
     body: impl FnOnce(gix::remote::fetch::Prepare<'_, '_, Wrapped>, &Tee, bool) -> Result<R, RemoteError>,
 ) -> Result<R, RemoteError> {
     use gix::remote::Direction;
@@ -486,7 +490,17 @@ fn fetch(
     // (a repository without refs; its temporary pack was removed).
     let cold = repo.references().ok().and_then(|references| references.all().ok().map(|mut all| all.next().is_none()));
     let cold = cold.unwrap_or(false);
-    with_prepared_fetch(remote, &repo, None, |prepare, tee, filter_offered| {
+    // Blobs too large to search are left on the server when it can filter
+    // them out (`blob:limit`: those of at least that many bytes).
+    let limit = format!("blob:limit={}", super::discovery::MAX_FILE_BYTES + 1);
+    with_prepared_fetch(remote, &repo, Some(limit.clone()), |prepare, tee, filter_offered| {
+        if filter_offered {
+            // Before any blob can be missing: a later walk of the cache
+            // takes an absent blob for an oversized one.
+            let marker = repo.git_dir().join(revision::BLOB_LIMIT_MARKER);
+            private_fs::write_atomic(&marker, format!("{limit}\n").as_bytes())
+                .map_err(|source| RemoteError::Io { dir: repo.git_dir().to_path_buf(), source })?;
+        }
         let refs = &prepare.ref_map().remote_refs;
         check_advertised(refs, rev).map_err(|error| RemoteError::Resolve {
             rev: rev.to_string(),
@@ -584,7 +598,7 @@ fn preflight(
     let resolved = (|| {
         gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
         let repo = open_at(remote, &dir)?;
-        with_prepared_fetch(remote, &repo, Some("blob:none"), |prepare, _, filter_offered| {
+        with_prepared_fetch(remote, &repo, Some("blob:none".to_string()), |prepare, _, filter_offered| {
             if !filter_offered {
                 return Ok(None);
             }
@@ -1252,6 +1266,46 @@ mod tests {
             // main pack only.
             assert!(!remote.dir.join(PREFLIGHT).exists());
             assert_eq!(packs(&remote.repo_dir()), 1);
+        }
+    }
+
+    #[test]
+    fn a_server_that_filters_keeps_blobs_too_large_to_search_and_the_walk_calls_them_oversized() {
+        use crate::search::discovery::{MAX_FILE_BYTES, NoFileWork, SkipReason};
+        for allow_filter in [true, false] {
+            let temp = tempfile::tempdir().unwrap();
+            let work = upstream(temp.path());
+            std::fs::write(work.join("big.txt"), "x".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
+            std::fs::write(work.join("edge.txt"), "y".repeat(MAX_FILE_BYTES as usize)).unwrap();
+            git(&work, &["add", "."]);
+            git(&work, &["commit", "-q", "-m", "large files"]);
+            git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
+            let big = git(&work, &["rev-parse", "HEAD:big.txt"]);
+            let edge = git(&work, &["rev-parse", "HEAD:edge.txt"]);
+            let home = temp.path().join("home");
+            let remote =
+                Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+            let freshness = Freshness { reindex: false, started: SystemTime::now() };
+            let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
+            let interrupt = AtomicBool::new(false);
+            let resolved = resolve(&remote, None, freshness, &Quiet, &interrupt, Some(&plan)).unwrap();
+            let repo = revision::open(&remote.repo_dir()).unwrap();
+            let local = repo.to_thread_local();
+            let has = |id: &str| local.find_header(gix::ObjectId::from_hex(id.as_bytes()).unwrap()).is_ok();
+            // The blob of exactly the limit is fetched; one byte more is
+            // left on a server that filters.
+            assert!(has(&edge));
+            assert_eq!(has(&big), !allow_filter, "filter {allow_filter}");
+            assert_eq!(remote.repo_dir().join(revision::BLOB_LIMIT_MARKER).is_file(), allow_filter);
+            // Either way the walk of the cache calls it oversized, and
+            // reads the rest.
+            let source = revision::TreeSource::new(repo, resolved.commit).unwrap();
+            let walk = revision::walk_with(&source, &[], &NoFileWork).unwrap().walk;
+            let files: Vec<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+            assert_eq!(files, ["a.txt", "edge.txt"], "filter {allow_filter}");
+            let skips: Vec<(&str, SkipReason)> =
+                walk.skips.iter().map(|skip| (skip.path.as_str(), skip.reason)).collect();
+            assert_eq!(skips, [("big.txt", SkipReason::Oversized)], "filter {allow_filter}");
         }
     }
 

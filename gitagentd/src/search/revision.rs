@@ -77,12 +77,20 @@ pub fn resolve(repo: &gix::Repository, rev: &str) -> Result<ObjectId, RevisionEr
     Ok(commit.id)
 }
 
+/// The file in a remote cache's Git folder that says its fetches asked
+/// for `blob:limit`: blobs over [`MAX_FILE_BYTES`] may be absent, on
+/// purpose ([`super::remote`]).
+pub const BLOB_LIMIT_MARKER: &str = "git-agent-blob-limit";
+
 /// One committed tree to search. Cheap to share between threads: each
 /// reader thread opens its own thread-local handle.
 pub struct TreeSource {
     repo: gix::ThreadSafeRepository,
     pub commit: ObjectId,
     pub tree: ObjectId,
+    /// A blob absent from the repository is one its size filter left out
+    /// ([`BLOB_LIMIT_MARKER`]): oversized, not unreadable.
+    absent_is_oversized: bool,
 }
 
 impl std::fmt::Debug for TreeSource {
@@ -102,7 +110,13 @@ impl TreeSource {
         };
         let commit_object = local.find_commit(commit).map_err(|error| read_error(&error))?;
         let tree = commit_object.tree_id().map_err(|error| read_error(&error))?.detach();
-        Ok(Self { repo, commit, tree })
+        let absent_is_oversized = local.git_dir().join(BLOB_LIMIT_MARKER).is_file();
+        Ok(Self { repo, commit, tree, absent_is_oversized })
+    }
+
+    /// Why a blob of the tree cannot be had.
+    fn absent(&self) -> SkipReason {
+        if self.absent_is_oversized { SkipReason::Oversized } else { SkipReason::Unreadable }
     }
 
     /// A handle for the calling thread.
@@ -117,7 +131,7 @@ impl TreeSource {
         if file.stat.size > MAX_FILE_BYTES {
             return Err(SkipReason::Oversized);
         }
-        let object = repo.find_object(blob).map_err(|_| SkipReason::Unreadable)?;
+        let object = repo.find_object(blob).map_err(|_| self.absent())?;
         discovery::check_candidate(&file.path, object.detach().data)
     }
 }
@@ -268,7 +282,7 @@ fn walk_tree(
                     Ok(header) => {
                         out.files.push(FoundFile { path, stat: blob_stat(&oid, header.size()), blob: Some(oid) })
                     }
-                    Err(_) => skip(out, path, SkipReason::Unreadable),
+                    Err(_) => skip(out, path, source.absent()),
                 }
             }
             EntryKind::Tree => {}

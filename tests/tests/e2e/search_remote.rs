@@ -264,6 +264,45 @@ fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
     assert_eq!(daemon.requests(), 2);
 }
 
+/// A server that offers object filters keeps the blobs too large to
+/// search (`blob:limit`): the cold search and a later one from the fresh
+/// cache both count the absent blob as oversized, and a blob of exactly
+/// the limit is searched.
+#[test]
+fn a_filtering_server_keeps_blobs_too_large_to_search() {
+    let (env, _fake) = setup();
+    let (repo, served, _) = upstream(&env);
+    repo.write("big.txt", &"x".repeat((1 << 20) + 1));
+    repo.write("edge.txt", &format!("ParseFlags edge {}\n", "y".repeat((1 << 20) - 17)));
+    repo.commit_all("large files");
+    let bare = bare_copy(repo.path(), &served, "large.git");
+    let configured = std::process::Command::new("git")
+        .args(["--git-dir", bare.to_str().unwrap(), "config", "uploadpack.allowFilter", "true"])
+        .status()
+        .unwrap();
+    assert!(configured.success());
+    let http = HttpGit::start(&served, None);
+    let url = http.url("large.git", None);
+    let args = ["search", "--remote", url.as_str(), "--min-score", "0.01", "edge"];
+    let cold = json(&search(&env, &args));
+    assert_eq!(cold["retrieval"]["skipped"]["oversized"], 1, "{cold}");
+    assert_eq!(cold["retrieval"]["skipped"]["unreadable"], 0, "{cold}");
+    assert!(paths(&cold).contains(&"edge.txt".to_string()), "{cold}");
+    assert_eq!(http.pack_requests(), 1);
+    let requests = http.requests();
+    // From the fresh cache: no network, the same classification.
+    let warm = json(&search(&env, &["search", "--remote", url.as_str(), "--min-score", "0.01", "big"]));
+    assert_eq!(http.requests(), requests, "a fresh cache touched the network");
+    assert_eq!(warm["retrieval"]["skipped"]["oversized"], 1, "{warm}");
+    assert_eq!(warm["retrieval"]["skipped"]["unreadable"], 0, "{warm}");
+    let missing = std::process::Command::new("git")
+        .args(["--git-dir", remote_dir(&env).join("repo.git").to_str().unwrap(), "cat-file", "-e"])
+        .arg(repo.git(&["rev-parse", "HEAD:big.txt"]).trim())
+        .status()
+        .unwrap();
+    assert!(!missing.success(), "the blob over the limit was fetched");
+}
+
 #[test]
 fn http_credentials_are_used_but_never_written() {
     let (env, _fake) = setup();
