@@ -196,19 +196,35 @@ fn an_expression_on_a_cold_cache_fetches_once() {
     let older = json(&search(&env, &["search", "--remote", &url, "--rev", "HEAD~1", "--min-score", "0.01", "old"]));
     assert_eq!(older["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim());
     assert_eq!(daemon.requests(), 1, "one connection for the advertisement and the pack");
-    let packs: Vec<PathBuf> = std::fs::read_dir(remote_dir(&env).join("repo.git/objects/pack"))
+    assert_one_pack_and_no_temporary_storage(&env);
+}
+
+/// Makes the served repository `bare` offer object filters.
+fn allow_filters(bare: &Path) {
+    let configured = std::process::Command::new("git")
+        .args(["--git-dir", bare.to_str().unwrap(), "config", "uploadpack.allowFilter", "true"])
+        .status()
+        .unwrap();
+    assert!(configured.success());
+}
+
+/// The cache holds one pack, and nothing but the cache, its record and
+/// its indexes is left in the remote's folder.
+fn assert_one_pack_and_no_temporary_storage(env: &TestEnv) {
+    let packs: Vec<PathBuf> = std::fs::read_dir(remote_dir(env).join("repo.git/objects/pack"))
         .unwrap()
         .flatten()
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|extension| extension == "pack"))
         .collect();
     assert_eq!(packs.len(), 1, "{packs:?}");
-    let leftovers: Vec<PathBuf> =
-        std::fs::read_dir(remote_dir(&env)).unwrap().flatten().map(|entry| entry.path()).collect();
+    let leftovers: Vec<String> = std::fs::read_dir(remote_dir(env))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(
-        leftovers
-            .iter()
-            .all(|path| ["repo.git", "remote.json", "search"].contains(&path.file_name().unwrap().to_str().unwrap())),
+        leftovers.iter().all(|name| ["repo.git", "remote.json", "search"].contains(&name.as_str())),
         "temporary storage left behind: {leftovers:?}"
     );
 }
@@ -222,11 +238,7 @@ fn an_expression_on_a_cold_cache_fetches_once() {
 fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
     let (upstream_env, _upstream_fake) = setup();
     let (repo, served, bare) = upstream(&upstream_env);
-    let configured = std::process::Command::new("git")
-        .args(["--git-dir", bare.to_str().unwrap(), "config", "uploadpack.allowFilter", "true"])
-        .status()
-        .unwrap();
-    assert!(configured.success());
+    allow_filters(&bare);
     let http = HttpGit::start(&served, None);
     let daemon = GitDaemon::start(&served);
     for url in [http.url("upstream.git", None), daemon.url("upstream.git")] {
@@ -244,19 +256,7 @@ fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
             .unwrap();
         assert!(chunked >= 1, "{url}: {}", run.stderr);
         assert_eq!(event_field(&run.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
-        let packs: Vec<PathBuf> = std::fs::read_dir(remote_dir(&env).join("repo.git/objects/pack"))
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|extension| extension == "pack"))
-            .collect();
-        assert_eq!(packs.len(), 1, "{url}: {packs:?}");
-        let left: Vec<String> = std::fs::read_dir(remote_dir(&env))
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .collect();
-        assert!(left.iter().all(|name| ["repo.git", "remote.json", "search"].contains(&name.as_str())), "{left:?}");
+        assert_one_pack_and_no_temporary_storage(&env);
     }
     // The HTTP server saw the filter on one of its two pack requests; the
     // daemon served two connections: the preflight's and the main one.
@@ -276,11 +276,7 @@ fn a_filtering_server_keeps_blobs_too_large_to_search() {
     repo.write("edge.txt", &format!("ParseFlags edge {}\n", "y".repeat((1 << 20) - 17)));
     repo.commit_all("large files");
     let bare = bare_copy(repo.path(), &served, "large.git");
-    let configured = std::process::Command::new("git")
-        .args(["--git-dir", bare.to_str().unwrap(), "config", "uploadpack.allowFilter", "true"])
-        .status()
-        .unwrap();
-    assert!(configured.success());
+    allow_filters(&bare);
     let http = HttpGit::start(&served, None);
     let url = http.url("large.git", None);
     let args = ["search", "--remote", url.as_str(), "--min-score", "0.01", "edge"];
