@@ -408,7 +408,7 @@ impl SshServer {
             format!(
                 "ListenAddress 127.0.0.1\nPort {port}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\n\
                  StrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PubkeyAuthentication yes\nLogLevel VERBOSE\nSetEnv PATH={}\n",
+                 PubkeyAuthentication yes\nLogLevel VERBOSE\nSetEnv PATH={}\nAcceptEnv GIT_PROTOCOL\n",
                 host_key.display(),
                 authorized.display(),
                 std::env::var("PATH").unwrap_or_default(),

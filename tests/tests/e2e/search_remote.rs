@@ -427,6 +427,28 @@ fn ssh_remote_verifies_the_host_key() {
     assert_eq!(sshd.sessions(), sessions, "an encrypted key without an agent authenticated");
 }
 
+/// Over SSH too (the server accepts `GIT_PROTOCOL`, so it speaks protocol
+/// v2): `HEAD~1` on a cold cache of a server offering filters is resolved
+/// by the preflight's own session before the main one, and the fetch
+/// overlaps the build.
+#[test]
+fn ssh_remote_resolves_an_expression_by_a_preflight() {
+    let (env, _fake) = setup();
+    let (repo, _served, bare) = upstream(&env);
+    allow_filters(&bare);
+    let sshd = SshServer::start(&env.home());
+    sshd.trust(&env.home());
+    let url = sshd.url(&bare);
+    let args = ["search", "--debug", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
+    let run = search(&env, &args);
+    let output = json(&run);
+    assert_eq!(output["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim(), "{}", sshd.log());
+    let chunked = event_field(&run.stderr, "search_overlap", "chunked");
+    assert!(chunked.is_some_and(|chunked| chunked != "0"), "no overlap: {}\n{}", run.stderr, sshd.log());
+    assert_eq!(sshd.sessions(), 2, "the preflight's session and the main one: {}", sshd.log());
+    assert_one_pack_and_no_temporary_storage(&env);
+}
+
 fn whoami() -> String {
     let output = std::process::Command::new("id").arg("-un").output().unwrap();
     String::from_utf8_lossy(&output.stdout).trim().to_string()
