@@ -507,15 +507,7 @@ fn fetch(
             remote: remote.sanitized.clone(),
             message: error.to_string(),
         })?;
-        let head = refs.iter().find_map(|reference| match reference {
-            gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
-                Some(target.clone())
-            }
-            gix::protocol::handshake::Ref::Unborn { full_ref_name, target } if full_ref_name == "HEAD" => {
-                Some(target.clone())
-            }
-            _ => None,
-        });
+        let head = advertised_head(refs);
         // Only a first fetch: later ones send thin packs of what changed.
         let overlap = match overlap.filter(|_| cold) {
             Some(plan) => match advertised_commit(refs, rev) {
@@ -564,9 +556,23 @@ fn fetch(
         })?;
         reporter.fetching(&totals.detail("received", &remote.sanitized));
         if let Some(target) = head {
-            point_head(&repo, &target.to_string()).map_err(|error| failed(error.to_string()))?;
+            point_head(&repo, &target).map_err(|error| failed(error.to_string()))?;
         }
         Ok(overlapped.map(|(prechunked, stats)| Overlapped { prechunked: Arc::new(prechunked), stats }))
+    })
+}
+
+/// The branch the remote's `HEAD` names (`refs/heads/<default>`), when it
+/// advertises one (born or not).
+fn advertised_head(refs: &[gix::protocol::handshake::Ref]) -> Option<String> {
+    refs.iter().find_map(|reference| match reference {
+        gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. }
+        | gix::protocol::handshake::Ref::Unborn { full_ref_name, target }
+            if full_ref_name == "HEAD" =>
+        {
+            Some(target.to_string())
+        }
+        _ => None,
     })
 }
 
@@ -602,12 +608,7 @@ fn preflight(
             if !filter_offered {
                 return Ok(None);
             }
-            let head = prepare.ref_map().remote_refs.iter().find_map(|reference| match reference {
-                gix::protocol::handshake::Ref::Symbolic { full_ref_name, target, .. } if full_ref_name == "HEAD" => {
-                    Some(target.to_string())
-                }
-                _ => None,
-            });
+            let head = advertised_head(&prepare.ref_map().remote_refs);
             prepare.receive(gix::progress::Discard, interrupt).map_err(|error| RemoteError::Fetch {
                 remote: remote.sanitized.clone(),
                 message: remote.sanitize_text(&describe(&error)),
