@@ -851,6 +851,7 @@ mod tests {
     impl Reporter for Quiet {
         fn skip(&self, _: &str, _: SkipReason) {}
         fn timing(&self, _: &str, _: Duration) {}
+        fn cpu(&self, _: &str, _: Duration) {}
     }
     impl remote::FetchReporter for Quiet {
         fn fetching(&self, _: &str) {}

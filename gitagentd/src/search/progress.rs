@@ -8,7 +8,8 @@
 //!   embed, announced by one endpoint JSON line on stderr, stopped when the
 //!   command ends;
 //! - `--debug`: console diagnostic events (`search_skip`, `search_timing`,
-//!   `search_embed_plan`, `search_embed_progress`, `search_index`).
+//!   `search_cpu`, `search_embed_plan`, `search_embed_progress`,
+//!   `search_index`).
 //!
 //! Updates are serialized behind one lock, so they never interleave.
 
@@ -402,6 +403,10 @@ impl Reporter for Feedback {
             observer(step, duration);
         }
         self.event("search_timing", &[("step", Field::Str(step.into())), ("duration", Field::Duration(duration))]);
+    }
+
+    fn cpu(&self, step: &str, cpu: Duration) {
+        self.event("search_cpu", &[("step", Field::Str(step.into())), ("cpu", Field::Duration(cpu))]);
     }
 }
 

@@ -64,6 +64,16 @@ pub struct RefreshRequest {
 pub trait Reporter: Send + Sync {
     fn skip(&self, path: &str, reason: SkipReason);
     fn timing(&self, step: &str, duration: Duration);
+    /// The CPU time a step took on every thread it ran on (`read`,
+    /// `chunk` and `segment` on the walk's threads, `persist`), when the
+    /// step ran; steps overlap in wall time, so their CPU tells which one
+    /// costs the most.
+    fn cpu(&self, step: &str, cpu: Duration);
+}
+
+/// CPU time the calling thread has used (zero where the clock is missing).
+pub fn thread_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(Duration::ZERO, Duration::from)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -363,6 +373,12 @@ pub fn prepare(
     if cancelled() {
         return Err(StoreError::Cancelled.into());
     }
+    let cpu = worked.states.iter().fold(WalkCpu::default(), |sum, thread| sum.add(&thread.cpu));
+    if cpu.files > 0 {
+        reporter.cpu("read", cpu.read);
+        reporter.cpu("chunk", cpu.chunk);
+        reporter.cpu("segment", cpu.segment);
+    }
     let read = finish_reads(&request, worked.outputs, worked.states)?;
     let walk = worked.walk;
     let mut skipped = walk.skipped;
@@ -553,11 +569,33 @@ struct Reader<'a, 'e> {
 /// One reader thread's segment, opened at its first file.
 struct ReaderThread {
     thread: usize,
+    cpu: WalkCpu,
     writer: Option<BodyWriter>,
     error: Option<std::io::Error>,
     /// Revision mode: this thread's repository handle, opened at its
     /// first blob.
     repo: Option<gix::Repository>,
+}
+
+/// The CPU a reader thread spent on the files it read and chunked itself.
+#[derive(Debug, Default, Clone, Copy)]
+struct WalkCpu {
+    files: usize,
+    read: Duration,
+    chunk: Duration,
+    /// Appending chunked text to the thread's snapshot segment.
+    segment: Duration,
+}
+
+impl WalkCpu {
+    fn add(self, other: &WalkCpu) -> WalkCpu {
+        WalkCpu {
+            files: self.files + other.files,
+            read: self.read + other.read,
+            chunk: self.chunk + other.chunk,
+            segment: self.segment + other.segment,
+        }
+    }
 }
 
 impl ReaderThread {
@@ -591,7 +629,7 @@ impl discovery::FileWork for Reader<'_, '_> {
     type Output = Result<PendingFile, SkipReason>;
 
     fn state(&self, thread: usize) -> ReaderThread {
-        ReaderThread { thread, writer: None, error: None, repo: None }
+        ReaderThread { thread, cpu: WalkCpu::default(), writer: None, error: None, repo: None }
     }
 
     fn wants(&self, file: &discovery::FoundFile) -> bool {
@@ -612,11 +650,17 @@ impl discovery::FileWork for Reader<'_, '_> {
         let chunked = match prechunked {
             Some(outcome) => outcome?,
             None => {
+                let before = thread_cpu();
                 let text = match &self.request.tree {
                     Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
                     None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
                 };
-                chunking::chunk_file(&file.path, text, self.request.max_input_chars)
+                let read = thread_cpu();
+                let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
+                state.cpu.files += 1;
+                state.cpu.read += read.saturating_sub(before);
+                state.cpu.chunk += thread_cpu().saturating_sub(read);
+                chunked
             }
         };
         if let Some(early) = self.early
@@ -624,7 +668,10 @@ impl discovery::FileWork for Reader<'_, '_> {
         {
             hold_production(self.cancelled);
         }
-        match state.append(&self.request.temp_dir, &chunked.text) {
+        let before = thread_cpu();
+        let appended = state.append(&self.request.temp_dir, &chunked.text);
+        state.cpu.segment += thread_cpu().saturating_sub(before);
+        match appended {
             Ok((offset, len)) => Ok(PendingFile {
                 path: file.path.clone(),
                 stat: file.stat,
@@ -818,6 +865,7 @@ pub fn finish(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Arc<LiveIndex>, RefreshError> {
     let started = Instant::now();
+    let started_cpu = thread_cpu();
     let Prepared { request, live, candidates, others, sources, reindex, unchanged, contents, rejected, .. } = prepared;
     if unchanged {
         reporter.timing("persist", started.elapsed());
@@ -983,6 +1031,7 @@ pub fn finish(
     // vectors in (computing their norms reads every one).
     crate::memory::release_freed();
     reporter.timing("persist", started.elapsed());
+    reporter.cpu("persist", thread_cpu().saturating_sub(started_cpu));
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))
 }
 
@@ -1110,6 +1159,7 @@ pub(in crate::search) mod tests {
     impl Reporter for Quiet {
         fn skip(&self, _: &str, _: SkipReason) {}
         fn timing(&self, _: &str, _: Duration) {}
+        fn cpu(&self, _: &str, _: Duration) {}
     }
 
     /// A filesystem-mode request over `root` with test model settings; the
@@ -1181,6 +1231,72 @@ pub(in crate::search) mod tests {
             let hash = chunking::parse_hash(&record.embedding_input_hash).unwrap();
             assert_eq!(reused.vector(index), Some(vector_of(&hash).as_slice()), "{}", record.path);
         }
+    }
+
+    /// Keeps the CPU steps a refresh reports.
+    #[derive(Default)]
+    struct CpuSteps(std::sync::Mutex<Vec<(String, Duration)>>);
+
+    impl Reporter for CpuSteps {
+        fn skip(&self, _: &str, _: SkipReason) {}
+        fn timing(&self, _: &str, _: Duration) {}
+        fn cpu(&self, step: &str, cpu: Duration) {
+            self.0.lock().unwrap().push((step.to_string(), cpu));
+        }
+    }
+
+    impl CpuSteps {
+        fn refresh(
+            root: &Path,
+            metadata: &Path,
+            previous: Option<Arc<LiveIndex>>,
+        ) -> (Arc<LiveIndex>, Vec<(String, Duration)>) {
+            let steps = CpuSteps::default();
+            let prepared = prepare(request(root, metadata), previous, &steps, &|| false, None).unwrap();
+            let mut spool = VectorSpool::new();
+            for missing in &prepared.missing {
+                spool.insert(&std::env::temp_dir(), missing.hash, &vector_of(&missing.hash)).unwrap();
+            }
+            let live = finish(prepared, spool.finish().unwrap(), &steps, &|| false).unwrap();
+            (live, steps.0.into_inner().unwrap())
+        }
+    }
+
+    #[test]
+    fn a_cold_refresh_reports_the_cpu_of_reading_chunking_and_persisting_and_a_warm_one_none() {
+        let root = tempfile::tempdir().unwrap();
+        let metadata = tempfile::tempdir().unwrap();
+        let mut rust = String::new();
+        for index in 0..400 {
+            rust.push_str(&format!(
+                "/// Adds {index}.\npub fn add_{index}(value: u64) -> u64 {{\n    value + {index}\n}}\n\n"
+            ));
+        }
+        write_old(&root.path().join("src/lib.rs"), &rust);
+        write_old(&root.path().join("README.md"), "# Demo\n\nAdds numbers.\n");
+
+        let (live, steps) = CpuSteps::refresh(root.path(), metadata.path(), None);
+        let names: Vec<&str> = steps.iter().map(|(step, _)| step.as_str()).collect();
+        assert_eq!(names, ["read", "chunk", "segment", "persist"]);
+        let cpu = |name: &str| steps.iter().find(|(step, _)| step == name).unwrap().1;
+        // Parsing 400 functions takes measurable CPU on any machine.
+        assert!(cpu("chunk") > Duration::ZERO, "{steps:?}");
+        assert!(cpu("persist") > Duration::ZERO, "{steps:?}");
+
+        // Nothing changed: no file is read or chunked, nothing is saved.
+        let (_, steps) = CpuSteps::refresh(root.path(), metadata.path(), Some(live));
+        assert!(steps.is_empty(), "{steps:?}");
+    }
+
+    #[test]
+    fn thread_cpu_grows_with_work_on_this_thread() {
+        let before = thread_cpu();
+        let started = Instant::now();
+        let mut sum = 0u64;
+        while started.elapsed() < Duration::from_millis(5) {
+            sum = std::hint::black_box(sum.wrapping_add(1));
+        }
+        assert!(thread_cpu() > before, "a busy loop on this thread shows in its CPU clock");
     }
 
     fn write_old(path: &Path, text: &str) {

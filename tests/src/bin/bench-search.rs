@@ -319,13 +319,23 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 /// missing or unreadable event stops the benchmark: it must never be
 /// reported as 0 ms.
 fn timing(stderr: &str, step: &str) -> Duration {
-    let marker = format!(" INF search_timing step={step} duration=");
+    debug_duration(stderr, "search_timing", step, "duration")
+}
+
+/// The CPU time of the daemon's `search_cpu` event for `step`, stopping
+/// the benchmark when it is missing.
+fn step_cpu(stderr: &str, step: &str) -> Duration {
+    debug_duration(stderr, "search_cpu", step, "cpu")
+}
+
+fn debug_duration(stderr: &str, event: &str, step: &str, field: &str) -> Duration {
+    let marker = format!(" INF {event} step={step} {field}=");
     let value = stderr
         .lines()
         .find_map(|line| line.split_once(&marker).map(|(_, value)| value.trim().to_string()))
-        .unwrap_or_else(|| missing_event(&format!("search_timing step={step}"), stderr));
+        .unwrap_or_else(|| missing_event(&format!("{event} step={step}"), stderr));
     git_agent_shared::timefmt::parse_go_duration(&value)
-        .unwrap_or_else(|error| panic!("the search_timing step={step} event: {error}"))
+        .unwrap_or_else(|error| panic!("the {event} step={step} event: {error}"))
 }
 
 /// Stops the benchmark because the daemon's `--debug` output lacks `event`.
@@ -375,6 +385,7 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
     let mut baseline = Vec::new();
     let mut ours = Vec::new();
     let mut cpus = Vec::new();
+    let mut step_cpus: Vec<([Duration; STEPS.len()], Duration)> = Vec::new();
     let mut megabytes = 0.0;
     for round in 0..5 {
         // Each round: the baseline, then a fresh user (cold daemon, empty
@@ -418,8 +429,14 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
             ms(cpu),
             output["retrieval"]["skipped"],
         );
+        let steps = STEPS.map(|step| step_cpu(&stderr, step));
+        let named: Vec<String> =
+            STEPS.iter().zip(&steps).map(|(step, took)| format!("{step} {:.0}", ms(*took))).collect();
+        let rest = cpu.saturating_sub(steps.iter().sum());
+        println!("         daemon CPU by step (ms): {}, the rest {:.0}", named.join(", "), ms(rest));
         ours.push(discover + chunk);
         cpus.push(cpu);
+        step_cpus.push((steps, rest));
     }
     baseline.sort();
     ours.sort();
@@ -447,19 +464,54 @@ fn cold(dir: Option<PathBuf>, revision: bool) {
         ms(cpu),
         megabytes / cpu.as_secs_f64()
     );
+    // The steps overlap in wall time on the walk's threads, so their CPU
+    // is what tells which one costs the most.
+    let median = |mut values: Vec<Duration>| {
+        values.sort();
+        values[values.len() / 2]
+    };
+    let mut shares: Vec<(String, Duration)> = STEPS
+        .iter()
+        .enumerate()
+        .map(|(index, step)| (step.to_string(), median(step_cpus.iter().map(|(steps, _)| steps[index]).collect())))
+        .collect();
+    shares.push((
+        "the rest (walk, embedding requests and replies, term statistics, live view)".into(),
+        median(step_cpus.iter().map(|(_, rest)| *rest).collect()),
+    ));
+    let chunking = shares[1].1;
+    println!(
+        "chunking alone: median {:.0} CPU ms = {:.1} MB/s per core (goal >= 20)",
+        ms(chunking),
+        megabytes / chunking.as_secs_f64()
+    );
+    let total: Duration = shares.iter().map(|(_, took)| *took).sum();
+    shares.sort_by_key(|(_, took)| std::cmp::Reverse(*took));
+    let listed: Vec<String> = shares
+        .iter()
+        .map(|(step, took)| {
+            format!("{step} {:.0} ms ({:.0}%)", ms(*took), 100.0 * took.as_secs_f64() / total.as_secs_f64())
+        })
+        .collect();
+    println!("daemon CPU by step, medians, most first: {}", listed.join("; "));
     println!();
 }
+
+/// The steps whose CPU the daemon reports for a cold index (`search_cpu`).
+const STEPS: [&str; 4] = ["read", "chunk", "segment", "persist"];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const DEBUG: &str = "12:00:00 INF search_timing step=discover duration=1.5ms\n12:00:00 INF search_timing step=chunk duration=1m2.5s\n";
+    const DEBUG: &str = "12:00:00 INF search_timing step=discover duration=1.5ms\n12:00:00 INF search_timing step=chunk duration=1m2.5s\n12:00:00 INF search_cpu step=chunk cpu=412ms\n";
 
     #[test]
     fn timings_are_read_from_the_debug_events() {
         assert_eq!(timing(DEBUG, "discover"), Duration::from_micros(1500));
         assert_eq!(timing(DEBUG, "chunk"), Duration::from_millis(62_500));
+        assert_eq!(step_cpu(DEBUG, "chunk"), Duration::from_millis(412));
+        assert!(std::panic::catch_unwind(|| step_cpu(DEBUG, "read")).is_err(), "a missing CPU event is not 0 ms");
     }
 
     #[test]

@@ -493,6 +493,10 @@ fn debug_events_describe_indexing() {
         "missing_chunks=5 reused_chunks=0 batches=1 batch_inputs=32 batch_max_chars=700000",
         " INF search_embed_progress progress=\"5/5 (100.0%)\" elapsed=",
         " INF search_index",
+        " INF search_cpu step=read cpu=",
+        " INF search_cpu step=chunk cpu=",
+        " INF search_cpu step=segment cpu=",
+        " INF search_cpu step=persist cpu=",
     ] {
         assert!(run.stderr.contains(event), "missing {event:?} in:\n{}", run.stderr);
     }
