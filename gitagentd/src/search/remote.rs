@@ -16,7 +16,10 @@
 //! the expression is resolved, and never a second transfer. A server that
 //! offers filters also keeps the blobs too large to search (`blob:limit`);
 //! [`revision::BLOB_LIMIT_MARKER`] in the cache says so, and the walk of
-//! the cache counts such absent blobs as oversized.
+//! the cache counts such absent blobs as oversized. An ignore file over
+//! that size still rules the walk: [`fetch_absent_ignore_files`] fetches
+//! the searched tree's missing ones by object id (the one network contact
+//! a fresh cache can make).
 //!
 //! The raw URL (which may carry credentials) is only handed to gix's
 //! in-memory, unnamed remote: nothing is written to the repository's
@@ -312,6 +315,9 @@ pub fn resolve(
     if exists && fresh {
         let repo = open(remote)?;
         if let Ok(commit) = resolve_local(&repo, &rev_text) {
+            // Only an ignore file that a filtered fetch left behind makes a
+            // fresh cache contact the server.
+            fetch_absent_ignore_files(remote, commit, reporter, interrupt)?;
             return Ok(Resolved { commit, rev: rev_text, fetched_at: None, overlap: None });
         }
     }
@@ -323,6 +329,7 @@ pub fn resolve(
         remote: remote.sanitized.clone(),
         message: remote.sanitize_text(&error.to_string()),
     })?;
+    fetch_absent_ignore_files(remote, commit, reporter, interrupt)?;
     Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at), overlap })
 }
 
@@ -413,6 +420,7 @@ type Wrapped = TeeTransport<Box<dyn gix::protocol::transport::client::blocking_i
 fn with_prepared_fetch<R>(
     remote: &Remote,
     repo: &gix::Repository,
+    refspecs: &[&str],
     filter: Option<String>,
     body: impl FnOnce(gix::remote::fetch::Prepare<'_, '_, Wrapped>, &Tee, bool) -> Result<R, RemoteError>,
 ) -> Result<R, RemoteError> {
@@ -426,7 +434,7 @@ fn with_prepared_fetch<R>(
         .remote_at(url.clone())
         .map_err(|error| failed(error.to_string()))?
         .with_fetch_tags(gix::remote::fetch::Tags::None)
-        .with_refspecs(REFSPECS, Direction::Fetch)
+        .with_refspecs(refspecs, Direction::Fetch)
         .map_err(|error| failed(error.to_string()))?;
     let account = url.user().zip(url.password()).map(|(user, password)| (user.to_string(), password.to_string()));
     let transport_options = remote.transport_options(repo, &url).map_err(|error| failed(error.to_string()))?;
@@ -480,11 +488,12 @@ fn fetch(
         message: remote.sanitize_text(&message),
     };
     let repo = open_or_init(remote)?;
-    // What an interrupted preflight left (the single flight keeps two
-    // fetches of one remote apart).
-    let leftover = remote.dir.join(PREFLIGHT);
-    if leftover.exists() {
-        std::fs::remove_dir_all(&leftover).map_err(|source| RemoteError::Io { dir: remote.dir.clone(), source })?;
+    // What an interrupted preflight or ignore-file fetch left (the single
+    // flight keeps two fetches of one remote apart).
+    for leftover in [PREFLIGHT, IGNORE_BLOBS].map(|name| remote.dir.join(name)) {
+        if leftover.exists() {
+            std::fs::remove_dir_all(&leftover).map_err(|source| RemoteError::Io { dir: remote.dir.clone(), source })?;
+        }
     }
     // Cold: nothing fetched yet, or only what a failed first attempt left
     // (a repository without refs; its temporary pack was removed).
@@ -493,7 +502,7 @@ fn fetch(
     // Blobs too large to search are left on the server when it can filter
     // them out (`blob:limit`: those of at least that many bytes).
     let limit = format!("blob:limit={}", super::discovery::MAX_FILE_BYTES + 1);
-    with_prepared_fetch(remote, &repo, Some(limit.clone()), |prepare, tee, filter_offered| {
+    with_prepared_fetch(remote, &repo, &REFSPECS, Some(limit.clone()), |prepare, tee, filter_offered| {
         if filter_offered {
             // Before any blob can be missing: a later walk of the cache
             // takes an absent blob for an oversized one.
@@ -592,19 +601,13 @@ fn preflight(
     reporter: &dyn FetchReporter,
     interrupt: &AtomicBool,
 ) -> Result<Option<gix::ObjectId>, RemoteError> {
-    struct Removed<'a>(&'a Path);
-    impl Drop for Removed<'_> {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0);
-        }
-    }
     reporter.fetching(&format!("resolving {rev} from the commits of {} (blob:none)", remote.sanitized));
     let dir = remote.dir.join(PREFLIGHT);
     let _removed = Removed(&dir);
     let resolved = (|| {
         gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
         let repo = open_at(remote, &dir)?;
-        with_prepared_fetch(remote, &repo, Some("blob:none".to_string()), |prepare, _, filter_offered| {
+        with_prepared_fetch(remote, &repo, &REFSPECS, Some("blob:none".to_string()), |prepare, _, filter_offered| {
             if !filter_offered {
                 return Ok(None);
             }
@@ -630,6 +633,122 @@ fn preflight(
         }
         Ok(commit) => Ok(commit),
     }
+}
+
+/// Removes a temporary repository beside the cache when dropped, on every
+/// path out of the function that made it.
+struct Removed<'a>(&'a Path);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0);
+    }
+}
+
+/// The temporary repository of [`fetch_absent_ignore_files`], beside the
+/// cache.
+const IGNORE_BLOBS: &str = "ignore-blobs.git";
+
+/// Fetches the `.gitignore` and `.gitagentignore` blobs of `commit`'s tree
+/// that a size-filtered cache ([`revision::BLOB_LIMIT_MARKER`]) left on the
+/// server: an ignore file over the search's size limit still decides what
+/// is searched, so the walk needs it. They are asked for by object id (a
+/// protocol v2 server, the only kind that filters, serves any object) into
+/// a temporary repository with nothing to negotiate, whose pack then moves
+/// into the cache; the temporary repository is removed on every path.
+/// Without the marker, or with every ignore blob present, nothing is
+/// fetched. Returns how many blobs were fetched.
+fn fetch_absent_ignore_files(
+    remote: &Remote,
+    commit: gix::ObjectId,
+    reporter: &dyn FetchReporter,
+    interrupt: &AtomicBool,
+) -> Result<usize, RemoteError> {
+    let cache = open(remote)?;
+    if !cache.git_dir().join(revision::BLOB_LIMIT_MARKER).is_file() {
+        return Ok(0);
+    }
+    let absent = absent_ignore_blobs(&cache, commit)
+        .map_err(|message| RemoteError::Open { dir: remote.repo_dir(), message: remote.sanitize_text(&message) })?;
+    if absent.is_empty() {
+        return Ok(0);
+    }
+    reporter.fetching(&format!(
+        "fetching {} ignore file{} over the size limit from {}",
+        absent.len(),
+        if absent.len() == 1 { "" } else { "s" },
+        remote.sanitized
+    ));
+    let failed = |message: String| RemoteError::Fetch {
+        remote: remote.sanitized.clone(),
+        message: remote.sanitize_text(&message),
+    };
+    let dir = remote.dir.join(IGNORE_BLOBS);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|source| RemoteError::Io { dir: dir.clone(), source })?;
+    }
+    let _removed = Removed(&dir);
+    gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
+    let repo = open_at(remote, &dir)?;
+    let wanted: Vec<String> = absent.iter().map(|id| id.to_string()).collect();
+    let refspecs: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    with_prepared_fetch(remote, &repo, &refspecs, None, |prepare, _, _| {
+        prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
+            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
+        })?;
+        Ok(())
+    })?;
+    // The index last, so that a reader never finds an index without its
+    // pack.
+    let packs = dir.join("objects/pack");
+    let target = cache.git_dir().join("objects/pack");
+    let io = |dir: &Path| {
+        let dir = dir.to_path_buf();
+        move |source| RemoteError::Io { dir, source }
+    };
+    std::fs::create_dir_all(&target).map_err(io(&target))?;
+    let mut names: Vec<std::ffi::OsString> =
+        std::fs::read_dir(&packs).map_err(io(&packs))?.flatten().map(|entry| entry.file_name()).collect();
+    names.sort_by_key(|name| Path::new(name).extension().is_some_and(|ext| ext == "idx"));
+    for name in names {
+        std::fs::rename(packs.join(&name), target.join(&name)).map_err(io(&target))?;
+    }
+    let missing = absent_ignore_blobs(&open(remote)?, commit).map_err(failed)?;
+    if !missing.is_empty() {
+        return Err(failed(format!("the server did not send the ignore file blob {}", missing[0])));
+    }
+    Ok(absent.len())
+}
+
+/// The `.gitignore` and `.gitagentignore` blobs of `commit`'s tree, in
+/// every folder, that `repo` does not have.
+fn absent_ignore_blobs(repo: &gix::Repository, commit: gix::ObjectId) -> Result<Vec<gix::ObjectId>, String> {
+    use gix::object::tree::EntryKind;
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|commit| commit.tree_id())
+        .map_err(|error| format!("cannot read the tree of {commit}: {error}"))?;
+    let mut trees = vec![tree.detach()];
+    let mut absent = Vec::new();
+    while let Some(id) = trees.pop() {
+        let tree = repo.find_tree(id).map_err(|error| format!("cannot read tree {id}: {error}"))?;
+        let decoded = tree.decode().map_err(|error| format!("cannot decode tree {id}: {error}"))?;
+        for entry in &decoded.entries {
+            match entry.mode.kind() {
+                EntryKind::Tree => trees.push(entry.oid.to_owned()),
+                EntryKind::Blob | EntryKind::BlobExecutable
+                    if super::discovery::IGNORE_FILES.iter().any(|name| entry.filename == name.as_bytes())
+                        && !repo.has_object(entry.oid) =>
+                {
+                    absent.push(entry.oid.to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    absent.sort();
+    absent.dedup();
+    Ok(absent)
 }
 
 /// The threads that chunk files while a pack arrives (beside gix's
@@ -1272,7 +1391,7 @@ mod tests {
 
     #[test]
     fn a_server_that_filters_keeps_blobs_too_large_to_search_and_the_walk_calls_them_oversized() {
-        use crate::search::discovery::{MAX_FILE_BYTES, NoFileWork, SkipReason};
+        use crate::search::discovery::{MAX_FILE_BYTES, SkipReason};
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());
@@ -1283,12 +1402,7 @@ mod tests {
             git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
             let big = git(&work, &["rev-parse", "HEAD:big.txt"]);
             let edge = git(&work, &["rev-parse", "HEAD:edge.txt"]);
-            let home = temp.path().join("home");
-            let remote =
-                Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
-            let freshness = Freshness { reindex: false, started: SystemTime::now() };
-            let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
-            let interrupt = AtomicBool::new(false);
+            let (remote, freshness, plan, interrupt) = cold_cache_of(temp.path(), &work);
             let resolved = resolve(&remote, None, freshness, &Quiet, &interrupt, Some(&plan)).unwrap();
             let repo = revision::open(&remote.repo_dir()).unwrap();
             let local = repo.to_thread_local();
@@ -1300,13 +1414,75 @@ mod tests {
             assert_eq!(remote.repo_dir().join(revision::BLOB_LIMIT_MARKER).is_file(), allow_filter);
             // Either way the walk of the cache calls it oversized, and
             // reads the rest.
-            let source = revision::TreeSource::new(repo, resolved.commit).unwrap();
-            let walk = revision::walk_with(&source, &[], &NoFileWork).unwrap().walk;
-            let files: Vec<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+            let (files, skips) = walk_cache(&remote, resolved.commit);
             assert_eq!(files, ["a.txt", "edge.txt"], "filter {allow_filter}");
-            let skips: Vec<(&str, SkipReason)> =
-                walk.skips.iter().map(|skip| (skip.path.as_str(), skip.reason)).collect();
-            assert_eq!(skips, [("big.txt", SkipReason::Oversized)], "filter {allow_filter}");
+            assert_eq!(skips, [("big.txt".to_string(), SkipReason::Oversized)], "filter {allow_filter}");
+        }
+    }
+
+    /// A remote for the repository `work`, with its cache under `temp`, and
+    /// what a first search resolves it with.
+    fn cold_cache_of(temp: &Path, work: &Path) -> (Remote, Freshness, OverlapPlan, AtomicBool) {
+        let home = temp.join("home");
+        let remote = Remote::new(work.to_str().unwrap(), temp, &home.join(".git-agent"), &env(&home)).unwrap();
+        let freshness = Freshness { reindex: false, started: SystemTime::now() };
+        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
+        (remote, freshness, plan, AtomicBool::new(false))
+    }
+
+    /// The files and skips of the cache's walk of `commit`.
+    fn walk_cache(
+        remote: &Remote,
+        commit: gix::ObjectId,
+    ) -> (Vec<String>, Vec<(String, crate::search::discovery::SkipReason)>) {
+        let repo = revision::open(&remote.repo_dir()).unwrap();
+        let source = revision::TreeSource::new(repo, commit).unwrap();
+        let walk = revision::walk_with(&source, &[], &crate::search::discovery::NoFileWork).unwrap().walk;
+        let files = walk.files.iter().map(|file| file.path.clone()).collect();
+        let skips = walk.skips.iter().map(|skip| (skip.path.clone(), skip.reason)).collect();
+        (files, skips)
+    }
+
+    #[test]
+    fn ignore_files_over_the_size_limit_are_fetched_from_a_server_that_filters() {
+        use crate::search::discovery::{MAX_FILE_BYTES, SkipReason};
+        for allow_filter in [true, false] {
+            let temp = tempfile::tempdir().unwrap();
+            let work = upstream(temp.path());
+            // Ignore files over the limit, whose last lines decide.
+            let padding = "# padding\n".repeat(MAX_FILE_BYTES as usize / 10 + 1);
+            std::fs::write(work.join(".gitignore"), format!("{padding}secret.txt\n")).unwrap();
+            std::fs::create_dir_all(work.join("sub")).unwrap();
+            std::fs::write(work.join("sub/.gitagentignore"), format!("{padding}gen.rs\n")).unwrap();
+            std::fs::write(work.join("secret.txt"), "hidden\n").unwrap();
+            std::fs::write(work.join("sub/gen.rs"), "fn generated() {}\n").unwrap();
+            std::fs::write(work.join("sub/lib.rs"), "fn kept() {}\n").unwrap();
+            std::fs::write(work.join("big.txt"), "x".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
+            git(&work, &["add", "-f", "."]);
+            git(&work, &["commit", "-q", "-m", "large ignore files"]);
+            git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
+            let (remote, freshness, plan, interrupt) = cold_cache_of(temp.path(), &work);
+            let reporter = Recorded::default();
+            let resolved = resolve(&remote, None, freshness, &reporter, &interrupt, Some(&plan)).unwrap();
+            let fetched_ignore_files =
+                reporter.all().iter().any(|line| line.starts_with("fetching 2 ignore files over the size limit"));
+            assert_eq!(fetched_ignore_files, allow_filter, "filter {allow_filter}: {:?}", reporter.all());
+            // The main pack, and the ignore files' own one.
+            assert_eq!(packs(&remote.repo_dir()), if allow_filter { 2 } else { 1 });
+            assert!(!remote.dir.join(IGNORE_BLOBS).exists());
+            let (files, skips) = walk_cache(&remote, resolved.commit);
+            assert_eq!(files, ["a.txt", "sub/lib.rs"], "filter {allow_filter}");
+            assert_eq!(skips, [("big.txt".to_string(), SkipReason::Oversized)], "filter {allow_filter}");
+            // The blob of the data file over the limit stays on the server.
+            let big = git(&work, &["rev-parse", "HEAD:big.txt"]);
+            let local = revision::open(&remote.repo_dir()).unwrap().to_thread_local();
+            assert_eq!(local.has_object(gix::ObjectId::from_hex(big.as_bytes()).unwrap()), !allow_filter);
+            // A fresh cache that has them fetches nothing more.
+            publish(&remote, &resolved).unwrap();
+            let again = Recorded::default();
+            resolve(&remote, None, freshness, &again, &interrupt, Some(&plan)).unwrap();
+            assert!(again.all().is_empty(), "{:?}", again.all());
+            assert_eq!(packs(&remote.repo_dir()), if allow_filter { 2 } else { 1 });
         }
     }
 

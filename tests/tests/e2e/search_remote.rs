@@ -300,6 +300,36 @@ fn a_filtering_server_keeps_blobs_too_large_to_search() {
 }
 
 #[test]
+fn an_ignore_file_over_the_size_limit_is_fetched_from_a_filtering_server() {
+    let (env, _fake) = setup();
+    let (repo, served, _) = upstream(&env);
+    // Its last line decides, and the filtered pack leaves it out.
+    repo.write(".gitignore", &format!("{}secret.rs\n", "# padding\n".repeat((1 << 20) / 10 + 1)));
+    repo.write("secret.rs", "fn parse_secret_flags() {}\n");
+    repo.git(&["add", "-f", "secret.rs"]);
+    repo.commit_all("a large ignore file");
+    let bare = bare_copy(repo.path(), &served, "ignores.git");
+    allow_filters(&bare);
+    let http = HttpGit::start(&served, None);
+    let url = http.url("ignores.git", None);
+    let args = ["search", "--remote", url.as_str(), "--debug", "--min-score", "0.01", "flags"];
+    let cold = search(&env, &args);
+    let output = json(&cold);
+    assert!(cold.stderr.contains("fetching 1 ignore file over the size limit from"), "{}", cold.stderr);
+    let found = paths(&output);
+    assert!(!found.is_empty(), "{output}");
+    assert!(!found.contains(&"secret.rs".to_string()), "{output}");
+    // The main pack, then the ignore file's blob by id.
+    assert_eq!(http.pack_requests(), 2);
+    assert_eq!(output["retrieval"]["skipped"]["unreadable"].as_u64().unwrap_or(0), 0, "{output}");
+    let requests = http.requests();
+    let warm = json(&search(&env, &["search", "--remote", url.as_str(), "--min-score", "0.01", "secret"]));
+    assert_eq!(http.requests(), requests, "a fresh cache touched the network");
+    assert!(!paths(&warm).contains(&"secret.rs".to_string()), "{warm}");
+    assert!(!remote_dir(&env).join("ignore-blobs.git").exists());
+}
+
+#[test]
 fn http_credentials_are_used_but_never_written() {
     let (env, _fake) = setup();
     let (repo, served, _bare) = upstream(&env);
