@@ -649,6 +649,10 @@ impl Drop for Removed<'_> {
 /// cache.
 const IGNORE_BLOBS: &str = "ignore-blobs.git";
 
+/// In a size-filtered cache: the last commit whose ignore files were all
+/// found there, so that its warm searches walk no tree to check again.
+const IGNORE_FILES_CHECKED: &str = "git-agent-ignore-files-checked";
+
 /// Fetches the `.gitignore` and `.gitagentignore` blobs of `commit`'s tree
 /// that a size-filtered cache ([`revision::BLOB_LIMIT_MARKER`]) left on the
 /// server: an ignore file over the search's size limit still decides what
@@ -668,9 +672,21 @@ fn fetch_absent_ignore_files(
     if !cache.git_dir().join(revision::BLOB_LIMIT_MARKER).is_file() {
         return Ok(0);
     }
+    // The commit whose ignore files were last found complete: a warm
+    // search of it walks no tree.
+    let checked = cache.git_dir().join(IGNORE_FILES_CHECKED);
+    let noted = std::fs::read_to_string(&checked).ok();
+    if noted.and_then(|text| gix::ObjectId::from_hex(text.trim().as_bytes()).ok()) == Some(commit) {
+        return Ok(0);
+    }
+    let note_checked = || {
+        private_fs::write_atomic(&checked, format!("{commit}\n").as_bytes())
+            .map_err(|source| RemoteError::Io { dir: remote.repo_dir(), source })
+    };
     let absent = absent_ignore_blobs(&cache, commit)
         .map_err(|message| RemoteError::Open { dir: remote.repo_dir(), message: remote.sanitize_text(&message) })?;
     if absent.is_empty() {
+        note_checked()?;
         return Ok(0);
     }
     reporter.fetching(&format!(
@@ -717,6 +733,7 @@ fn fetch_absent_ignore_files(
     if !missing.is_empty() {
         return Err(failed(format!("the server did not send the ignore file blob {}", missing[0])));
     }
+    note_checked()?;
     Ok(absent.len())
 }
 
@@ -1477,12 +1494,42 @@ mod tests {
             let big = git(&work, &["rev-parse", "HEAD:big.txt"]);
             let local = revision::open(&remote.repo_dir()).unwrap().to_thread_local();
             assert_eq!(local.has_object(gix::ObjectId::from_hex(big.as_bytes()).unwrap()), !allow_filter);
+            // The commit is noted as checked, only in a filtered cache.
+            let checked = std::fs::read_to_string(remote.repo_dir().join(IGNORE_FILES_CHECKED)).ok();
+            let expected = allow_filter.then(|| format!("{}\n", resolved.commit));
+            assert_eq!(checked, expected, "filter {allow_filter}");
             // A fresh cache that has them fetches nothing more.
             publish(&remote, &resolved).unwrap();
             let again = Recorded::default();
             resolve(&remote, None, freshness, &again, &interrupt, Some(&plan)).unwrap();
             assert!(again.all().is_empty(), "{:?}", again.all());
             assert_eq!(packs(&remote.repo_dir()), if allow_filter { 2 } else { 1 });
+            if allow_filter {
+                // The noted commit is not checked again: with the ignore
+                // files' pack gone, nothing is fetched either.
+                let ignore = git(&work, &["rev-parse", "HEAD:.gitignore"]);
+                let pack_dir = remote.repo_dir().join("objects/pack");
+                for entry in std::fs::read_dir(&pack_dir).unwrap().flatten() {
+                    let path = entry.path();
+                    if path.extension().is_none_or(|ext| ext != "idx") {
+                        continue;
+                    }
+                    let listed = std::process::Command::new("git")
+                        .args(["show-index"])
+                        .stdin(std::fs::File::open(&path).unwrap())
+                        .output()
+                        .unwrap();
+                    if String::from_utf8_lossy(&listed.stdout).contains(&ignore) {
+                        for ext in ["idx", "pack", "rev"] {
+                            let _ = std::fs::remove_file(path.with_extension(ext));
+                        }
+                    }
+                }
+                assert_eq!(packs(&remote.repo_dir()), 1);
+                let noted = Recorded::default();
+                resolve(&remote, None, freshness, &noted, &interrupt, Some(&plan)).unwrap();
+                assert!(noted.all().is_empty(), "{:?}", noted.all());
+            }
         }
     }
 
