@@ -668,17 +668,19 @@ fn fetch_absent_ignore_files(
     reporter: &dyn FetchReporter,
     interrupt: &AtomicBool,
 ) -> Result<usize, RemoteError> {
-    let cache = open(remote)?;
-    if !cache.git_dir().join(revision::BLOB_LIMIT_MARKER).is_file() {
+    // Both checked by path: a warm search opens no repository here.
+    let git_dir = remote.repo_dir();
+    if !git_dir.join(revision::BLOB_LIMIT_MARKER).is_file() {
         return Ok(0);
     }
     // The commit whose ignore files were last found complete: a warm
     // search of it walks no tree.
-    let checked = cache.git_dir().join(IGNORE_FILES_CHECKED);
+    let checked = git_dir.join(IGNORE_FILES_CHECKED);
     let noted = std::fs::read_to_string(&checked).ok();
     if noted.and_then(|text| gix::ObjectId::from_hex(text.trim().as_bytes()).ok()) == Some(commit) {
         return Ok(0);
     }
+    let cache = open(remote)?;
     let note_checked = || {
         private_fs::write_atomic(&checked, format!("{commit}\n").as_bytes())
             .map_err(|source| RemoteError::Io { dir: remote.repo_dir(), source })
