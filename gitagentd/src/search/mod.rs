@@ -901,6 +901,9 @@ impl SearchService {
                         // Vectors back before the pack had arrived.
                         ("embedded", Field::Int(sinks.embedded.load(std::sync::atomic::Ordering::Relaxed) as i64)),
                         ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
+                        ("receive_cpu", Field::Duration(stats.receive_cpu)),
+                        ("decode_cpu", Field::Duration(stats.decode_cpu)),
+                        ("chunk_cpu", Field::Duration(stats.chunk_cpu)),
                     ],
                 );
             }

@@ -35,7 +35,7 @@ use super::chunking::{self, ChunkedFile, Hash32};
 use super::discovery::{self, IGNORE_FILES, Level, MAX_FILE_BYTES, SkipReason};
 use super::packstream::{Decoded, PackDecoder};
 use super::paths::{dot_rule_skips, is_code_path, is_dot_name, path_in_scope, scope_may_contain_dir};
-use super::refresh::InputSink;
+use super::refresh::{InputSink, thread_cpu};
 use super::store;
 use gix::ObjectId;
 use gix::objs::Kind;
@@ -43,8 +43,9 @@ use gix::objs::tree::EntryKind;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::Duration;
 
 /// What the overlap needs from the search: the files it may select.
 #[derive(Debug, Clone)]
@@ -264,6 +265,13 @@ pub struct OverlapStats {
     pub inputs_sent: usize,
     /// Why decoding stopped early, if it did.
     pub stopped: Option<String>,
+    /// CPU time of the decoding thread (decoding and placing entries) and,
+    /// summed over the workers, of checking and chunking files.
+    pub decode_cpu: Duration,
+    pub chunk_cpu: Duration,
+    /// CPU time of the thread that received the pack (gix's receive and
+    /// indexing on that thread); set by the fetch.
+    pub receive_cpu: Duration,
 }
 
 /// Work for the chunking threads.
@@ -559,9 +567,10 @@ pub fn run(
     }
     let (sender, receiver) = mpsc::channel::<Job>();
     let receiver = Mutex::new(receiver);
+    let chunk_cpu_ns = AtomicU64::new(0);
     let stats = std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
-            let receiver = &receiver;
+            let (receiver, chunk_cpu_ns) = (&receiver, &chunk_cpu_ns);
             scope.spawn(move || {
                 loop {
                     let job = receiver.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
@@ -571,9 +580,13 @@ pub fn run(
                     }
                     match job {
                         Job::Chunk { path, blob, data } => {
+                            let started = thread_cpu();
                             let outcome = discovery::check_candidate(&path, data.to_vec())
                                 .map(|text| chunking::chunk_file(&path, text, plan.max_input_chars));
                             let inputs = prechunked.insert((path, blob), outcome, dispatch);
+                            let spent = thread_cpu().saturating_sub(started);
+                            chunk_cpu_ns
+                                .fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
                             chunked();
                             if let Some(dispatch) = dispatch
                                 && !inputs.is_empty()
@@ -608,6 +621,7 @@ pub fn run(
             first_dispatch_at: None,
         };
         let mut stats = OverlapStats::default();
+        let decode_started = thread_cpu();
         match PackDecoder::new(read) {
             Ok(decoder) => {
                 stats.pack_objects = decoder.objects();
@@ -632,6 +646,7 @@ pub fn run(
         stats.dispatched_deltified = placement.dispatched_deltified;
         stats.first_dispatch_at = placement.first_dispatch_at;
         stats.selected = placement.selected;
+        stats.decode_cpu = thread_cpu().saturating_sub(decode_started);
         // Ends the workers once the queue is drained.
         drop(placement);
         stats
@@ -640,7 +655,7 @@ pub fn run(
     if let Some(dispatch) = dispatch {
         dispatch.close();
     }
-    OverlapStats { inputs_sent: prechunked.sent(), ..stats }
+    OverlapStats { inputs_sent: prechunked.sent(), chunk_cpu: Duration::from_nanos(chunk_cpu_ns.into_inner()), ..stats }
 }
 
 #[cfg(test)]
@@ -768,6 +783,8 @@ mod tests {
         assert_eq!(stats.decoded, stats.pack_objects);
         assert!(stats.first_dispatch_at.is_some_and(|at| at < stats.pack_objects / 2), "{stats:?}");
         assert!(stats.dispatched_deltified > 0, "a deltified blob was chunked: {stats:?}");
+        // Both sides of the overlap report the CPU they took.
+        assert!(stats.decode_cpu > Duration::ZERO && stats.chunk_cpu > Duration::ZERO, "{stats:?}");
 
         // Every file of the tree (but the oversized one) at its own path,
         // chunked as the build would chunk it, and nothing else.

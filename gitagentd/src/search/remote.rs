@@ -548,7 +548,9 @@ fn fetch(
             // Ends the reporting thread however the receive ends (a panic
             // included: the scope would otherwise wait for it forever).
             let finish = FinishOnDrop(&totals);
+            let receive_started = super::refresh::thread_cpu();
             let received = prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt);
+            let receive_cpu = super::refresh::thread_cpu().saturating_sub(receive_started);
             drop(finish);
             // The decoder sees the end of the stream; after a failure it
             // stops at once.
@@ -557,7 +559,10 @@ fn fetch(
                 stop_overlay.store(true, Ordering::Relaxed);
             }
             // A panic of the overlap only loses its work.
-            let overlapped = overlay.and_then(|handle| handle.join().ok());
+            let overlapped = overlay.and_then(|handle| handle.join().ok()).map(|(prechunked, mut stats)| {
+                stats.receive_cpu = receive_cpu;
+                (prechunked, stats)
+            });
             (received, overlapped)
         });
         received.map_err(|error| {

@@ -884,6 +884,10 @@ fn a_cold_remote_search_chunks_while_the_pack_arrives() {
         assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
         let chunked: usize = event_field(&with.stderr, "search_overlap", "chunked").unwrap().parse().unwrap();
         assert!(chunked >= 2, "{url}: files chunked during the fetch: {}", with.stderr);
+        for cpu in ["receive_cpu", "decode_cpu", "chunk_cpu"] {
+            let value = event_field(&with.stderr, "search_overlap", cpu).unwrap_or_default();
+            assert!(value.ends_with('s'), "{url}: {cpu} is a duration: {}", with.stderr);
+        }
         assert_eq!(event_field(&with.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
 
         let (mut plain, _fake_b) = setup();
