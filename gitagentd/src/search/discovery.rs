@@ -191,6 +191,8 @@ pub struct Walk {
     pub files: Vec<FoundFile>,
     pub skipped: SkipCounts,
     pub skips: Vec<Skip>,
+    /// Revision mode: blobs of the tree the repository does not have.
+    pub absent: Vec<gix::ObjectId>,
 }
 
 /// The ignore files of one directory.

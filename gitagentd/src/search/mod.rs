@@ -914,6 +914,14 @@ impl SearchService {
             feedback.timing_event("fetch", started.elapsed());
         }
 
+        if let (None, Some(selected)) = (&request.remote, &selection.revision) {
+            // A partial clone gets the searched tree's missing blobs first.
+            let (tree, scope) = (Arc::clone(&selected.tree), selection.scope.clone());
+            let fetched = blocking(move || revision::fetch_promised(&tree, &scope)).await??;
+            if fetched > 0 {
+                feedback.event("search_promised_fetch", &[("blobs", Field::Int(fetched as i64))]);
+            }
+        }
         let previous = lock(&self.indexes).get(&selection.index_dir);
         let refresh_request = RefreshRequest {
             root: selection.root.clone(),

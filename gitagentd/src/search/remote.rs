@@ -690,7 +690,7 @@ fn fetch_absent_ignore_files(
         private_fs::write_atomic(&checked, format!("{commit}\n").as_bytes())
             .map_err(|source| RemoteError::Io { dir: remote.repo_dir(), source })
     };
-    let absent = absent_ignore_blobs(&cache, commit)
+    let absent = revision::absent_ignore_blobs(&cache, commit)
         .map_err(|message| RemoteError::Open { dir: remote.repo_dir(), message: remote.sanitize_text(&message) })?;
     if absent.is_empty() {
         note_checked()?;
@@ -736,43 +736,12 @@ fn fetch_absent_ignore_files(
     for name in names {
         std::fs::rename(packs.join(&name), target.join(&name)).map_err(io(&target))?;
     }
-    let missing = absent_ignore_blobs(&open(remote)?, commit).map_err(failed)?;
+    let missing = revision::absent_ignore_blobs(&open(remote)?, commit).map_err(failed)?;
     if !missing.is_empty() {
         return Err(failed(format!("the server did not send the ignore file blob {}", missing[0])));
     }
     note_checked()?;
     Ok(absent.len())
-}
-
-/// The `.gitignore` and `.gitagentignore` blobs of `commit`'s tree, in
-/// every folder, that `repo` does not have.
-fn absent_ignore_blobs(repo: &gix::Repository, commit: gix::ObjectId) -> Result<Vec<gix::ObjectId>, String> {
-    use gix::object::tree::EntryKind;
-    let tree = repo
-        .find_commit(commit)
-        .and_then(|commit| commit.tree_id())
-        .map_err(|error| format!("cannot read the tree of {commit}: {error}"))?;
-    let mut trees = vec![tree.detach()];
-    let mut absent = Vec::new();
-    while let Some(id) = trees.pop() {
-        let tree = repo.find_tree(id).map_err(|error| format!("cannot read tree {id}: {error}"))?;
-        let decoded = tree.decode().map_err(|error| format!("cannot decode tree {id}: {error}"))?;
-        for entry in &decoded.entries {
-            match entry.mode.kind() {
-                EntryKind::Tree => trees.push(entry.oid.to_owned()),
-                EntryKind::Blob | EntryKind::BlobExecutable
-                    if super::discovery::IGNORE_FILES.iter().any(|name| entry.filename == name.as_bytes())
-                        && !repo.has_object(entry.oid) =>
-                {
-                    absent.push(entry.oid.to_owned());
-                }
-                _ => {}
-            }
-        }
-    }
-    absent.sort();
-    absent.dedup();
-    Ok(absent)
 }
 
 /// The threads that chunk files while a pack arrives (beside gix's

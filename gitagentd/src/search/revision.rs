@@ -136,6 +136,116 @@ impl TreeSource {
     }
 }
 
+/// The `.gitignore` and `.gitagentignore` blobs of `commit`'s tree, in
+/// every folder, that `repo` does not have.
+pub(super) fn absent_ignore_blobs(repo: &gix::Repository, commit: gix::ObjectId) -> Result<Vec<gix::ObjectId>, String> {
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|commit| commit.tree_id())
+        .map_err(|error| format!("cannot read the tree of {commit}: {error}"))?;
+    let mut trees = vec![tree.detach()];
+    let mut absent = Vec::new();
+    while let Some(id) = trees.pop() {
+        let tree = repo.find_tree(id).map_err(|error| format!("cannot read tree {id}: {error}"))?;
+        let decoded = tree.decode().map_err(|error| format!("cannot decode tree {id}: {error}"))?;
+        for entry in &decoded.entries {
+            match entry.mode.kind() {
+                EntryKind::Tree => trees.push(entry.oid.to_owned()),
+                EntryKind::Blob | EntryKind::BlobExecutable
+                    if IGNORE_FILES.iter().any(|name| entry.filename == name.as_bytes())
+                        && !repo.has_object(entry.oid) =>
+                {
+                    absent.push(entry.oid.to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    absent.sort();
+    absent.dedup();
+    Ok(absent)
+}
+
+/// The remote a partial clone fetches its missing objects from: the one
+/// `extensions.partialClone` names (older Git) or the first with
+/// `remote.<name>.promisor`; `None` for a complete repository.
+fn promisor_remote(repo: &gix::Repository) -> Option<String> {
+    let config = repo.config_snapshot();
+    let named = config.string("extensions.partialClone").map(|name| name.to_string()).filter(|name| !name.is_empty());
+    named.or_else(|| {
+        repo.remote_names()
+            .into_iter()
+            .map(|name| name.to_string())
+            .find(|name| config.boolean(format!("remote.{name}.promisor").as_str()) == Some(true))
+    })
+}
+
+/// In a partial clone (`git clone --filter=blob:none`), fetches the blobs
+/// of `source`'s tree that the walk reads and the clone lacks, as `git`
+/// would on first use: the ignore files first (they decide the rest),
+/// then the files they select, each set in one batch from the promisor
+/// remote through the system's `git` (so the user's credential helpers,
+/// SSH configuration and the clone's promisor bookkeeping apply). Returns
+/// how many blobs were fetched; a complete repository costs one
+/// configuration lookup.
+pub fn fetch_promised(source: &TreeSource, scope: &[String]) -> Result<usize, RevisionError> {
+    let repo = source.local();
+    let Some(remote) = promisor_remote(&repo) else { return Ok(0) };
+    let failed = |what: &str, message: String| RevisionError::Read {
+        commit: source.commit.to_string(),
+        what: what.to_string(),
+        message,
+    };
+    let ignore_files = absent_ignore_blobs(&repo, source.commit).map_err(|message| failed("the tree", message))?;
+    fetch_objects(&repo, &remote, &ignore_files)
+        .map_err(|message| failed("the ignore files of this partial clone", message))?;
+    let mut walk = Walk::default();
+    walk_tree(&repo, source, Path::new("/"), source.tree, "", scope, &mut Vec::new(), &mut walk)?;
+    fetch_objects(&repo, &remote, &walk.absent)
+        .map_err(|message| failed("the files of this partial clone", message))?;
+    Ok(ignore_files.len() + walk.absent.len())
+}
+
+/// `git fetch` of `ids` from `remote` into `repo`, the way a partial
+/// clone fetches a missing object (no refs or `FETCH_HEAD` written, no
+/// negotiation, never a prompt). The error is git's last lines, with
+/// credentials removed.
+fn fetch_objects(repo: &gix::Repository, remote: &str, ids: &[ObjectId]) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut child = Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.git_dir())
+        .args(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--no-tags", "--no-write-fetch-head"])
+        .args(["--recurse-submodules=no", "--filter=blob:none", "--stdin", remote])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("SSH_ASKPASS_REQUIRE", "never")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot run git to fetch missing objects: {error}"))?;
+    let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
+    let mut stdin = child.stdin.take().ok_or("git took no input")?;
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().map_err(|error| format!("git fetch failed: {error}"))?;
+    let written = writer.join().unwrap_or(Ok(()));
+    if output.status.success() && written.is_ok() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|line| !line.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join("; ");
+    Err(git_agent_shared::secret::redact_credentials(&format!(
+        "git fetch of {} missing object(s) from the promisor remote {remote:?} failed ({}): {tail}\nhint: check that the remote is reachable (`git -C <repository> fetch {remote}`), or search a revision this clone has",
+        ids.len(),
+        output.status
+    )))
+}
+
 /// The stat a tree entry stands in with: its size, and its blob id in the
 /// fields that identify a file version, so a cached file version is reused
 /// exactly when the blob is the same. Its time is zero: a blob never
@@ -282,7 +392,10 @@ fn walk_tree(
                     Ok(header) => {
                         out.files.push(FoundFile { path, stat: blob_stat(&oid, header.size()), blob: Some(oid) })
                     }
-                    Err(_) => skip(out, path, source.absent()),
+                    Err(_) => {
+                        out.absent.push(oid);
+                        skip(out, path, source.absent())
+                    }
                 }
             }
             EntryKind::Tree => {}
@@ -374,6 +487,62 @@ mod tests {
 
         let (scoped, _) = walked(&source, &["src"]);
         assert_eq!(scoped, ["src/keep.log", "src/main.rs", "src/z.rs"]);
+    }
+
+    /// A blob-less partial clone lacks the files of every commit but the
+    /// one checked out: searching an older one fetches its ignore files,
+    /// then the files they select (not those they ignore), from the
+    /// promisor remote, once.
+    #[test]
+    fn a_partial_clone_fetches_the_missing_blobs_of_the_searched_tree() {
+        let temp = tempfile::tempdir().unwrap();
+        let upstream = temp.path().join("upstream");
+        std::fs::create_dir_all(&upstream).unwrap();
+        git(&upstream, &["init", "-q", "-b", "main"]);
+        git(&upstream, &["config", "uploadpack.allowFilter", "true"]);
+        git(&upstream, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+        write(&upstream, ".gitagentignore", "vendor/\n");
+        write(&upstream, "src/config.py", "def parse_config(path):\n    return open(path).read()\n");
+        write(&upstream, "vendor/lib.py", "def vendored():\n    pass\n");
+        git(&upstream, &["add", "-A"]);
+        git(&upstream, &["commit", "-q", "-m", "one"]);
+        write(&upstream, ".gitagentignore", "build/\n");
+        write(&upstream, "src/config.py", "def load_settings(path):\n    return path\n");
+        std::fs::remove_dir_all(upstream.join("vendor")).unwrap();
+        git(&upstream, &["add", "-A"]);
+        git(&upstream, &["commit", "-q", "-m", "two"]);
+        let url = format!("file://{}", upstream.display());
+        git(temp.path(), &["clone", "-q", "--filter=blob:none", &url, "clone"]);
+        git(temp.path(), &["clone", "-q", "--filter=blob:none", &url, "offline"]);
+        let clone = temp.path().join("clone");
+        let missing = || git(&clone, &["rev-list", "--objects", "--missing=print", "HEAD~1"]).matches('?').count();
+        assert_eq!(missing(), 3, "the old ignore file and both old files are not in the clone");
+
+        let repo = open(&clone).unwrap();
+        let commit = resolve(&repo.to_thread_local(), "HEAD~1").unwrap();
+        let source = TreeSource::new(repo, commit).unwrap();
+        assert_eq!(fetch_promised(&source, &[]).unwrap(), 2, "the ignore file and the one file it selects");
+        assert_eq!(missing(), 1, "the ignored vendor/lib.py stays on the server");
+        let (files, skips) = walked(&source, &[]);
+        assert_eq!(files, ["src/config.py"]);
+        assert!(skips.is_empty(), "{skips:?}");
+        let file = walk_with(&source, &[], &NoWork).unwrap().walk.files.remove(0);
+        assert!(source.read(&source.local(), &file).unwrap().contains("parse_config"));
+        assert_eq!(fetch_promised(&source, &[]).unwrap(), 0, "nothing is fetched twice");
+
+        // A complete repository is left alone; a failing fetch says why.
+        let complete = open(&upstream).unwrap();
+        let head = resolve(&complete.to_thread_local(), "HEAD").unwrap();
+        assert_eq!(fetch_promised(&TreeSource::new(complete, head).unwrap(), &[]).unwrap(), 0);
+        std::fs::rename(&upstream, temp.path().join("gone")).unwrap();
+        let offline = temp.path().join("offline");
+        git(&offline, &["config", "remote.origin.url", &format!("file://user:secret@{}", upstream.display())]);
+        let repo = open(&offline).unwrap();
+        let first = resolve(&repo.to_thread_local(), "HEAD~1").unwrap();
+        let error = fetch_promised(&TreeSource::new(repo, first).unwrap(), &[]);
+        let message = error.map(|_| String::new()).unwrap_or_else(|error| error.to_string());
+        assert!(message.contains("promisor remote \"origin\" failed"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
     }
 
     #[test]

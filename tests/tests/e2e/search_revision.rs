@@ -202,3 +202,53 @@ fn parallel_revision_searches_build_once() {
     }
     assert_eq!(fake.chunk_inputs().len(), 5, "one build: {:?}", fake.chunk_inputs());
 }
+
+/// In a blob-less partial clone (`git clone --filter=blob:none`), the
+/// files of an older revision were never fetched: `--rev` fetches them
+/// from the promisor remote before the build, as `git show` would, the
+/// ignore files first and then only the files they select; a second
+/// search fetches nothing.
+#[test]
+fn a_partial_clone_fetches_the_searched_revision_from_its_promisor_remote() {
+    let (env, fake) = setup();
+    let upstream = env.repo("upstream");
+    upstream.git(&["config", "uploadpack.allowFilter", "true"]);
+    upstream.git(&["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    upstream.write(".gitignore", "vendor/\n");
+    upstream.write("alpha.go", "package demo\n\n// Alpha counts harbours.\nfunc Alpha() int {\n\treturn 1\n}\n");
+    upstream.write("vendor/lib.go", "package lib\n\nfunc Vendored() {}\n");
+    upstream.git(&["add", "-f", "vendor/lib.go"]);
+    upstream.commit_all("one");
+    upstream.write(".gitignore", "build/\n");
+    upstream.write("alpha.go", "package demo\n\nfunc Alpha() int {\n\treturn 2\n}\n");
+    upstream.git(&["rm", "-q", "-r", "vendor"]);
+    upstream.commit_all("two");
+    let partial = env.work().join("partial");
+    let url = format!("file://{}", upstream.path().display());
+    upstream.git(&["clone", "-q", "--filter=blob:none", &url, partial.to_str().unwrap()]);
+    let missing = || {
+        let listed = std::process::Command::new("git")
+            .args(["rev-list", "--objects", "--missing=print", "HEAD~1"])
+            .current_dir(&partial)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&listed.stdout).matches('?').count()
+    };
+    assert_eq!(missing(), 3, "the old .gitignore, alpha.go and vendor/lib.go are not in the clone");
+
+    let run = env.run_in(&partial, &["search", "--debug", "--rev", "HEAD~1", "--min-score", "0.01", "harbours"]);
+    let output: Value = serde_json::from_str(&run.success()).unwrap();
+    assert_eq!(output["source"]["resolved_rev"], head(&upstream, "HEAD~1").as_str());
+    let results = output["results"].as_array().unwrap();
+    let ranges: Vec<&str> = results.iter().map(|result| result["range"].as_str().unwrap()).collect();
+    assert!(ranges.iter().any(|range| range.starts_with("alpha.go:")), "{output}");
+    assert!(ranges.iter().all(|range| !range.starts_with("vendor/")), "{output}");
+    assert_eq!(output["retrieval"]["skipped"]["unreadable"], 0, "{output}");
+    assert!(run.stderr.contains("search_promised_fetch") && run.stderr.contains("blobs=2"), "{}", run.stderr);
+    assert!(fake.chunk_inputs().iter().any(|input| input.contains("Alpha counts harbours")));
+    assert_eq!(missing(), 1, "the ignored vendor/lib.go stays on the server");
+
+    let again = env.run_in(&partial, &["search", "--debug", "--rev", "HEAD~1", "--min-score", "0.01", "harbours"]);
+    again.success();
+    assert!(!again.stderr.contains("search_promised_fetch"), "{}", again.stderr);
+}
