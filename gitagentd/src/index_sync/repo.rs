@@ -967,7 +967,7 @@ fn push_progress_detail(line: &str, sanitized: &str) -> Option<String> {
 /// fetch before it: the proxy variables in curl's lower-case spelling
 /// (curl ignores an upper-case `HTTP_PROXY`), `SSL_CERT_FILE` and
 /// `SSL_CERT_DIR` as `GIT_SSL_CAINFO` and `GIT_SSL_CAPATH`.
-fn push_network_env(env: &Environment) -> Vec<(String, String)> {
+pub(crate) fn push_network_env(env: &Environment) -> Vec<(String, String)> {
     use git_agent_shared::environment::vars;
     let mut out = Vec::new();
     let families = [

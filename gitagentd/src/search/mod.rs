@@ -151,6 +151,8 @@ pub struct RevisionSelection {
     pub mode: &'static str,
     /// Remote mode: the sanitized URL (never one with credentials).
     pub remote: String,
+    /// A local partial clone: where its missing blobs come from.
+    pub promisor: Option<revision::Promisor>,
 }
 
 impl Selection {
@@ -240,8 +242,15 @@ pub fn select_source(
             let commit = revision::resolve(&repo.to_thread_local(), rev)?;
             let resolved = commit.to_string();
             let tree = Arc::new(revision::TreeSource::new(repo, commit)?);
-            let selected =
-                RevisionSelection { tree, rev: rev.to_string(), resolved, mode: "revision", remote: String::new() };
+            let promisor = tree.promisor(env);
+            let selected = RevisionSelection {
+                tree,
+                rev: rev.to_string(),
+                resolved,
+                mode: "revision",
+                remote: String::new(),
+                promisor,
+            };
             (revision::index_dir(&metadata_dir, &selected.resolved, skipped_scope), Some(selected))
         }
     };
@@ -333,6 +342,7 @@ fn remote_revision(
         resolved,
         mode: "remote",
         remote: source.remote.sanitized.clone(),
+        promisor: None,
     });
     Ok(selection)
 }
@@ -437,6 +447,25 @@ fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: us
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A partial clone's blobs of the searched tree that it lacks, fetched
+/// before the build as `git` would fetch them on first use: the ignore
+/// files first (they decide the rest), then the files they select, so an
+/// ignored file is never fetched. Returns how many were fetched.
+async fn fetch_promised(
+    tree: &Arc<revision::TreeSource>,
+    promisor: &revision::Promisor,
+    scope: &[String],
+    cancel: &CancellationToken,
+) -> Result<usize, SearchError> {
+    let source = Arc::clone(tree);
+    let ignore_files = blocking(move || source.absent_ignore_files()).await??;
+    promisor.fetch(tree.commit, "the ignore files of this partial clone", &ignore_files, cancel).await?;
+    let (source, scope) = (Arc::clone(tree), scope.to_vec());
+    let files = blocking(move || source.absent_selected_files(&scope)).await??;
+    promisor.fetch(tree.commit, "the files of this partial clone", &files, cancel).await?;
+    Ok(ignore_files.len() + files.len())
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
@@ -914,10 +943,10 @@ impl SearchService {
             feedback.timing_event("fetch", started.elapsed());
         }
 
-        if let (None, Some(selected)) = (&request.remote, &selection.revision) {
-            // A partial clone gets the searched tree's missing blobs first.
-            let (tree, scope) = (Arc::clone(&selected.tree), selection.scope.clone());
-            let fetched = blocking(move || revision::fetch_promised(&tree, &scope)).await??;
+        if let Some(selected) = &selection.revision
+            && let Some(promisor) = &selected.promisor
+        {
+            let fetched = fetch_promised(&selected.tree, promisor, &selection.scope, cancel).await?;
             if fetched > 0 {
                 feedback.event("search_promised_fetch", &[("blobs", Field::Int(fetched as i64))]);
             }

@@ -180,70 +180,105 @@ fn promisor_remote(repo: &gix::Repository) -> Option<String> {
     })
 }
 
-/// In a partial clone (`git clone --filter=blob:none`), fetches the blobs
-/// of `source`'s tree that the walk reads and the clone lacks, as `git`
-/// would on first use: the ignore files first (they decide the rest),
-/// then the files they select, each set in one batch from the promisor
-/// remote through the system's `git` (so the user's credential helpers,
-/// SSH configuration and the clone's promisor bookkeeping apply). Returns
-/// how many blobs were fetched; a complete repository costs one
-/// configuration lookup.
-pub fn fetch_promised(source: &TreeSource, scope: &[String]) -> Result<usize, RevisionError> {
-    let repo = source.local();
-    let Some(remote) = promisor_remote(&repo) else { return Ok(0) };
-    let failed = |what: &str, message: String| RevisionError::Read {
-        commit: source.commit.to_string(),
-        what: what.to_string(),
-        message,
-    };
-    let ignore_files = absent_ignore_blobs(&repo, source.commit).map_err(|message| failed("the tree", message))?;
-    fetch_objects(&repo, &remote, &ignore_files)
-        .map_err(|message| failed("the ignore files of this partial clone", message))?;
-    let mut walk = Walk::default();
-    walk_tree(&repo, source, Path::new("/"), source.tree, "", scope, &mut Vec::new(), &mut walk)?;
-    fetch_objects(&repo, &remote, &walk.absent)
-        .map_err(|message| failed("the files of this partial clone", message))?;
-    Ok(ignore_files.len() + walk.absent.len())
+/// A local partial clone's way to its missing blobs: the promisor remote
+/// and the invocation's environment, for the system's `git`.
+#[derive(Debug, Clone)]
+pub struct Promisor {
+    pub remote: String,
+    pub git_dir: PathBuf,
+    pub env: git_agent_shared::Environment,
 }
 
-/// `git fetch` of `ids` from `remote` into `repo`, the way a partial
-/// clone fetches a missing object (no refs or `FETCH_HEAD` written, no
-/// negotiation, never a prompt). The error is git's last lines, with
-/// credentials removed.
-fn fetch_objects(repo: &gix::Repository, remote: &str, ids: &[ObjectId]) -> Result<(), String> {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
-    if ids.is_empty() {
-        return Ok(());
+impl TreeSource {
+    /// `Some` when the repository is a partial clone
+    /// (`git clone --filter=blob:none`) whose objects a search may have to
+    /// fetch; a complete repository costs one configuration lookup.
+    pub fn promisor(&self, env: &git_agent_shared::Environment) -> Option<Promisor> {
+        let repo = self.local();
+        let remote = promisor_remote(&repo)?;
+        Some(Promisor { remote, git_dir: repo.git_dir().to_path_buf(), env: env.clone() })
     }
-    let mut child = Command::new("git")
-        .arg("--git-dir")
-        .arg(repo.git_dir())
-        .args(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--no-tags", "--no-write-fetch-head"])
-        .args(["--recurse-submodules=no", "--filter=blob:none", "--stdin", remote])
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("SSH_ASKPASS_REQUIRE", "never")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| format!("cannot run git to fetch missing objects: {error}"))?;
-    let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
-    let mut stdin = child.stdin.take().ok_or("git took no input")?;
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().map_err(|error| format!("git fetch failed: {error}"))?;
-    let written = writer.join().unwrap_or(Ok(()));
-    if output.status.success() && written.is_ok() {
-        return Ok(());
+
+    /// The tree's `.gitignore` and `.gitagentignore` blobs the repository
+    /// lacks, in every folder.
+    pub fn absent_ignore_files(&self) -> Result<Vec<ObjectId>, RevisionError> {
+        absent_ignore_blobs(&self.local(), self.commit).map_err(|message| RevisionError::Read {
+            commit: self.commit.to_string(),
+            what: "the tree".into(),
+            message,
+        })
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|line| !line.trim().is_empty()).collect();
-    let tail = lines[lines.len().saturating_sub(3)..].join("; ");
-    Err(git_agent_shared::secret::redact_credentials(&format!(
-        "git fetch of {} missing object(s) from the promisor remote {remote:?} failed ({}): {tail}\nhint: check that the remote is reachable (`git -C <repository> fetch {remote}`), or search a revision this clone has",
-        ids.len(),
-        output.status
-    )))
+
+    /// The blobs the walk of `scope` selects and the repository lacks
+    /// (the ignore files must be there: they decide the selection).
+    pub fn absent_selected_files(&self, scope: &[String]) -> Result<Vec<ObjectId>, RevisionError> {
+        let mut walk = Walk::default();
+        walk_tree(&self.local(), self, Path::new("/"), self.tree, "", scope, &mut Vec::new(), &mut walk)?;
+        Ok(walk.absent)
+    }
+}
+
+impl Promisor {
+    /// `git fetch` of `ids` from the promisor remote, the way a partial
+    /// clone fetches a missing object (no refs or `FETCH_HEAD` written, no
+    /// negotiation, never a prompt), through [`crate::subprocess`]:
+    /// cancelled with the search. The error is git's last lines, with
+    /// credentials removed.
+    pub async fn fetch(
+        &self,
+        commit: ObjectId,
+        what: &str,
+        ids: &[ObjectId],
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<(), RevisionError> {
+        use crate::subprocess::{Helper, Toolchain};
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let failed = |message: String| RevisionError::Read {
+            commit: commit.to_string(),
+            what: what.to_string(),
+            message: git_agent_shared::secret::redact_credentials(&format!(
+                "git fetch of {} missing object(s) from the promisor remote {:?} failed: {message}\nhint: check that the remote is reachable (`git fetch {}`), or search a revision this clone has",
+                ids.len(),
+                self.remote,
+                self.remote
+            )),
+        };
+        let git =
+            crate::subprocess::find_executable(&self.env, "git").ok_or_else(|| failed("git is not on PATH".into()))?;
+        let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
+        let mut helper = Helper::new(&git, &self.env, Toolchain::None);
+        for (name, value) in crate::index_sync::repo::push_network_env(&self.env) {
+            helper = helper.env(&name, value);
+        }
+        for name in
+            ["SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY"]
+        {
+            if let Some(value) = self.env.get(name) {
+                helper = helper.env(name, value);
+            }
+        }
+        let output = helper
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("SSH_ASKPASS_REQUIRE", "never")
+            .arg("--git-dir")
+            .arg(&self.git_dir)
+            .args(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--no-tags", "--no-write-fetch-head"])
+            .args(["--recurse-submodules=no", "--filter=blob:none", "--stdin", &self.remote])
+            .stdin(input.into_bytes())
+            .discard_stdout()
+            .timeout(std::time::Duration::from_secs(600))
+            .run(cancel)
+            .await
+            .map_err(|error| failed(error.to_string()))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = output.stderr_text();
+        let lines: Vec<&str> = stderr.lines().filter(|line| !line.trim().is_empty()).collect();
+        Err(failed(format!("{}: {}", output.status, lines[lines.len().saturating_sub(3)..].join("; "))))
+    }
 }
 
 /// The stat a tree entry stands in with: its size, and its blob id in the
@@ -490,11 +525,11 @@ mod tests {
     }
 
     /// A blob-less partial clone lacks the files of every commit but the
-    /// one checked out: searching an older one fetches its ignore files,
-    /// then the files they select (not those they ignore), from the
-    /// promisor remote, once.
-    #[test]
-    fn a_partial_clone_fetches_the_missing_blobs_of_the_searched_tree() {
+    /// one checked out: searching an older one finds its absent ignore
+    /// files, then the absent files they select (not those they ignore),
+    /// and fetches them from the promisor remote.
+    #[tokio::test]
+    async fn a_partial_clone_fetches_the_missing_blobs_of_the_searched_tree() {
         let temp = tempfile::tempdir().unwrap();
         let upstream = temp.path().join("upstream");
         std::fs::create_dir_all(&upstream).unwrap();
@@ -517,30 +552,49 @@ mod tests {
         let clone = temp.path().join("clone");
         let missing = || git(&clone, &["rev-list", "--objects", "--missing=print", "HEAD~1"]).matches('?').count();
         assert_eq!(missing(), 3, "the old ignore file and both old files are not in the clone");
+        let env = git_agent_shared::Environment::new(
+            [("PATH", std::env::var("PATH").unwrap()), ("HOME", temp.path().display().to_string())]
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value))
+                .collect(),
+        );
+        let cancel = tokio_util::sync::CancellationToken::new();
 
         let repo = open(&clone).unwrap();
         let commit = resolve(&repo.to_thread_local(), "HEAD~1").unwrap();
         let source = TreeSource::new(repo, commit).unwrap();
-        assert_eq!(fetch_promised(&source, &[]).unwrap(), 2, "the ignore file and the one file it selects");
+        let promisor = source.promisor(&env).expect("a partial clone has a promisor remote");
+        assert_eq!(promisor.remote, "origin");
+        let ignore_files = source.absent_ignore_files().unwrap();
+        assert_eq!(ignore_files.len(), 1);
+        promisor.fetch(commit, "the ignore files", &ignore_files, &cancel).await.unwrap();
+        let files = source.absent_selected_files(&[]).unwrap();
+        assert_eq!(files.len(), 1, "only src/config.py: vendor/ is ignored");
+        promisor.fetch(commit, "the files", &files, &cancel).await.unwrap();
         assert_eq!(missing(), 1, "the ignored vendor/lib.py stays on the server");
-        let (files, skips) = walked(&source, &[]);
-        assert_eq!(files, ["src/config.py"]);
+        let (found, skips) = walked(&source, &[]);
+        assert_eq!(found, ["src/config.py"]);
         assert!(skips.is_empty(), "{skips:?}");
         let file = walk_with(&source, &[], &NoWork).unwrap().walk.files.remove(0);
         assert!(source.read(&source.local(), &file).unwrap().contains("parse_config"));
-        assert_eq!(fetch_promised(&source, &[]).unwrap(), 0, "nothing is fetched twice");
+        assert!(
+            source.absent_ignore_files().unwrap().is_empty() && source.absent_selected_files(&[]).unwrap().is_empty()
+        );
 
-        // A complete repository is left alone; a failing fetch says why.
+        // A complete repository has no promisor; a failing fetch says why,
+        // without the credentials of the remote's URL.
         let complete = open(&upstream).unwrap();
         let head = resolve(&complete.to_thread_local(), "HEAD").unwrap();
-        assert_eq!(fetch_promised(&TreeSource::new(complete, head).unwrap(), &[]).unwrap(), 0);
+        assert!(TreeSource::new(complete, head).unwrap().promisor(&env).is_none());
         std::fs::rename(&upstream, temp.path().join("gone")).unwrap();
         let offline = temp.path().join("offline");
         git(&offline, &["config", "remote.origin.url", &format!("file://user:secret@{}", upstream.display())]);
         let repo = open(&offline).unwrap();
         let first = resolve(&repo.to_thread_local(), "HEAD~1").unwrap();
-        let error = fetch_promised(&TreeSource::new(repo, first).unwrap(), &[]);
-        let message = error.map(|_| String::new()).unwrap_or_else(|error| error.to_string());
+        let source = TreeSource::new(repo, first).unwrap();
+        let absent = source.absent_ignore_files().unwrap();
+        let error = source.promisor(&env).unwrap().fetch(first, "the ignore files", &absent, &cancel).await;
+        let message = error.map(|()| String::new()).unwrap_or_else(|error| error.to_string());
         assert!(message.contains("promisor remote \"origin\" failed"), "{message}");
         assert!(!message.contains("secret"), "{message}");
     }
