@@ -449,23 +449,44 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A partial clone's blobs of the searched tree that it lacks, fetched
-/// before the build as `git` would fetch them on first use: the ignore
-/// files first (they decide the rest), then the files they select, so an
-/// ignored file is never fetched. Returns how many were fetched.
+/// A partial clone's objects of the searched tree that it lacks, fetched
+/// before the build as `git` would fetch them on first use: its trees
+/// (a treeless clone has none; a fetched tree brings those below it), the
+/// ignore files (they decide the rest), then the files they select, so an
+/// ignored file is never fetched. Returns how many objects were fetched.
 async fn fetch_promised(
     tree: &Arc<revision::TreeSource>,
     promisor: &revision::Promisor,
     scope: &[String],
     cancel: &CancellationToken,
 ) -> Result<usize, SearchError> {
+    let mut trees_fetched = 0;
+    let mut asked: Option<Vec<gix::ObjectId>> = None;
+    loop {
+        let source = Arc::clone(tree);
+        let trees = blocking(move || source.absent_trees()).await??;
+        if trees.is_empty() {
+            break;
+        }
+        if asked.as_ref() == Some(&trees) {
+            return Err(revision::RevisionError::Read {
+                commit: tree.commit.to_string(),
+                what: format!("tree {}", trees[0]),
+                message: format!("the promisor remote {:?} did not send it", promisor.remote),
+            }
+            .into());
+        }
+        promisor.fetch(tree.commit, "the trees of this partial clone", &trees, cancel).await?;
+        trees_fetched += trees.len();
+        asked = Some(trees);
+    }
     let source = Arc::clone(tree);
     let ignore_files = blocking(move || source.absent_ignore_files()).await??;
     promisor.fetch(tree.commit, "the ignore files of this partial clone", &ignore_files, cancel).await?;
     let (source, scope) = (Arc::clone(tree), scope.to_vec());
     let files = blocking(move || source.absent_selected_files(&scope)).await??;
     promisor.fetch(tree.commit, "the files of this partial clone", &files, cancel).await?;
-    Ok(ignore_files.len() + files.len())
+    Ok(trees_fetched + ignore_files.len() + files.len())
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
@@ -948,7 +969,7 @@ impl SearchService {
         {
             let fetched = fetch_promised(&selected.tree, promisor, &selection.scope, cancel).await?;
             if fetched > 0 {
-                feedback.event("search_promised_fetch", &[("blobs", Field::Int(fetched as i64))]);
+                feedback.event("search_promised_fetch", &[("objects", Field::Int(fetched as i64))]);
             }
         }
         let previous = lock(&self.indexes).get(&selection.index_dir);

@@ -199,6 +199,36 @@ impl TreeSource {
         Some(Promisor { remote, git_dir: repo.git_dir().to_path_buf(), env: env.clone() })
     }
 
+    /// The trees of the searched tree (itself included) the repository
+    /// lacks, as far as the trees it has reach: a treeless clone
+    /// (`--filter=tree:0`) has only the trees of what it checked out.
+    pub fn absent_trees(&self) -> Result<Vec<ObjectId>, RevisionError> {
+        let repo = self.local();
+        let mut absent = Vec::new();
+        let mut pending = vec![self.tree];
+        while let Some(id) = pending.pop() {
+            let Ok(tree) = repo.find_tree(id) else {
+                absent.push(id);
+                continue;
+            };
+            let decoded = tree.decode().map_err(|error| RevisionError::Read {
+                commit: self.commit.to_string(),
+                what: format!("tree {id}"),
+                message: error.to_string(),
+            })?;
+            pending.extend(
+                decoded
+                    .entries
+                    .iter()
+                    .filter(|entry| entry.mode.kind() == EntryKind::Tree)
+                    .map(|entry| entry.oid.to_owned()),
+            );
+        }
+        absent.sort();
+        absent.dedup();
+        Ok(absent)
+    }
+
     /// The tree's `.gitignore` and `.gitagentignore` blobs the repository
     /// lacks, in every folder.
     pub fn absent_ignore_files(&self) -> Result<Vec<ObjectId>, RevisionError> {

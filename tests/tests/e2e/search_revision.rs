@@ -244,11 +244,23 @@ fn a_partial_clone_fetches_the_searched_revision_from_its_promisor_remote() {
     assert!(ranges.iter().any(|range| range.starts_with("alpha.go:")), "{output}");
     assert!(ranges.iter().all(|range| !range.starts_with("vendor/")), "{output}");
     assert_eq!(output["retrieval"]["skipped"]["unreadable"], 0, "{output}");
-    assert!(run.stderr.contains("search_promised_fetch") && run.stderr.contains("blobs=2"), "{}", run.stderr);
+    assert!(run.stderr.contains("search_promised_fetch") && run.stderr.contains("objects=2"), "{}", run.stderr);
     assert!(fake.chunk_inputs().iter().any(|input| input.contains("Alpha counts harbours")));
     assert_eq!(missing(), 1, "the ignored vendor/lib.go stays on the server");
 
     let again = env.run_in(&partial, &["search", "--debug", "--rev", "HEAD~1", "--min-score", "0.01", "harbours"]);
     again.success();
     assert!(!again.stderr.contains("search_promised_fetch"), "{}", again.stderr);
+
+    // A treeless clone (`--filter=tree:0`) lacks the old trees too: the
+    // root tree comes first (with the trees below it), then the blobs.
+    let treeless = env.work().join("treeless");
+    upstream.git(&["clone", "-q", "--filter=tree:0", &url, treeless.to_str().unwrap()]);
+    let run = env.run_in(&treeless, &["search", "--debug", "--rev", "HEAD~1", "--min-score", "0.01", "harbours"]);
+    let output: Value = serde_json::from_str(&run.success()).unwrap();
+    let ranges: Vec<&str> =
+        output["results"].as_array().unwrap().iter().map(|result| result["range"].as_str().unwrap()).collect();
+    assert!(ranges.iter().any(|range| range.starts_with("alpha.go:")), "{output}");
+    assert!(ranges.iter().all(|range| !range.starts_with("vendor/")), "{output}");
+    assert!(run.stderr.contains("objects=3"), "the root tree, .gitignore and alpha.go: {}", run.stderr);
 }
