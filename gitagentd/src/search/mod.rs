@@ -151,7 +151,7 @@ pub struct RevisionSelection {
     pub mode: &'static str,
     /// Remote mode: the sanitized URL (never one with credentials).
     pub remote: String,
-    /// A local partial clone: where its missing blobs come from.
+    /// A local partial clone: where its missing objects come from.
     pub promisor: Option<revision::Promisor>,
 }
 
@@ -370,8 +370,15 @@ pub struct SearchService {
     indexes: Mutex<FolderCache<Arc<LiveIndex>>>,
     histories: Mutex<FolderCache<Arc<History>>>,
     query_flights: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Partial clones' trees found whole (Git folder, commit, scope): their
+    /// later searches walk no tree for missing objects (emptied at
+    /// [`PROMISED_MEMO_MAX`] entries).
+    promised: Mutex<std::collections::HashSet<(PathBuf, gix::ObjectId, Vec<String>)>>,
     crash_at: Option<CrashPoint>,
 }
+
+/// The most partial-clone trees [`SearchService`] remembers as whole.
+const PROMISED_MEMO_MAX: usize = 1024;
 
 impl std::fmt::Debug for SearchService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -501,6 +508,7 @@ impl SearchService {
             indexes: Mutex::new(FolderCache::new(CACHED_INDEXES, CACHED_INDEX_BYTES)),
             histories: Mutex::new(FolderCache::new(CACHED_HISTORIES, u64::MAX)),
             query_flights: Mutex::new(HashMap::new()),
+            promised: Mutex::new(std::collections::HashSet::new()),
             crash_at,
         }
     }
@@ -967,9 +975,17 @@ impl SearchService {
         if let Some(selected) = &selection.revision
             && let Some(promisor) = &selected.promisor
         {
-            let fetched = fetch_promised(&selected.tree, promisor, &selection.scope, cancel).await?;
-            if fetched > 0 {
-                feedback.event("search_promised_fetch", &[("objects", Field::Int(fetched as i64))]);
+            let key = (promisor.git_dir.clone(), selected.tree.commit, selection.scope.clone());
+            if !lock(&self.promised).contains(&key) {
+                let fetched = fetch_promised(&selected.tree, promisor, &selection.scope, cancel).await?;
+                if fetched > 0 {
+                    feedback.event("search_promised_fetch", &[("objects", Field::Int(fetched as i64))]);
+                }
+                let mut promised = lock(&self.promised);
+                if promised.len() >= PROMISED_MEMO_MAX {
+                    promised.clear();
+                }
+                promised.insert(key);
             }
         }
         let previous = lock(&self.indexes).get(&selection.index_dir);

@@ -180,7 +180,7 @@ fn promisor_remote(repo: &gix::Repository) -> Option<String> {
     })
 }
 
-/// A local partial clone's way to its missing blobs: the promisor remote
+/// A local partial clone's way to its missing objects: the promisor remote
 /// and the invocation's environment, for the system's `git`.
 #[derive(Debug, Clone)]
 pub struct Promisor {
@@ -191,7 +191,7 @@ pub struct Promisor {
 
 impl TreeSource {
     /// `Some` when the repository is a partial clone
-    /// (`git clone --filter=blob:none`) whose objects a search may have to
+    /// (`git clone --filter=blob:none` or `tree:0`) whose objects a search may have to
     /// fetch; a complete repository costs one configuration lookup.
     pub fn promisor(&self, env: &git_agent_shared::Environment) -> Option<Promisor> {
         let repo = self.local();
@@ -282,9 +282,7 @@ impl Promisor {
         for (name, value) in crate::index_sync::repo::push_network_env(&self.env) {
             helper = helper.env(&name, value);
         }
-        for name in
-            ["SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY"]
-        {
+        for name in ["SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"] {
             if let Some(value) = self.env.get(name) {
                 helper = helper.env(name, value);
             }
