@@ -73,6 +73,19 @@ impl<V: Clone> FolderCache<V> {
     pub fn contains(&self, dir: &Path) -> bool {
         self.entries.contains_key(dir)
     }
+
+    /// Forgets every entry at or below `dir`: a migration moved or removed
+    /// what they point at.
+    pub fn forget_under(&mut self, dir: &Path) {
+        let bytes = &mut self.bytes;
+        self.entries.retain(|key, entry| {
+            let keep = !key.starts_with(dir);
+            if !keep {
+                *bytes -= entry.bytes;
+            }
+            keep
+        });
+    }
 }
 
 #[cfg(test)]

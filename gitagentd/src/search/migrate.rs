@@ -173,13 +173,29 @@ fn merge_search(
         published += 1;
         store::crash_if(crash_at, CrashPoint::MigrateSearch);
     }
-    let history = source_root.join("history.sqlite3");
-    let target_history = target_root.join("history.sqlite3");
-    if history.is_file() && !target_history.exists() {
-        fs::rename(&history, &target_history).map_err(io_error("move", &history))?;
-    }
+    move_history(&source_root, &target_root)?;
     fs::remove_dir_all(&source_root).map_err(io_error("remove", &source_root))?;
     Ok(published)
+}
+
+/// Moves the query history database of `source_root` to `target_root`
+/// when the target has none. Its write-ahead log is folded into the
+/// database first (a checkpoint), so the one file moved holds every query,
+/// and no database is ever separated from the log it needs. No connection
+/// is open on it: the search service forgets its handles on the source
+/// before migrating.
+fn move_history(source_root: &Path, target_root: &Path) -> Result<(), MigrateError> {
+    let history = source_root.join("history.sqlite3");
+    let target = target_root.join("history.sqlite3");
+    if !history.is_file() || target.exists() {
+        return Ok(());
+    }
+    let checkpoint = rusqlite::Connection::open(&history)
+        .and_then(|connection| connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
+    if let Err(error) = checkpoint {
+        return Err(MigrateError::Io { action: "checkpoint", path: history, source: io::Error::other(error) });
+    }
+    fs::rename(&history, &target).map_err(io_error("move", &history))
 }
 
 /// Whether `found` is the publication of `source` by an earlier run.

@@ -1072,6 +1072,15 @@ impl SearchService {
             return Ok(());
         }
         let Some(metadata_root) = selection.metadata_dir.parent().map(Path::to_path_buf) else { return Ok(()) };
+        // A migration moves the path-keyed search data away: the handles
+        // this daemon keeps on it (query history connections, mapped
+        // indexes) must not outlive it, or the next search writes through
+        // a connection whose journal is gone.
+        let path_dir = migrate::path_keyed_dir(&metadata_root, &selection.root);
+        if path_dir != selection.metadata_dir {
+            lock(&self.histories).forget_under(&path_dir);
+            lock(&self.indexes).forget_under(&path_dir);
+        }
         let (root, metadata_dir, crash_at) = (selection.root.clone(), selection.metadata_dir.clone(), self.crash_at);
         let token = cancel.clone();
         let migrated = blocking(move || {

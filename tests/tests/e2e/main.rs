@@ -11,6 +11,7 @@ mod daemon;
 mod explore;
 mod explore_follow_up;
 mod explore_retrieval;
+mod first_hour;
 mod follow_up;
 mod grpc_authority;
 mod index_fixtures;
