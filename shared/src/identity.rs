@@ -51,8 +51,12 @@ impl ProjectIdentity {
             return Err(IdentityError::RelativeStart { path: start.to_path_buf() });
         }
         let start = PathBuf::from(giturl::clean_path(&start.to_string_lossy()));
-        let Some(root) = find_repository_root(&start) else {
-            return Ok(Self { root: start, origin: None });
+        let root = match locate(&start) {
+            Location::WorkTree(root) | Location::GitDir { work_tree: Some(root), .. } => root,
+            // A bare repository is its own root, identified by its origin
+            // like any clone.
+            Location::GitDir { git_dir, work_tree: None } => git_dir,
+            Location::Outside => return Ok(Self { root: start, origin: None }),
         };
         let stamp = cache.and_then(|_| ConfigStamp::of(&root));
         if let (Some(cache), Some(stamp)) = (cache, &stamp)
@@ -135,6 +139,45 @@ pub fn find_repository_root(start: &Path) -> Option<PathBuf> {
     start.ancestors().find(|dir| dir.join(".git").exists()).map(Path::to_path_buf)
 }
 
+/// Where a directory sits relative to Git.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// In the work tree whose top is this directory.
+    WorkTree(PathBuf),
+    /// In a Git directory: a bare repository, a work tree's `.git`, or a
+    /// folder inside one.
+    GitDir {
+        git_dir: PathBuf,
+        /// The work tree whose `.git` this is; `None` for a bare repository
+        /// (or a Git directory stored elsewhere, such as a submodule's).
+        work_tree: Option<PathBuf>,
+    },
+    /// In no repository.
+    Outside,
+}
+
+/// Where `start` sits: the nearest of a work tree's top (a directory with
+/// a `.git` entry) and a Git directory (`HEAD`, `objects/` and `refs/`,
+/// as git itself recognises one) at or above it.
+pub fn locate(start: &Path) -> Location {
+    for dir in start.ancestors() {
+        if is_git_dir(dir) {
+            let work_tree =
+                (dir.file_name() == Some(std::ffi::OsStr::new(".git"))).then(|| dir.parent().map(Path::to_path_buf));
+            return Location::GitDir { git_dir: dir.to_path_buf(), work_tree: work_tree.flatten() };
+        }
+        if dir.join(".git").exists() {
+            return Location::WorkTree(dir.to_path_buf());
+        }
+    }
+    Location::Outside
+}
+
+/// Whether `dir` is a Git directory.
+pub fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
 fn first_origin_url(root: &Path) -> Result<Option<String>, IdentityError> {
     let repo = gix::open_opts(root, gix::open::Options::isolated().strict_config(false))
         .map_err(|source| IdentityError::Open { path: root.to_path_buf(), source: Box::new(source) })?;
@@ -162,6 +205,26 @@ mod tests {
     fn git(dir: &Path, args: &[&str]) {
         let status = Command::new("git").env("GIT_CONFIG_NOSYSTEM", "1").current_dir(dir).args(args).status().unwrap();
         assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn locate_tells_work_trees_git_dirs_and_bare_repositories_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(work.join("src")).unwrap();
+        git(&work, &["init", "-q"]);
+        git(dir.path(), &["init", "-q", "--bare", "bare.git"]);
+        let bare = dir.path().join("bare.git");
+        assert_eq!(locate(&work.join("src")), Location::WorkTree(work.clone()));
+        let dot_git = work.join(".git");
+        let inside = Location::GitDir { git_dir: dot_git.clone(), work_tree: Some(work.clone()) };
+        assert_eq!(locate(&dot_git), inside);
+        assert_eq!(locate(&dot_git.join("refs/heads")), inside);
+        assert_eq!(locate(&bare.join("objects")), Location::GitDir { git_dir: bare.clone(), work_tree: None });
+        assert_eq!(locate(dir.path()), Location::Outside);
+        git(&bare, &["remote", "add", "origin", "https://example.test/a/b.git"]);
+        let identity = ProjectIdentity::resolve(&bare.join("refs")).unwrap();
+        assert_eq!((identity.root, identity.origin.as_deref()), (bare, Some("example.test/a/b")));
     }
 
     #[test]

@@ -98,6 +98,18 @@ pub enum SearchError {
     History(#[from] HistoryError),
     #[error("no search index at {dir}\nhint: run `git-agent search --index` first{scope_hint}")]
     NoIndex { dir: PathBuf, scope_hint: String },
+    #[error(
+        "{path} is a Git directory, not a work tree: search never indexes Git's own files\nhint: {}",
+        match work_tree {
+            Some(work_tree) => format!("search the work tree instead: git-agent --cwd {} search <query...>", work_tree.display()),
+            None => "search a commit of this repository: git-agent search --rev HEAD <query...>".to_string(),
+        }
+    )]
+    GitDirectory { path: PathBuf, work_tree: Option<PathBuf> },
+    #[error(
+        "refusing to index {root}: it is outside any Git repository and {reason}\nhint: run the search inside a project folder, or narrow it with --scope <paths>"
+    )]
+    TooLarge { root: PathBuf, reason: String },
     #[error("a search worker failed: {0}")]
     Worker(#[from] crate::blocking::BlockingError),
     #[error("the search was cancelled")]
@@ -210,11 +222,18 @@ pub fn select_source(
     raw_scopes: &[String],
     rev: Option<&str>,
 ) -> Result<Selection, SearchError> {
+    let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));
+    let location = git_agent_shared::identity::locate(&cwd_clean);
+    if rev.is_none()
+        && let git_agent_shared::identity::Location::GitDir { git_dir, work_tree } = &location
+    {
+        return Err(SearchError::GitDirectory { path: git_dir.clone(), work_tree: work_tree.clone() });
+    }
     let identity = ProjectIdentity::resolve(cwd)?;
     let metadata_root = git_agent_shared::paths::metadata_root(env)?;
     let metadata_dir = metadata_root.join(identity.id());
-    let mut scope = paths::normalize_scopes(raw_scopes)?;
-    let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));
+    let raw_scope = paths::normalize_scopes(raw_scopes)?;
+    let mut scope = raw_scope.clone();
     let relative = cwd_clean
         .strip_prefix(&identity.root)
         .ok()
@@ -229,13 +248,21 @@ pub fn select_source(
             scope.dedup();
         }
     }
+    if rev.is_none() {
+        if let Some(missing) = raw_scope.iter().find(|item| std::fs::symlink_metadata(cwd_clean.join(item)).is_err()) {
+            return Err(paths::ScopeError::Missing(missing.clone(), cwd_clean).into());
+        }
+        if location == git_agent_shared::identity::Location::Outside {
+            guard_unbounded_root(&identity.root, &scope, env)?;
+        }
+    }
     let skipped = paths::scope_uses_skipped_path(&scope);
     let root_text = identity.root.display().to_string();
     let skipped_scope = skipped.then_some(scope.as_slice());
     let (index_dir, revision) = match rev {
         None => (store::filesystem_index_dir(&metadata_dir, &root_text, skipped_scope), None),
         Some(rev) => {
-            if git_agent_shared::identity::find_repository_root(&cwd_clean).is_none() {
+            if location == git_agent_shared::identity::Location::Outside {
                 return Err(revision::RevisionError::NotARepository { path: cwd_clean }.into());
             }
             let repo = revision::open(&identity.root)?;
@@ -263,6 +290,51 @@ pub fn select_source(
         origin_identity: identity.origin.unwrap_or_default(),
         revision,
     })
+}
+
+/// The most files a search outside any Git repository indexes without a
+/// `--scope`: a folder beyond it is a home folder or a disk, not a project.
+const UNBOUNDED_ROOT_FILES: usize = 20_000;
+
+/// Refuses a search outside any Git repository whose root is the
+/// filesystem's root, the home folder or one of its ancestors, or that
+/// holds more than [`UNBOUNDED_ROOT_FILES`] files (counted under the
+/// scope, when one is given, and stopping at the limit): such a search
+/// would send everything below it to the embeddings endpoint.
+fn guard_unbounded_root(root: &Path, scope: &[String], env: &Environment) -> Result<(), SearchError> {
+    let home = env.home().ok();
+    if scope.is_empty() {
+        let reason = if root.parent().is_none() {
+            Some("it is the root of the file system".to_string())
+        } else if home.as_deref().is_some_and(|home| home.starts_with(root)) {
+            Some(format!("it holds your home folder {}", home.as_deref().unwrap_or(root).display()))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(SearchError::TooLarge { root: root.to_path_buf(), reason });
+        }
+    }
+    let starts: Vec<PathBuf> =
+        if scope.is_empty() { vec![root.to_path_buf()] } else { scope.iter().map(|item| root.join(item)).collect() };
+    let mut walk = ignore::WalkBuilder::new(&starts[0]);
+    for start in &starts[1..] {
+        walk.add(start);
+    }
+    walk.follow_links(false).require_git(false);
+    let files = walk
+        .build()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+        .take(UNBOUNDED_ROOT_FILES + 1)
+        .count();
+    if files > UNBOUNDED_ROOT_FILES {
+        return Err(SearchError::TooLarge {
+            root: root.to_path_buf(),
+            reason: format!("holds more than {UNBOUNDED_ROOT_FILES} files"),
+        });
+    }
+    Ok(())
 }
 
 /// One search or `--index` run.

@@ -14,6 +14,10 @@ pub enum ScopeError {
     Outside(String),
     #[error("--scope requires at least one relative path\nhint: --scope src,docs")]
     Empty,
+    #[error(
+        "--scope path {0:?} does not exist under {1}\nhint: scopes are relative to the current directory; check the spelling, or drop --scope to search everything"
+    )]
+    Missing(String, std::path::PathBuf),
 }
 
 /// Splits a `--scope` value at commas, dropping empty items.

@@ -61,3 +61,90 @@ fn search_keeps_working_when_the_origin_is_added_changed_or_removed() {
         }
     }
 }
+
+/// A bare repository, a work tree's `.git` and any folder inside them are
+/// Git directories: a filesystem search there would index Git's own files,
+/// the config with its credentialed URLs among them, and send them to the
+/// embeddings endpoint.
+#[test]
+fn search_never_indexes_a_git_directory() {
+    let (env, fake) = setup();
+    let repo = small_repo(&env);
+    repo.git(&["remote", "add", "origin", "https://alice:ghp_secret0123456789@github.com/a/b.git"]);
+    let bare = env.work().join("bare.git");
+    let clone = std::process::Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(repo.path())
+        .arg(&bare)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(clone.success());
+    let set_url = std::process::Command::new("git")
+        .current_dir(&bare)
+        .args(["config", "remote.origin.url", "https://alice:ghp_secret0123456789@github.com/a/b.git"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(set_url.success());
+
+    for (dir, hint) in [
+        (bare.clone(), "hint: search a commit of this repository: git-agent search --rev HEAD <query...>"),
+        (bare.join("refs"), "hint: search a commit of this repository"),
+        (repo.path().join(".git"), "hint: search the work tree instead: git-agent --cwd "),
+        (repo.path().join(".git/objects"), "hint: search the work tree instead"),
+    ] {
+        let run = env.run_in(&dir, &["search", "github", "origin"]);
+        assert_eq!(run.code, Some(1), "{}: {}", dir.display(), run.stderr);
+        assert!(run.stdout.is_empty());
+        assert!(run.stderr.contains("is a Git directory, not a work tree"), "{}", run.stderr);
+        assert!(run.stderr.contains(hint), "{}", run.stderr);
+    }
+    assert!(!fake.inputs().iter().any(|input| input.contains("ghp_secret")), "a credential reached the endpoint");
+
+    // A bare repository's commits are searched with --rev, as a clone's are.
+    let found = search_json(&env, &bare, &["search", "--rev", "HEAD", "retry"]);
+    assert!(ranges(&found).iter().any(|range| range.starts_with("retry.go:")), "{found}");
+    assert!(!ranges(&found).iter().any(|range| range.starts_with("config")), "{found}");
+    assert!(!fake.inputs().iter().any(|input| input.contains("ghp_secret")), "a credential reached the endpoint");
+}
+
+/// Outside any repository, a search of the home folder (or anything above
+/// it) or of a tree of more than 20,000 files is refused with a hint,
+/// before anything is embedded.
+#[test]
+fn search_refuses_to_index_a_home_folder_or_a_huge_tree_outside_git() {
+    let (env, fake) = setup();
+    std::fs::write(env.home().join("notes.md"), "# Notes\n\nretry\n").unwrap();
+    let run = env.run_in(&env.home(), &["search", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("it is outside any Git repository and it holds your home folder"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: run the search inside a project folder, or narrow it with --scope <paths>"));
+
+    let huge = env.work().join("huge");
+    for folder in 0..21 {
+        let dir = huge.join(format!("d{folder}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in 0..1000 {
+            std::fs::write(dir.join(format!("f{file}.txt")), "x").unwrap();
+        }
+    }
+    let run = env.run_in(&huge, &["search", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("holds more than 20000 files"), "{}", run.stderr);
+    // A scope narrows what is counted, and what is indexed.
+    let scoped = search_json(&env, &huge, &["search", "--scope", "d3", "--index"]);
+    assert_eq!(scoped["retrieval"]["filters"]["scope"], serde_json::json!(["d3"]), "{scoped}");
+    assert!(fake.inputs().iter().all(|input| !input.contains("d4/")), "only the scope was embedded");
+}
+
+/// A `--scope` that names nothing is an error, not an empty result.
+#[test]
+fn a_missing_scope_is_a_usage_error() {
+    let (env, _fake) = setup();
+    let repo = small_repo(&env);
+    let run = env.run_in(repo.path(), &["search", "--scope", "nope/dir", "retry"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("--scope path \"nope/dir\" does not exist under"), "{}", run.stderr);
+}
