@@ -329,7 +329,7 @@ impl Progress {
     /// back.
     async fn report(&mut self, text: &str) {
         let (progress, total) = match chunk_counts(text) {
-            Some((done, total)) => (self.last.max(done as f64), Some(total as f64)),
+            Some((done, total)) => (self.last.max(done as f64), total.map(|total| total as f64)),
             None => (self.last, None),
         };
         self.last = progress;
@@ -342,11 +342,20 @@ impl Progress {
     }
 }
 
-/// `12/3400` in `search: building embeddings 12/3400 chunks (...)`.
-fn chunk_counts(text: &str) -> Option<(u64, u64)> {
-    let counts = text.split_whitespace().find(|word| word.contains('/'))?;
+/// `12/3400` in `search: building embeddings 12/3400 chunks (...)`; the
+/// total is `None` while it is still growing (`12/3400+`: the walk is
+/// still finding files).
+fn chunk_counts(text: &str) -> Option<(u64, Option<u64>)> {
+    // The counts stand before their unit; a fetch line also holds a URL.
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let counts = words
+        .windows(2)
+        .rev()
+        .find(|pair| pair[0].contains('/') && (pair[1].starts_with("chunks") || pair[1] == "inputs"))
+        .map(|pair| pair[0])?;
     let (done, total) = counts.split_once('/')?;
-    Some((done.parse().ok()?, total.parse().ok()?))
+    let total = if total.ends_with('+') { None } else { Some(total.parse().ok()?) };
+    Some((done.parse().ok()?, total))
 }
 
 /// One tool call in progress.
@@ -682,7 +691,15 @@ mod tests {
 
     #[test]
     fn chunk_counts_come_from_the_progress_line() {
-        assert_eq!(chunk_counts("search: building embeddings 12/3400 chunks (0.4%, 1s)"), Some((12, 3400)));
+        assert_eq!(chunk_counts("search: building embeddings 12/3400 chunks (0.4%, 1s)"), Some((12, Some(3400))));
+        assert_eq!(
+            chunk_counts("search: building embeddings 12/3400+ chunks (still finding files, 1s)"),
+            Some((12, None))
+        );
         assert_eq!(chunk_counts("search: waiting for index worker"), None);
+        // A fetch line names its URL before the counts of its inputs.
+        let fetch = "search: fetching receiving objects from https://example.test/x.git: 40/90 objects, 1.2 MiB, 12 files chunked, 8/16 inputs embedded";
+        assert_eq!(chunk_counts(fetch), Some((8, Some(16))));
+        assert_eq!(chunk_counts("search: fetching listing refs of https://example.test/x.git"), None);
     }
 }

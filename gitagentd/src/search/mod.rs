@@ -502,26 +502,32 @@ struct Produced {
 }
 
 /// The progress of index embedding: a debug event and the status line.
-fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: usize) {
+/// Reports a completed embeddings batch. While `counting`, the walk is
+/// still finding files, so `done.total` is only what it found so far.
+fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: usize, counting: bool) {
     let item = done.elapsed.checked_div(done.done.max(1) as u32).unwrap_or_default();
+    let progress = if counting {
+        format!("{}/{}+ (still counting)", done.done, done.total)
+    } else {
+        format!("{}/{} ({:.1}%)", done.done, done.total, done.done as f64 / done.total.max(1) as f64 * 100.0)
+    };
     feedback.event(
         "search_embed_progress",
         &[
-            (
-                "progress",
-                Field::Str(format!(
-                    "{}/{} ({:.1}%)",
-                    done.done,
-                    done.total,
-                    done.done as f64 / done.total.max(1) as f64 * 100.0
-                )),
-            ),
+            ("progress", Field::Str(progress)),
             ("elapsed", Field::Duration(done.elapsed)),
             ("item_elapsed", Field::Duration(item)),
             ("client_elapsed", Field::Duration(done.request)),
         ],
     );
-    feedback.update(Update { done: done.done, total: done.total, reused, elapsed: done.elapsed, ..Update::default() });
+    feedback.update(Update {
+        done: done.done,
+        total: done.total,
+        reused,
+        elapsed: done.elapsed,
+        counting,
+        ..Update::default()
+    });
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -688,9 +694,14 @@ impl SearchService {
         };
         // Inputs embedded so far (read when the fetch ends).
         let embedded = std::sync::atomic::AtomicUsize::new(0);
+        // Until production ends, the embedding total is what the walk has
+        // found so far, and progress says so.
+        let counting = std::sync::atomic::AtomicBool::new(true);
         let production = async {
             let sinks = Sinks { walk: sink, fetch: overlap_sink, embedded: &embedded };
             let produced = self.produce(&request, selection, sinks, started, &feedback, &build_cancel).await;
+            counting.store(false, std::sync::atomic::Ordering::Relaxed);
+            feedback.counted();
             if produced.is_err() {
                 build_cancel.cancel();
             }
@@ -710,6 +721,7 @@ impl SearchService {
                             done: done.done,
                             total: done.total,
                             elapsed: done.elapsed,
+                            counting: counting.load(std::sync::atomic::Ordering::Relaxed),
                             ..Update::default()
                         });
                         return;
@@ -722,7 +734,7 @@ impl SearchService {
                             spool_error = Some(error);
                         }
                     }
-                    report_embedding(&progress, done, 0);
+                    report_embedding(&progress, done, 0, counting.load(std::sync::atomic::Ordering::Relaxed));
                 },
                 &build_cancel,
             )
@@ -809,7 +821,7 @@ impl SearchService {
                         }
                     }
                     let done = embeddings::BatchDone { done: streamed_done + done.done, total, ..done };
-                    report_embedding(&progress, done, reused);
+                    report_embedding(&progress, done, reused, false);
                 },
                 &cancel,
             )

@@ -38,6 +38,9 @@ struct Snapshot {
     done: usize,
     total: usize,
     reused: usize,
+    /// The walk is still finding files: `total` is what it found so far,
+    /// and `percent` stays 0 until the total is known.
+    counting: bool,
     percent: f64,
     elapsed_ms: u128,
     updated_at: String,
@@ -53,6 +56,7 @@ impl Snapshot {
             done: 0,
             total: 0,
             reused: 0,
+            counting: false,
             percent: 0.0,
             elapsed_ms: 0,
             updated_at: now_text(),
@@ -88,6 +92,9 @@ enum Agent {
 struct State {
     agent: Agent,
     progress_shown: bool,
+    /// The last build update, so the end of counting can be told with the
+    /// counts it had.
+    last: Option<Update>,
     /// While a remote fetch runs: its latest detail, and the embedding
     /// counts of the inputs sent during it.
     fetch: Option<FetchState>,
@@ -121,6 +128,8 @@ pub struct Update {
     pub total: usize,
     pub reused: usize,
     pub elapsed: Duration,
+    /// The walk is still finding files, so `total` can still grow.
+    pub counting: bool,
 }
 
 impl Feedback {
@@ -133,7 +142,7 @@ impl Feedback {
             timings: None,
             terminal,
             runtime: tokio::runtime::Handle::current(),
-            state: Mutex::new(State { agent, progress_shown: false, fetch: None }),
+            state: Mutex::new(State { agent, progress_shown: false, last: None, fetch: None }),
         }
     }
 
@@ -152,6 +161,9 @@ impl Feedback {
     /// until production closes).
     pub fn update(&self, update: Update) {
         let mut state = self.state();
+        if !update.waiting {
+            state.last = Some(update);
+        }
         if !update.waiting
             && let Some(fetch) = &mut state.fetch
         {
@@ -176,8 +188,12 @@ impl Feedback {
         if let Agent::Running(server) = &state.agent {
             let mut snapshot = lock(&server.snapshot);
             let mut status = if update.waiting { "waiting".to_string() } else { "indexing".to_string() };
-            let mut percent = if update.total > 0 { update.done as f64 / update.total as f64 * 100.0 } else { 0.0 };
-            if status == "indexing" && update.total > 0 && update.done >= update.total {
+            let mut percent = if update.total > 0 && !update.counting {
+                update.done as f64 / update.total as f64 * 100.0
+            } else {
+                0.0
+            };
+            if status == "indexing" && update.total > 0 && update.done >= update.total && !update.counting {
                 status = "done".into();
                 percent = 100.0;
             }
@@ -186,10 +202,20 @@ impl Feedback {
                 done: update.done,
                 total: update.total,
                 reused: update.reused,
+                counting: update.counting,
                 percent,
                 elapsed_ms: update.elapsed.as_millis(),
                 ..Snapshot::new("")
             };
+        }
+    }
+
+    /// The walk found every file: the last update's total is final, and
+    /// progress shows it with its percentage from now on.
+    pub fn counted(&self) {
+        let last = self.state().last.filter(|last| last.counting);
+        if let Some(last) = last {
+            self.update(Update { counting: false, ..last });
         }
     }
 
@@ -353,10 +379,19 @@ fn terminal_text(update: &Update) -> String {
     if update.waiting {
         return "search: waiting for index worker".into();
     }
-    if update.total == 0 || update.done >= update.total {
+    if update.total == 0 || (update.done >= update.total && !update.counting) {
         return String::new();
     }
     let action = if update.reused > 0 { "updating" } else { "building" };
+    if update.counting {
+        // The total grows as the walk finds files: no percentage yet.
+        return format!(
+            "search: {action} embeddings {}/{}+ chunks (still finding files, {})",
+            update.done,
+            update.total,
+            timefmt::format_go_duration_ms(update.elapsed)
+        );
+    }
     if update.done == 0 {
         if update.reused > 0 {
             return format!("search: {action} embeddings 0/{} chunks ({} reused)", update.total, update.reused);
@@ -498,5 +533,17 @@ mod tests {
             "search: building embeddings 1/4 chunks (25.0%, 20ms)"
         );
         assert_eq!(terminal_text(&Update { done: 4, total: 4, ..Update::default() }), "");
+        // While the walk still finds files the total is a floor, with no
+        // percentage that would grow with it.
+        assert_eq!(
+            terminal_text(&Update {
+                done: 4,
+                total: 4,
+                counting: true,
+                elapsed: Duration::from_millis(20),
+                ..Update::default()
+            }),
+            "search: building embeddings 4/4+ chunks (still finding files, 20ms)"
+        );
     }
 }

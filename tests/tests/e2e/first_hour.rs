@@ -148,3 +148,54 @@ fn a_missing_scope_is_a_usage_error() {
     assert!(run.stdout.is_empty());
     assert!(run.stderr.contains("--scope path \"nope/dir\" does not exist under"), "{}", run.stderr);
 }
+
+/// While the walk still finds files, the `--agent` endpoint says so
+/// (`counting`) and gives no percentage that would grow with its total;
+/// once the total is known, the percentage is of the final total.
+#[test]
+fn agent_progress_says_it_is_still_counting_instead_of_a_percentage_of_a_growing_total() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (mut env, fake) = setup();
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    env.set_env("OPENAI_EMBEDDING_CONCURRENCY", "1");
+    let repo = env.repo("many");
+    for file in 0..200 {
+        repo.write(&format!("src/f{file}.go"), &format!("package src\n\nfunc F{file}() int {{\n\treturn {file}\n}}\n"));
+    }
+    repo.commit_all("many");
+    env.run_in(repo.path(), &["project_id"]).success();
+    fake.close_gate();
+    let mut child = env
+        .git_agent_in(repo.path(), &["search", "--agent", "--index"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let endpoint: Value = serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
+    let address = std::path::PathBuf::from(endpoint["address"].as_str().unwrap());
+    let poll = || -> Value {
+        let mut stream = std::os::unix::net::UnixStream::connect(&address).unwrap();
+        stream.write_all(b"GET /progress HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap().trim()).unwrap()
+    };
+    assert!(git_agent_tests::wait_until(std::time::Duration::from_secs(30), || fake.held() >= 1));
+    let mut body = poll();
+    assert!(
+        git_agent_tests::wait_until(std::time::Duration::from_secs(30), || {
+            body = poll();
+            body["total"].as_u64().unwrap_or(0) >= 1
+        }),
+        "{body}"
+    );
+    assert_eq!(body["status"], "indexing", "{body}");
+    assert_eq!(body["counting"], true, "the walk is held behind the closed gate: {body}");
+    assert_eq!(body["percent"], 0.0, "{body}");
+    assert!(body["total"].as_u64().unwrap() < 200, "{body}");
+    fake.open_gate();
+    assert!(child.wait().unwrap().success());
+}

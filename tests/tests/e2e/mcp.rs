@@ -334,3 +334,35 @@ fn review_launches_a_task_that_task_status_and_task_wait_follow() {
     let unknown = error_text(&session.call("task_wait", json!({"id": "not-a-task-id"})));
     assert!(unknown.starts_with("error: "), "{unknown}");
 }
+
+/// An index build reports how many chunks are done as it goes: the
+/// notifications' `progress` grows past 0, and `total` is sent only once
+/// the walk has found every file (issue 32: progress stayed at 0.0).
+#[test]
+fn search_progress_grows_as_chunks_are_embedded() {
+    let mut env = TestEnv::new();
+    let fake = FakeEmbeddings::start();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "16");
+    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "2");
+    env.set_env("OPENAI_EMBEDDING_CONCURRENCY", "1");
+    let repo = env.repo("many");
+    for file in 0..60 {
+        repo.write(&format!("src/f{file}.go"), &format!("package src\n\nfunc F{file}() int {{\n\treturn {file}\n}}\n"));
+    }
+    repo.commit_all("many");
+    let mut session = McpSession::start(&env, &env.work());
+    let root = repo.path().display().to_string();
+    let result = session.call_with_progress("search", json!({"query": "F1", "cwd": root, "limit": 3}), "grow");
+    success_text(&result);
+    let progress = session.progress("grow");
+    let values: Vec<f64> = progress.iter().map(|params| params["progress"].as_f64().unwrap()).collect();
+    assert!(values.iter().any(|value| *value > 0.0), "progress never left 0: {progress:?}");
+    assert!(values.windows(2).all(|pair| pair[0] <= pair[1]), "progress never goes back: {values:?}");
+    for params in &progress {
+        if let Some(total) = params["total"].as_f64() {
+            assert!(!params["message"].as_str().unwrap().contains('+'), "a growing total is not sent: {params}");
+            assert!(total >= params["progress"].as_f64().unwrap(), "{params}");
+        }
+    }
+}
