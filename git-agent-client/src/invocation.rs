@@ -17,6 +17,10 @@ pub enum InvocationError {
         "cannot change to the directory {path}: {source}\nhint: --cwd takes an existing directory, relative to where git-agent runs"
     )]
     Cwd { path: PathBuf, source: std::io::Error },
+    #[error(
+        "the working directory {0} is not valid UTF-8, and git-agent works only in directories whose path is\nhint: run it through a path that is valid UTF-8, such as a symbolic link with a UTF-8 name"
+    )]
+    NotUtf8Cwd(String),
     #[error("the argument {0:?} is not valid UTF-8")]
     NotUtf8(OsString),
 }
@@ -36,6 +40,11 @@ pub fn capture(argv: &[OsString], cwd_flag: Option<&str>) -> Result<pb::Invocati
         }
         None => logical_cwd(&env)?,
     };
+    // The daemon, the index and the task records name the directory as
+    // text: a lossy name would be another directory, or none.
+    if cwd.to_str().is_none() {
+        return Err(InvocationError::NotUtf8Cwd(git_agent_shared::quote::quote_os_path(&cwd).into_owned()));
+    }
     let mut vars = env.into_vars();
     vars.insert(vars::PWD.to_string(), cwd.display().to_string());
     env = Environment::new(vars);

@@ -12,6 +12,7 @@ pub mod giturl;
 pub mod identity;
 pub mod paths;
 pub mod private_fs;
+pub mod quote;
 pub mod secret;
 pub mod task_record;
 pub mod timefmt;

@@ -216,7 +216,8 @@ impl Repository {
                 continue;
             }
             let Some(kind) = entry.mode.to_tree_entry_mode().and_then(EntryKind::from_tree_mode) else { continue };
-            let path = entry.path(&index).to_string();
+            // A name that is not UTF-8 is shown as git shows it.
+            let path = git_agent_shared::quote::utf8_or_quoted(entry.path(&index)).into_owned();
             entries.push((path, Entry { kind, id: entry.id }));
         }
         Ok(entries)
@@ -257,7 +258,10 @@ impl Repository {
             .into_iter()
             .filter_map(|record| {
                 let kind = EntryKind::from_tree_mode(record.mode)?;
-                Some((record.filepath.to_string(), Entry { kind, id: record.oid }))
+                Some((
+                    git_agent_shared::quote::utf8_or_quoted(&record.filepath).into_owned(),
+                    Entry { kind, id: record.oid },
+                ))
             })
             .collect())
     }

@@ -88,6 +88,10 @@ pub enum SkipReason {
     Binary,
     NonText,
     Unreadable,
+    /// A name that is not valid UTF-8: listed (quoted as git quotes it)
+    /// and counted as unreadable, never indexed under a lossy name that
+    /// names no file.
+    NonUtf8Name,
 }
 
 impl SkipReason {
@@ -101,6 +105,7 @@ impl SkipReason {
             Self::Binary => "binary",
             Self::NonText => "non_text",
             Self::Unreadable => "unreadable",
+            Self::NonUtf8Name => "non_utf8_name",
         }
     }
 }
@@ -145,7 +150,7 @@ impl SkipCounts {
             SkipReason::NonText => self.non_text += 1,
             SkipReason::Oversized => self.oversized += 1,
             SkipReason::Symlink => self.symlink += 1,
-            SkipReason::Unreadable => self.unreadable += 1,
+            SkipReason::Unreadable | SkipReason::NonUtf8Name => self.unreadable += 1,
             SkipReason::DotDir => self.dirs += 1,
             SkipReason::DotFile | SkipReason::NonRegular => {}
         }
@@ -585,15 +590,22 @@ fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs
             return None;
         }
     };
-    let mut entries: Vec<(String, fs::DirEntry)> = entries
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let name = entry.file_name().into_string().ok()?;
-            Some((name, entry))
-        })
-        .collect();
-    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Some(entries)
+    let mut named: Vec<(String, fs::DirEntry)> = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        match entry.file_name().into_string() {
+            Ok(name) => named.push((name, entry)),
+            Err(name) => {
+                use std::os::unix::ffi::OsStrExt;
+                let mut path = if dir.is_empty() { Vec::new() } else { format!("{dir}/").into_bytes() };
+                path.extend_from_slice(name.as_bytes());
+                let path = git_agent_shared::quote::quote_path(&path).into_owned();
+                out.skipped.count(SkipReason::NonUtf8Name);
+                out.skips.push(Skip { path, reason: SkipReason::NonUtf8Name });
+            }
+        }
+    }
+    named.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Some(named)
 }
 
 /// Lists one folder: applies the walk's rules to each entry, stats the
@@ -601,10 +613,13 @@ fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs
 fn list_folder(root: &Path, scope: &[String], root_level: &Arc<Level>, job: FolderJob, jobs: &Jobs) -> (usize, Listed) {
     let FolderJob { dir, mut stack, slot } = job;
     let mut out = Listed::default();
-    let mut failed = Walk::default();
-    let Some(entries) = read_sorted(root, &dir, &mut failed) else {
-        out.skipped.add(&failed.skipped);
-        out.items.extend(failed.skips.into_iter().map(Item::Skip));
+    // What the listing passed over: the folder itself when it cannot be
+    // read, else its entries whose names are not UTF-8.
+    let mut passed = Walk::default();
+    let listed = read_sorted(root, &dir, &mut passed);
+    out.skipped.add(&passed.skipped);
+    out.items.extend(passed.skips.into_iter().map(Item::Skip));
+    let Some(entries) = listed else {
         return (slot, out);
     };
     // The listing tells whether the folder has ignore files to load.

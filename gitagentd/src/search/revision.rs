@@ -391,11 +391,18 @@ fn walk_tree(
     };
     let tree = repo.find_tree(tree_id).map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
     let decoded = tree.decode().map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
-    let mut entries: Vec<(String, EntryKind, ObjectId)> = decoded
-        .entries
-        .iter()
-        .map(|entry| (entry.filename.to_string(), entry.mode.kind(), entry.oid.to_owned()))
-        .collect();
+    let mut entries: Vec<(String, EntryKind, ObjectId)> = Vec::with_capacity(decoded.entries.len());
+    for entry in &decoded.entries {
+        match std::str::from_utf8(entry.filename) {
+            Ok(name) => entries.push((name.to_string(), entry.mode.kind(), entry.oid.to_owned())),
+            Err(_) => {
+                let mut path = if dir.is_empty() { Vec::new() } else { format!("{dir}/").into_bytes() };
+                path.extend_from_slice(entry.filename);
+                let path = git_agent_shared::quote::quote_path(&path).into_owned();
+                skip(out, path, SkipReason::NonUtf8Name);
+            }
+        }
+    }
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
 
     // This folder's ignore files, from their blobs.

@@ -199,3 +199,64 @@ fn agent_progress_says_it_is_still_counting_instead_of_a_percentage_of_a_growing
     fake.open_gate();
     assert!(child.wait().unwrap().success());
 }
+
+/// Writes a file whose name is `name`'s bytes (not UTF-8) under `dir`.
+fn write_bytes_name(dir: &Path, name: &[u8], contents: &str) {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(name)), contents).unwrap();
+}
+
+/// A name that is not UTF-8 is never indexed under a lossy name that
+/// names no file: the walk lists it (quoted as git quotes it) and counts
+/// it, in filesystem and revision mode alike; commit-msg shows it to the
+/// model as git shows it; a working directory that is not UTF-8 fails
+/// clearly instead of searching nothing.
+#[test]
+fn names_that_are_not_utf8_are_reported_and_quoted_as_git_quotes_them() {
+    let (env, fake) = setup();
+    let repo = small_repo(&env);
+    write_bytes_name(repo.path(), b"caf\xe9.py", "def retry():\n    return 1\n");
+    repo.commit_all("latin-1 name");
+
+    let run = env.run_in(repo.path(), &["search", "--debug", "retry"]);
+    let output: Value = serde_json::from_str(&run.success()).unwrap();
+    assert_eq!(output["retrieval"]["skipped"]["unreadable"], 1, "{output}");
+    assert!(run.stderr.contains("search_skip path=\"\\\"caf\\\\351.py\\\"\" reason=non_utf8_name"), "{}", run.stderr);
+    let revision = search_json(&env, repo.path(), &["search", "--rev", "HEAD", "retry"]);
+    assert_eq!(revision["retrieval"]["skipped"]["unreadable"], 1, "{revision}");
+    for range in ranges(&output).iter().chain(&ranges(&revision)) {
+        assert!(!range.contains('\u{fffd}'), "{range}");
+    }
+    assert!(!fake.inputs().iter().any(|input| input.contains('\u{fffd}')), "a lossy name reached the endpoint");
+    let listed = env.run_in(repo.path(), &["search", "--ls-files", "--rev", "HEAD"]).success();
+    assert!(!listed.contains('\u{fffd}'), "{listed}");
+
+    use std::os::unix::ffi::OsStrExt;
+    let odd = env.work().join(std::ffi::OsStr::from_bytes(b"dir\xff"));
+    std::fs::create_dir_all(&odd).unwrap();
+    let run = env.run_in(&odd, &["search", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("dir\\377\" is not valid UTF-8"), "{}", run.stderr);
+}
+
+#[test]
+fn commit_msg_shows_a_name_that_is_not_utf8_as_git_does() {
+    use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("project");
+    repo.write("README.md", "# Project\n");
+    repo.commit_all("docs: start");
+    write_bytes_name(repo.path(), b"caf\xe9.py", "print(1)\n");
+    repo.git(&["add", "-A"]);
+    openai.push(Reply::Events(events::text_reply("feat: add the cafe script", events::usage(10, 0, 5))));
+    let run = env.run_in(repo.path(), &["commit-msg"]);
+    assert_eq!(run.success(), "feat: add the cafe script\n");
+    let texts = openai.requests()[0].body.to_string();
+    // The name reaches the model quoted (the request nests it in JSON
+    // twice, so its backslash is escaped there), never with a U+FFFD.
+    assert!(texts.contains("351.py"), "{texts}");
+    assert!(!texts.contains('\u{fffd}'), "{texts}");
+}
