@@ -664,10 +664,20 @@ fn plan_store(
                 let payload = payload_name(generation);
                 let catalogs = catalog_bytes(generation, &payload, &compact).len()
                     + catalog_bytes(generation + 1, &payload, &compact).len();
-                (false, generation, catalogs as u64 + payload_len)
+                let projected = catalogs as u64 + payload_len;
+                // A compaction that reclaims nothing would only rewrite
+                // the store, and its second catalog can make it larger:
+                // the store stays as it is.
+                if projected >= current_bytes && current.is_some() {
+                    (true, generation, current_bytes)
+                } else {
+                    (false, generation, projected)
+                }
             }
         }
     };
+    // A store left as it is removes no vector.
+    let removed_vectors = if noop { 0 } else { removed_vectors };
     StorePlan {
         dir,
         recognized,

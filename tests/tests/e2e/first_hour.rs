@@ -260,3 +260,49 @@ fn commit_msg_shows_a_name_that_is_not_utf8_as_git_does() {
     assert!(texts.contains("351.py"), "{texts}");
     assert!(!texts.contains('\u{fffd}'), "{texts}");
 }
+
+/// The bytes of every file below `dir`.
+fn disk_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&current) else { continue };
+        if meta.is_dir() {
+            pending.extend(std::fs::read_dir(&current).unwrap().map(|entry| entry.unwrap().path()));
+        } else {
+            use std::os::unix::fs::MetadataExt;
+            total += meta.blocks() * 512;
+        }
+    }
+    total
+}
+
+/// `index gc` never grows the store: a store with nothing to reclaim is
+/// left as it is, and the saved bytes it prints are what the disk shows.
+#[test]
+fn index_gc_never_grows_the_store() {
+    let (env, _fake) = setup();
+    let repo = env.repo("gc");
+    for file in 0..40 {
+        repo.write(&format!("src/f{file}.go"), &format!("package src\n\nfunc F{file}() int {{\n\treturn {file}\n}}\n"));
+    }
+    repo.commit_all("many");
+    env.run_in(repo.path(), &["search", "--index"]).success();
+    env.run_in(repo.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    repo.write("src/f1.go", "package src\n\nfunc F1() int {\n\treturn 100\n}\n");
+    env.run_in(repo.path(), &["search", "--index"]).success();
+    let root = env.home().join(".git-agent");
+    for round in 0..2 {
+        let before = disk_bytes(&root);
+        let summary = env.run_in(repo.path(), &["index", "gc"]).success();
+        let after = disk_bytes(&root);
+        let saved: i64 = summary
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix("local_saved_bytes="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(saved >= 0, "round {round}: {summary}");
+        assert!(after <= before, "round {round}: the store grew from {before} to {after} bytes: {summary}");
+    }
+}
