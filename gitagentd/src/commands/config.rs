@@ -42,9 +42,63 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
             if value.is_empty() {
                 return Err(CommandError::Usage(format!("{INDEX_REMOTE_KEY} must not be empty")));
             }
+            validate_remote(&value)?;
             value
         }
     };
     config.index.remote = new_value;
     crate::blocking::run_to_end(CONFIG_FILE_WORK, move || config.save(&path)).await?.map_err(CommandError::failed)
+}
+
+/// Refuses a value no machine could fetch from: anything but an
+/// `https://`, `http://`, `ssh://` or `git://` URL with a host, the
+/// scp-like `user@host:path`, or an absolute local path (`file://` or
+/// `/srv/...`: a relative path would be relative to wherever a search
+/// happens to run).
+fn validate_remote(value: &str) -> Result<(), CommandError> {
+    let refuse = |why: &str| {
+        CommandError::Usage(format!(
+            "{INDEX_REMOTE_KEY} {:?} is not a Git remote: {why}\nhint: use a URL such as https://git.example.com/team/indexes.git or git@git.example.com:team/indexes.git, or an absolute path",
+            giturl::sanitize(value)
+        ))
+    };
+    let url = gix::url::parse(gix::bstr::BStr::new(value.as_bytes())).map_err(|error| refuse(&error.to_string()))?;
+    match url.scheme {
+        gix::url::Scheme::File => {
+            if !std::path::Path::new(&url.path.to_string()).is_absolute() {
+                return Err(refuse("a local path must be absolute"));
+            }
+        }
+        gix::url::Scheme::Https | gix::url::Scheme::Http | gix::url::Scheme::Ssh | gix::url::Scheme::Git => {
+            if url.host().is_none_or(str::is_empty) {
+                return Err(refuse("the URL names no host"));
+            }
+        }
+        other => return Err(refuse(&format!("the {other} transport is not supported"))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_remote;
+
+    #[test]
+    fn only_fetchable_remotes_are_accepted() {
+        for good in [
+            "https://git.example.com/team/indexes.git",
+            "http://127.0.0.1:8080/x.git",
+            "ssh://git@git.example.com/team/indexes.git",
+            "git@git.example.com:team/indexes.git",
+            "git://git.example.com/indexes.git",
+            "/srv/git/indexes.git",
+            "file:///srv/git/indexes.git",
+        ] {
+            assert!(validate_remote(good).is_ok(), "{good}");
+        }
+        for bad in ["not a url at all", "indexes.git", "ext::sh -c touch% /tmp/pwned", "https:///no-host.git"] {
+            let error = validate_remote(bad).expect_err(bad).to_string();
+            assert!(error.contains("is not a Git remote"), "{bad}: {error}");
+        }
+    }
 }

@@ -109,7 +109,7 @@ pub async fn run(
     let confirmation =
         crate::index_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions, began)
             .await
-            .map_err(CommandError::failed)?
+            .map_err(index_remote_failed)?
             .map(|confirmation| confirmation.with_crash_at(services.search.crash_at()));
     if selection.revision.is_none() {
         let head =
@@ -117,11 +117,11 @@ pub async fn run(
         head.confirm(services, &feedback, cancel).await?;
     }
     if let Some(confirmation) = &confirmation {
-        confirmation.import(cancel).await.map_err(CommandError::failed)?;
+        confirmation.import(cancel).await.map_err(index_remote_failed)?;
     }
     let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
     if let (Ok(_), Some(confirmation)) = (&result, &confirmation) {
-        confirmation.publish(cancel).await.map_err(CommandError::failed)?;
+        confirmation.publish(cancel).await.map_err(index_remote_failed)?;
     }
     let outcome = match result {
         Ok(outcome) => {
@@ -221,13 +221,13 @@ impl HeadRevision<'_> {
         let confirmation =
             crate::index_sync::confirm::prepare(env, &head, &settings.model, settings.dimensions, self.began)
                 .await
-                .map_err(CommandError::failed)?;
+                .map_err(index_remote_failed)?;
         let Some(confirmation) =
             confirmation.map(|confirmation| confirmation.with_crash_at(services.search.crash_at()))
         else {
             return Ok(());
         };
-        confirmation.import(cancel).await.map_err(CommandError::failed)?;
+        confirmation.import(cancel).await.map_err(index_remote_failed)?;
         let request = SearchRequest {
             selection: head,
             index_only: true,
@@ -237,9 +237,22 @@ impl HeadRevision<'_> {
             ..template.clone()
         };
         services.search.search(request, Arc::clone(feedback), cancel.clone()).await?;
-        confirmation.publish(cancel).await.map_err(CommandError::failed)?;
+        confirmation.publish(cancel).await.map_err(index_remote_failed)?;
         Ok(())
     }
+}
+
+/// A failure of `index.remote` during a search: the spec wants no silent
+/// local fallback, so the search fails, telling an offline user how to
+/// search anyway.
+fn index_remote_failed(error: impl std::fmt::Display) -> CommandError {
+    let message = error.to_string();
+    if message.contains("\nhint: ") {
+        return CommandError::Failed(message);
+    }
+    CommandError::Failed(format!(
+        "{message}\nhint: to search without it, run git-agent config --unset index.remote (and set it again once the remote is reachable)"
+    ))
 }
 
 fn validate_min_score(score: f64) -> Result<(), CommandError> {

@@ -306,3 +306,41 @@ fn index_gc_never_grows_the_store() {
         assert!(after <= before, "round {round}: the store grew from {before} to {after} bytes: {summary}");
     }
 }
+
+/// `config index.remote` refuses a value no machine could fetch from, and
+/// leaves the configuration as it was.
+#[test]
+fn config_refuses_an_index_remote_that_is_not_a_git_remote() {
+    let env = TestEnv::new();
+    let work = env.work();
+    env.run_in(&work, &["config", "index.remote", "https://git.example.com/team/indexes.git"]).success();
+    for bad in ["not a url at all", "relative/indexes.git"] {
+        let run = env.run_in(&work, &["config", "index.remote", bad]);
+        assert_eq!(run.code, Some(2), "{bad}: {}", run.stderr);
+        assert!(run.stderr.contains("is not a Git remote"), "{}", run.stderr);
+        assert!(run.stderr.contains("\nhint: use a URL such as"), "{}", run.stderr);
+    }
+    let kept = env.run_in(&work, &["config", "index.remote"]).success();
+    assert_eq!(kept, "https://git.example.com/team/indexes.git\n");
+}
+
+/// With `index.remote` unreachable, a search fails (the spec wants no
+/// silent local fallback), naming the remote and telling an offline user
+/// how to search anyway.
+#[test]
+fn an_unreachable_index_remote_is_named_with_a_way_to_search_offline() {
+    let (env, _fake) = setup();
+    let repo = small_repo(&env);
+    repo.git(&["remote", "add", "origin", "https://example.com/x.git"]);
+    let missing = env.work().join("gone/indexes.git");
+    env.run_in(repo.path(), &["config", "index.remote", missing.to_str().unwrap()]).success();
+    let run = env.run_in(repo.path(), &["search", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains(&format!("index.remote {}", missing.display())), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("hint: to search without it, run git-agent config --unset index.remote"),
+        "{}",
+        run.stderr
+    );
+}
