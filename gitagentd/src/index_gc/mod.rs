@@ -150,6 +150,38 @@ pub fn eligible_roots(metadata_root: &Path) -> Result<Vec<PathBuf>, GcError> {
     Ok(roots)
 }
 
+/// Removes (or, in a dry run, counts) the remote caches under
+/// `metadata_root/remotes` that no fetch ever completed into and that hold
+/// no index: what failed `--remote` attempts of earlier versions left.
+/// Skipped while a search holds the global index single flight, since a
+/// first fetch in progress looks the same (a dry run takes no lock and
+/// may count one).
+fn remove_abandoned_remote_caches(metadata_root: &Path, dry_run: bool) -> Result<usize, GcError> {
+    let remotes = metadata_root.join("remotes");
+    if !remotes.is_dir() {
+        return Ok(0);
+    }
+    // A dry run writes nothing, not even a lock file: it only counts.
+    let _flight = if dry_run {
+        None
+    } else {
+        match store::try_lock(&store::lock_path(&metadata_root.join(store::PRODUCER_LOCK)))? {
+            Some(lock) => Some(lock),
+            None => return Ok(0),
+        }
+    };
+    let mut removed = 0;
+    for root in eligible_roots(metadata_root)?.into_iter().filter(|root| root.starts_with(&remotes)) {
+        if crate::search::remote::is_abandoned(&root) {
+            if !dry_run {
+                fs::remove_dir_all(&root).map_err(io_error("remove", &root))?;
+            }
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Runs the local phase over every eligible root under `metadata_root`.
 /// All roots are preflighted (locked, validated, planned) before the first
 /// store publishes; each store is then planned again under its lock and
@@ -161,6 +193,11 @@ pub fn run_local(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<LocalSummary, GcError> {
     progress("index gc: scanning local indexes".to_string());
+    let abandoned = remove_abandoned_remote_caches(metadata_root, options.dry_run)?;
+    if abandoned > 0 {
+        let verb = if options.dry_run { "would remove" } else { "removed" };
+        progress(format!("index gc: {verb} {abandoned} abandoned remote cache(s) (failed first fetches)"));
+    }
     let roots = eligible_roots(metadata_root)?;
     let mut summary = LocalSummary::default();
     let mut plans = Vec::with_capacity(roots.len());

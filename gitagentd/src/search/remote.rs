@@ -157,7 +157,13 @@ impl Remote {
             value.to_string()
         };
         let sanitized = giturl::sanitize(&raw);
-        let key = hex(&Sha256::digest(sanitized.as_bytes()));
+        // `file:///srv/x.git` names the same repository as `/srv/x.git`,
+        // and shares its cache (each keeps the spelling the user gave).
+        let key = match sanitized.strip_prefix("file://") {
+            Some(path) if path.starts_with('/') => giturl::clean_path(path),
+            _ => sanitized.clone(),
+        };
+        let key = hex(&Sha256::digest(key.as_bytes()));
         Ok(Self {
             raw,
             sanitized,
@@ -321,7 +327,17 @@ pub fn resolve(
             return Ok(Resolved { commit, rev: rev_text, fetched_at: None, overlap: None });
         }
     }
-    let overlap = fetch(remote, &rev_text, reporter, interrupt, overlap)?;
+    let overlap = match fetch(remote, &rev_text, reporter, interrupt, overlap) {
+        Ok(overlap) => overlap,
+        Err(error) => {
+            // A cache this attempt created, never fetched into, is no cache:
+            // each failed attempt would otherwise leave a bare repository.
+            if !exists && record.url.is_empty() {
+                discard_abandoned(&remote.dir);
+            }
+            return Err(error);
+        }
+    };
     let fetched_at = SystemTime::now();
     let repo = open(remote)?;
     let commit = resolve_local(&repo, &rev_text).map_err(|error| RemoteError::Resolve {
@@ -387,6 +403,20 @@ fn open_at(remote: &Remote, dir: &Path) -> Result<gix::Repository, RemoteError> 
     }
     config.commit().map_err(|error| opened(&error))?;
     Ok(repo)
+}
+
+/// Whether the remote cache folder `dir` was abandoned: no fetch ever
+/// completed into it (no `remote.json`) and it holds no index.
+pub fn is_abandoned(dir: &Path) -> bool {
+    !dir.join(RECORD).exists() && !dir.join("search").exists()
+}
+
+/// Removes the remote cache folder `dir` when it [`is_abandoned`]. Best
+/// effort: what stays is retried by the next attempt or `index gc`.
+pub fn discard_abandoned(dir: &Path) {
+    if is_abandoned(dir) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// The bare repository, created (privately) on first use.

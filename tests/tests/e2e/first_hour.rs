@@ -344,3 +344,37 @@ fn an_unreachable_index_remote_is_named_with_a_way_to_search_offline() {
         run.stderr
     );
 }
+
+/// A failed first `--remote` fetch leaves no cache behind, `index gc`
+/// removes the ones earlier versions left, and `/path` and `file:///path`
+/// share one cache.
+#[test]
+fn failed_remote_attempts_leave_no_cache_and_file_urls_share_the_path_cache() {
+    let (env, _fake) = setup();
+    let remotes = env.home().join(".git-agent/remotes");
+    let count = || std::fs::read_dir(&remotes).map(|entries| entries.count()).unwrap_or(0);
+    let missing = env.work().join("nonexistent");
+    for remote in [missing.to_str().unwrap(), "ext::sh -c false"] {
+        let run = env.run_in(&env.work(), &["search", "--remote", remote, "retry"]);
+        assert_eq!(run.code, Some(1), "{remote}: {}", run.stderr);
+        assert_eq!(count(), 0, "{remote} left a cache behind");
+    }
+    // What an earlier version left: a bare repository, never fetched into.
+    let leftover = remotes.join("a".repeat(64)).join("repo.git");
+    let init = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&leftover).status().unwrap();
+    assert!(init.success());
+    let dry = env.run_in(&env.work(), &["index", "gc", "--dry-run"]);
+    dry.success();
+    assert!(dry.stderr.contains("would remove 1 abandoned remote cache"), "{}", dry.stderr);
+    assert_eq!(count(), 1, "a dry run removes nothing");
+    let gc = env.run_in(&env.work(), &["index", "gc"]);
+    gc.success();
+    assert!(gc.stderr.contains("removed 1 abandoned remote cache"), "{}", gc.stderr);
+    assert_eq!(count(), 0);
+
+    let repo = small_repo(&env);
+    let path = repo.path().to_str().unwrap().to_string();
+    search_json(&env, &env.work(), &["search", "--remote", &path, "retry"]);
+    search_json(&env, &env.work(), &["search", "--remote", &format!("file://{path}"), "retry"]);
+    assert_eq!(count(), 1, "/path and file:///path share one cache");
+}
