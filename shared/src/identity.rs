@@ -173,6 +173,28 @@ pub fn locate(start: &Path) -> Location {
     Location::Outside
 }
 
+/// Why a command that needs a work tree cannot run in `path`, with the
+/// fix: a bare repository or a Git directory is named as such, anything
+/// else is outside every repository.
+pub fn not_a_work_tree(path: &Path) -> String {
+    match locate(path) {
+        Location::GitDir { git_dir, work_tree: None } => format!(
+            "{} is a bare repository: it has no work tree for this command to read\nhint: run the command in a clone with a work tree, or pass --cwd <clone>",
+            git_dir.display()
+        ),
+        Location::GitDir { work_tree: Some(work_tree), .. } => format!(
+            "{} is inside the Git directory of {}\nhint: run the command in the work tree: git-agent --cwd {} ...",
+            path.display(),
+            work_tree.display(),
+            work_tree.display()
+        ),
+        _ => format!(
+            "{} is not inside a Git repository\nhint: run the command in a repository or pass --cwd <repository>",
+            path.display()
+        ),
+    }
+}
+
 /// Whether `dir` is a Git directory.
 pub fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()

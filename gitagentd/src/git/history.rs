@@ -110,7 +110,11 @@ impl Repository {
         let repo = self.local();
         let resolve = |rev: &&str| {
             repo.rev_parse_single(*rev).and_then(|id| Ok(id.object()?.peel_to_commit()?.id)).map_err(|error| {
-                GitError::Revision { path: self.root.clone(), rev: rev.to_string(), message: error.to_string() }
+                GitError::Revision {
+                    path: self.root.clone(),
+                    rev: rev.to_string(),
+                    message: super::explain_unresolved(&repo, rev, &error),
+                }
             })
         };
         let tips = tips.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;

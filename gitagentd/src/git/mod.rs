@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("{path} is not inside a Git repository\nhint: run git-agent inside a repository or pass --cwd <repo>")]
+    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the Git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },
@@ -126,6 +126,21 @@ pub struct Repository {
     /// The commit that stands for HEAD in `head_*` reads (a reviewed
     /// commit of `review --commit`); the real HEAD when absent.
     pinned_head: Option<gix::ObjectId>,
+}
+
+/// Why `rev` names no commit in `repo`, in words a user can act on: an
+/// empty repository and an ancestor beyond a shallow clone's history are
+/// said as such; otherwise gix's own reason.
+pub fn explain_unresolved(repo: &gix::Repository, rev: &str, error: &dyn std::fmt::Display) -> String {
+    if repo.head().is_ok_and(|head| head.is_unborn()) {
+        return "the repository has no commit yet".to_string();
+    }
+    if repo.is_shallow().unwrap_or(false) && rev.contains(['~', '^']) {
+        return format!(
+            "{rev} reaches past the history of this shallow clone (git fetch --deepen=<n> or --unshallow brings more)"
+        );
+    }
+    error.to_string()
 }
 
 impl std::fmt::Debug for Repository {
@@ -274,7 +289,7 @@ impl Repository {
         let repo = self.local();
         let revision_error =
             |message: String| GitError::Revision { path: self.root.clone(), rev: rev.to_string(), message };
-        let id = repo.rev_parse_single(rev).map_err(|error| revision_error(error.to_string()))?;
+        let id = repo.rev_parse_single(rev).map_err(|error| revision_error(explain_unresolved(&repo, rev, &error)))?;
         let object = id.object().map_err(|error| revision_error(error.to_string()))?;
         let tree = object.peel_to_tree().map_err(|error| revision_error(error.to_string()))?;
         let entry =

@@ -41,7 +41,7 @@ const OBJECT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// revision involved and, where there is one, the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
-    #[error("{path} is not inside a git repository\nhint: run the command in a repository or pass --cwd <repository>")]
+    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },

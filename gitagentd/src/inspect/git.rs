@@ -20,7 +20,7 @@ pub const MAX_DIFF_FILE_BYTES: u64 = crate::git::patch::MAX_TEXT_BYTES as u64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("{path} is not inside a git repository\nhint: run the command in a repository or pass --cwd <repository>")]
+    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },
@@ -192,7 +192,7 @@ pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId>
 /// a commit.
 pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
     let failed = |message: String| GitError::Revision { path: workdir(repo), spec: spec.to_string(), message };
-    let id = repo.rev_parse_single(spec).map_err(|error| failed(error.to_string()))?;
+    let id = repo.rev_parse_single(spec).map_err(|error| failed(crate::git::explain_unresolved(repo, spec, &error)))?;
     let object = id.object().map_err(|error| failed(error.to_string()))?;
     let commit = object.peel_to_commit().map_err(|error| failed(error.to_string()))?;
     Ok(commit.id)

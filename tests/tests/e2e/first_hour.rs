@@ -378,3 +378,41 @@ fn failed_remote_attempts_leave_no_cache_and_file_urls_share_the_path_cache() {
     search_json(&env, &env.work(), &["search", "--remote", &format!("file://{path}"), "retry"]);
     assert_eq!(count(), 1, "/path and file:///path share one cache");
 }
+
+/// Revisions that name nothing, and repositories without a work tree, are
+/// said in the user's words, not gix's.
+#[test]
+fn unresolvable_revisions_and_bare_repositories_are_explained() {
+    let (env, _fake) = setup();
+    let empty = env.repo("empty");
+    let run = env.run_in(empty.path(), &["search", "--rev", "HEAD", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("the repository has no commit yet"), "{}", run.stderr);
+    assert!(!run.stderr.contains("rev-spec is malformed"), "{}", run.stderr);
+
+    let repo = small_repo(&env);
+    for round in 0..3 {
+        repo.write("notes.md", &format!("# Notes\n\nround {round}\n"));
+        repo.commit_all(&format!("round {round}"));
+    }
+    let shallow = env.work().join("shallow");
+    let clone = std::process::Command::new("git")
+        .args(["clone", "-q", "--depth", "2"])
+        .arg(format!("file://{}", repo.path().display()))
+        .arg(&shallow)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(clone.success());
+    let run = env.run_in(&shallow, &["search", "--rev", "HEAD~3", "retry"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("HEAD~3 reaches past the history of this shallow clone"), "{}", run.stderr);
+    assert!(!run.stderr.contains("delegate.traverse"), "{}", run.stderr);
+
+    let bare = env.work().join("bare.git");
+    let init = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&bare).status().unwrap();
+    assert!(init.success());
+    let run = env.run_in(&bare, &["commit-msg"]);
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("is a bare repository: it has no work tree"), "{}", run.stderr);
+}
