@@ -65,7 +65,6 @@ pub enum Command {
     Mcp,
 
     /// Print a shell completion script for bash, zsh or fish.
-    #[command(hide = true)]
     Completions {
         #[arg(value_parser = ["bash", "zsh", "fish"])]
         shell: String,
@@ -676,8 +675,11 @@ pub fn parse_command(args: &[String]) -> Result<Command, clap::Error> {
     Cli::try_parse_from(argv).map(|cli| cli.command)
 }
 
-/// Writes the completion script for `shell` (bash, zsh or fish).
-pub fn write_completions(shell: &str, out: &mut dyn std::io::Write) {
+/// The program name completions are registered for.
+const PROGRAM: &str = "git-agent";
+
+/// The completion script for `shell` (bash, zsh or fish).
+pub fn completions(shell: &str) -> Vec<u8> {
     use clap::CommandFactory;
     let mut command = Cli::command();
     let shell = match shell {
@@ -685,7 +687,25 @@ pub fn write_completions(shell: &str, out: &mut dyn std::io::Write) {
         "zsh" => clap_complete::Shell::Zsh,
         _ => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut command, "git-agent", out);
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, PROGRAM, &mut script);
+    if shell == clap_complete::Shell::Bash { repair_bash_states(&script) } else { script }
+}
+
+/// clap_complete's bash script walks the words typed so far into a state
+/// named `git__agent__subcmd__search` (the program's `-` escaped as `__`),
+/// but labels the case arm of each state by escaping the whole path at once,
+/// so the program's `-` becomes the subcommand separator there:
+/// `git__subcmd__agent__subcmd__search`. No arm matched, and nothing past
+/// the first word completed (clap-rs/clap#6421, open as of clap_complete
+/// 4.6.12). The arms are relabelled the way the walk spells them; a fixed
+/// clap_complete leaves nothing to relabel.
+fn repair_bash_states(script: &[u8]) -> Vec<u8> {
+    let walked = PROGRAM.replace('-', "__");
+    let mislabelled = PROGRAM.replace('-', "__subcmd__");
+    String::from_utf8_lossy(script)
+        .replace(&format!("{mislabelled}__subcmd__"), &format!("{walked}__subcmd__"))
+        .into_bytes()
 }
 
 #[cfg(test)]

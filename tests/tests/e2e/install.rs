@@ -74,6 +74,62 @@ fn committed_completions_match_the_command_line_definition() {
     }
 }
 
+/// What bash's programmable completion offers for `words` (the last one
+/// the word being completed) with `script` loaded: the function that
+/// `complete -p git-agent` names, called as a TAB would call it.
+fn bash_completions(script: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let driver = r#"
+        source "$1"; shift
+        function=$(complete -p git-agent | sed -n 's/.*-F \([^ ]*\).*/\1/p')
+        COMP_WORDS=("$@")
+        COMP_CWORD=$(( $# - 1 ))
+        COMP_LINE="$*"
+        COMP_POINT=${#COMP_LINE}
+        COMPREPLY=()
+        "$function" git-agent "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+        printf '%s\n' "${COMPREPLY[@]}"
+    "#;
+    let output = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", driver, "bash"])
+        .arg(script)
+        .args(words)
+        .output()
+        .expect("bash runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).lines().filter(|line| !line.is_empty()).map(str::to_string).collect()
+}
+
+/// clap_complete labelled the states of its bash script `git__subcmd__agent__…`
+/// while it walked the words into `git__agent__…`, so nothing past the
+/// first word completed (issue 32). The committed script is the one users
+/// install; `committed_completions_match_the_command_line_definition` ties
+/// it to what the binary prints.
+#[test]
+fn bash_completion_completes_subcommand_flags_and_nested_subcommands() {
+    let script = workspace_root().join("packaging/completions/git-agent.bash");
+    for (words, expected) in [
+        (&["git-agent", "se"][..], "search"),
+        (&["git-agent", "comp"][..], "completions"),
+        (&["git-agent", "search", "--fo"][..], "--format"),
+        (&["git-agent", "index", "s"][..], "sync"),
+        (&["git-agent", "index", "migrate", "--t"][..], "--to"),
+        (&["git-agent", "release-note", "--o"][..], "--out"),
+        (&["git-agent", "completions", "f"][..], "fish"),
+    ] {
+        let offered = bash_completions(&script, words);
+        assert_eq!(offered, [expected], "completions of {words:?}");
+    }
+}
+
+/// `git-agent completions` is a command like the others, listed by `--help`.
+#[test]
+fn help_lists_the_completions_command() {
+    let help = Command::new(binary("git-agent")).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.lines().any(|line| line.trim_start().starts_with("completions ")), "{help}");
+}
+
 /// The daemon is linked with packed relative relocations (`DT_RELR`, 1.6 MB
 /// less to read at every start and to keep resident) exactly when the glibc
 /// it runs on loads them (2.36 and later), as gitagentd/build.rs decides for
