@@ -675,13 +675,18 @@ pub fn parse_command(args: &[String]) -> Result<Command, clap::Error> {
     Cli::try_parse_from(argv).map(|cli| cli.command)
 }
 
+/// The clap command of `git-agent`, as completions and the manual page
+/// describe it.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// The program name completions are registered for.
 const PROGRAM: &str = "git-agent";
 
 /// The completion script for `shell` (bash, zsh or fish).
 pub fn completions(shell: &str) -> Vec<u8> {
-    use clap::CommandFactory;
-    let mut command = Cli::command();
+    let mut command = command();
     let shell = match shell {
         "bash" => clap_complete::Shell::Bash,
         "zsh" => clap_complete::Shell::Zsh,
