@@ -6,6 +6,9 @@
 //! tool result. What the CLI would print on stderr for a failure becomes a
 //! tool error (`isError`), hint lines included; the daemon's progress lines
 //! become MCP progress notifications when the caller sent a progress token.
+//! A stdin line that is not JSON gets JSON-RPC's parse error ([`stdio`]).
+
+mod stdio;
 
 use crate::daemon::{self, DaemonError};
 use git_agent_shared::environment::vars;
@@ -42,20 +45,26 @@ pub async fn serve(base: pb::Invocation) -> i32 {
         }
     };
     let server = McpServer { base, socket };
-    let running = match server.serve(rmcp::transport::stdio()).await {
+    let (transport, writer) = stdio::frame(tokio::io::stdin(), tokio::io::stdout());
+    let running = match server.serve(transport).await {
         Ok(running) => running,
         Err(error) => {
+            let _ = writer.await;
             eprintln!("error: the MCP session did not start: {error}");
             return 1;
         }
     };
-    match running.waiting().await {
+    let code = match running.waiting().await {
         Ok(_) => 0,
         Err(error) => {
             eprintln!("error: the MCP session failed: {error}");
             1
         }
-    }
+    };
+    // The session is over and rmcp's side closed: the last messages are
+    // written before the process exits.
+    let _ = writer.await;
+    code
 }
 
 struct McpServer {
