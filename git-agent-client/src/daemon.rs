@@ -43,12 +43,58 @@ pub enum DaemonError {
     StartFailed { status: std::process::ExitStatus, reason: String },
     #[error("the daemon failed the request: {0}")]
     Rpc(String),
-    #[error("the daemon stopped before the command finished")]
-    Truncated,
+    /// The daemon went away while a command ran (killed, crashed): the
+    /// reply stream broke or ended without an exit code.
+    #[error("{}", stopped_text(.command, *.interrupted))]
+    Stopped { command: String, interrupted: Interrupted },
     #[error("refusing to use the daemon socket folder: {0}")]
     UnsafeSocketFolder(#[from] private_fs::NotPrivate),
     #[error(transparent)]
     ForeignPeer(#[from] gitagent_proto::ForeignPeer),
+}
+
+/// What a command the daemon stopped in the middle of has left behind,
+/// which decides whether running it again is safe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupted {
+    /// Nothing that a second run would repeat: read-only commands (search,
+    /// project_id, commit-msg, pr-message, release-note, explore) and those
+    /// that resume or repeat their change (config, index).
+    Repeatable,
+    /// `commit` before the daemon handed the message over: nothing was
+    /// committed.
+    BeforeCommit,
+    /// `commit` after `git commit` ran here; `true` when it made the commit.
+    AfterCommit(bool),
+}
+
+impl Interrupted {
+    /// For `command`, given whether `git commit` ran for it (and made the
+    /// commit).
+    pub fn of(command: &git_agent_shared::cli::Command, committed: Option<bool>) -> Self {
+        match (command, committed) {
+            (_, Some(made)) => Interrupted::AfterCommit(made),
+            (git_agent_shared::cli::Command::Commit(_), None) => Interrupted::BeforeCommit,
+            _ => Interrupted::Repeatable,
+        }
+    }
+}
+
+fn stopped_text(command: &str, interrupted: Interrupted) -> String {
+    match interrupted {
+        Interrupted::Repeatable => format!(
+            "the daemon stopped before `git-agent {command}` finished\nhint: running it again is safe; it starts a new daemon"
+        ),
+        Interrupted::BeforeCommit => format!(
+            "the daemon stopped before `git-agent {command}` finished; nothing was committed\nhint: running it again is safe; it starts a new daemon"
+        ),
+        Interrupted::AfterCommit(true) => format!(
+            "the daemon stopped after `git commit` ran; the commit is made\nhint: do not run `git-agent {command}` again for it; `git log -1` shows it"
+        ),
+        Interrupted::AfterCommit(false) => format!(
+            "the daemon stopped after `git commit` failed (see above); nothing was committed\nhint: fix the problem, then run `git-agent {command}` again"
+        ),
+    }
 }
 
 fn reason_lines(reason: &str) -> String {
@@ -77,8 +123,9 @@ pub(crate) fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> 
     Ok(socket)
 }
 
-/// Runs the invocation in the daemon and returns the command's exit code.
-pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
+/// Runs the invocation of `command` in the daemon and returns the
+/// command's exit code.
+pub async fn run(invocation: pb::Invocation, command: &git_agent_shared::cli::Command) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
     let socket = checked_socket(&env)?;
     let stdout_is_terminal = invocation.stdout_is_terminal;
@@ -92,15 +139,16 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
             Ok(reply) => {
                 let mut stream = reply.into_inner();
                 let mut renderer = Renderer::new(stdout_is_terminal, stderr_is_terminal);
-                while let Some(event) =
-                    stream.message().await.map_err(|status| DaemonError::Rpc(status.message().to_string()))?
-                {
+                // The daemon itself never fails a stream it has started; a
+                // broken or unfinished one means it went away.
+                while let Ok(Some(event)) = stream.message().await {
                     if let Some(code) = renderer.render(event) {
                         return Ok(code);
                     }
                 }
                 renderer.finish();
-                return Err(DaemonError::Truncated);
+                let interrupted = Interrupted::of(command, renderer.committed());
+                return Err(DaemonError::Stopped { command: command.name().to_string(), interrupted });
             }
             Err(status) if status.code() == Code::FailedPrecondition && !replaced => {
                 replaced = true;
@@ -443,6 +491,22 @@ fn locate_daemon() -> Result<PathBuf, DaemonError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn an_interrupted_commit_is_safe_to_rerun_only_until_git_commit_made_it() {
+        let commit = git_agent_shared::cli::parse_command(&["commit".to_string()]).unwrap();
+        let search = git_agent_shared::cli::parse_command(&["search".to_string(), "x".to_string()]).unwrap();
+        assert_eq!(Interrupted::of(&search, None), Interrupted::Repeatable);
+        assert_eq!(Interrupted::of(&commit, None), Interrupted::BeforeCommit);
+        assert_eq!(Interrupted::of(&commit, Some(true)), Interrupted::AfterCommit(true));
+        let made = stopped_text("commit", Interrupted::AfterCommit(true));
+        assert!(made.contains("the commit is made") && made.contains("hint: do not run"), "{made}");
+        let failed = stopped_text("commit", Interrupted::AfterCommit(false));
+        assert!(
+            failed.contains("nothing was committed") && failed.contains("run `git-agent commit` again"),
+            "{failed}"
+        );
+    }
 
     #[test]
     fn socket_folder_must_be_private_and_ours() {

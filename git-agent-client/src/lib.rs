@@ -72,7 +72,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
                 }
             }
             Command::Mcp => Ok(mcp::serve(invocation).await),
-            _ => daemon::run(invocation).await,
+            command => daemon::run(invocation, command).await,
         }
     };
     match runtime.block_on(work) {

@@ -10,7 +10,7 @@
 
 mod stdio;
 
-use crate::daemon::{self, DaemonError};
+use crate::daemon::{self, DaemonError, Interrupted};
 use git_agent_shared::environment::vars;
 use gitagent_proto::v1 as pb;
 use rmcp::handler::server::common::schema_for_input;
@@ -541,6 +541,7 @@ impl Call<'_> {
     /// stderr (warnings) a second block; a non-zero exit is a tool error
     /// carrying what the CLI prints on stderr.
     async fn run(&mut self, invocation: pb::Invocation) -> ToolResult {
+        let command = invocation.args.first().cloned().unwrap_or_default();
         let request = pb::RunRequest { invocation: Some(invocation) };
         let mut stream = daemon::call(&self.server.socket, |mut client| {
             let request = request.clone();
@@ -557,8 +558,11 @@ impl Call<'_> {
                 () = self.cancel.cancelled() => return Err(ToolFailure::error("the call was cancelled")),
                 next = stream.message() => next,
             };
-            let next = next.map_err(|status| ToolFailure::error(DaemonError::Rpc(status.message().to_string())))?;
-            let Some(event) = next else { return Err(ToolFailure::error(DaemonError::Truncated)) };
+            // The daemon never fails a stream it has started: a broken or
+            // unfinished one means it went away, and the tools only read.
+            let Ok(Some(event)) = next else {
+                return Err(ToolFailure::error(DaemonError::Stopped { command, interrupted: Interrupted::Repeatable }));
+            };
             let Some(event) = event.event else { continue };
             use pb::run_event::Event;
             match event {

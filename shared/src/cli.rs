@@ -659,6 +659,29 @@ pub struct SearchArgs {
 }
 
 impl Command {
+    /// The command as typed after `git-agent`: `commit-msg`, `index sync`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::ProjectId => "project_id",
+            Command::Config(_) => "config",
+            Command::Review(_) => "review",
+            Command::Simplify(_) => "simplify",
+            Command::CommitMsg(_) => "commit-msg",
+            Command::Commit(_) => "commit",
+            Command::Search(_) => "search",
+            Command::PrMessage(_) => "pr-message",
+            Command::ReleaseNote(_) => "release-note",
+            Command::Explore(_) => "explore",
+            Command::Index(args) => match args.command {
+                IndexCommand::Sync => "index sync",
+                IndexCommand::Migrate(_) => "index migrate",
+                IndexCommand::Gc(_) => "index gc",
+            },
+            Command::Mcp => "mcp",
+            Command::Completions { .. } => "completions",
+        }
+    }
+
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
         match self {

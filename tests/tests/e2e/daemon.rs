@@ -2,6 +2,7 @@
 //! concurrent callers, replaced when killed, stale or of another build,
 //! private, stopped cleanly.
 
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use git_agent_tests::{TestEnv, binary, wait_until};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Stdio};
@@ -620,4 +621,53 @@ fn a_daemon_that_cannot_start_has_its_reason_passed_on_at_once() {
         "{stderr}"
     );
     assert!(!stderr.contains("transport error"), "{stderr}");
+}
+
+/// Runs `git-agent <args>` in a repository with a staged change while the
+/// model's answer is held, kills the daemon with SIGKILL once the request
+/// reached the model, and returns what the client printed.
+fn kill_the_daemon_mid_command(args: &[&str]) -> (TestEnv, FakeOpenAi, git_agent_tests::GitRepo, git_agent_tests::Run) {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.staged_repo();
+    fake.push(Reply::Held(events::text_reply("fix: return the right answer", events::usage(3, 0, 2))));
+    let mut client = env.git_agent_in(repo.path(), args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    assert!(fake.wait_for_requests(1, DEADLINE), "the command reached the model");
+    kill(env.daemon_pid().expect("the daemon answers"), libc::SIGKILL);
+    wait_child(&mut client);
+    let run = git_agent_tests::Run::from(client.wait_with_output().unwrap());
+    (env, fake, repo, run)
+}
+
+/// A daemon killed while `commit-msg` runs: the client says the daemon
+/// stopped and that running the command again is safe (it only reads),
+/// not "h2 protocol error: error reading a body from connection".
+#[test]
+fn a_daemon_killed_mid_command_is_reported_as_stopped_with_retry_advice() {
+    let (_env, _fake, _repo, run) = kill_the_daemon_mid_command(&["commit-msg"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "error: the daemon stopped before `git-agent commit-msg` finished\nhint: running it again is safe; it starts a new daemon\n"
+    );
+}
+
+/// `commit` interrupted before the daemon handed the message over has
+/// committed nothing, says so, and a second run commits.
+#[test]
+fn a_commit_interrupted_before_git_commit_ran_says_nothing_was_committed() {
+    let (env, fake, repo, run) = kill_the_daemon_mid_command(&["commit"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(
+            "error: the daemon stopped before `git-agent commit` finished; nothing was committed\nhint: running it again is safe; it starts a new daemon\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]).trim(), "1", "nothing was committed");
+    fake.push(Reply::Events(events::text_reply("fix: return the right answer", events::usage(3, 0, 2))));
+    env.run_in(repo.path(), &["commit"]).success();
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
 }
