@@ -37,14 +37,72 @@ pub enum DaemonError {
         "{DAEMON_BINARY} did not accept connections on {socket}{detail}\nhint: see the daemon logs under ~/.local/state/git-agent/logs"
     )]
     NotReady { socket: PathBuf, detail: String },
+    /// The daemon this client started exited without serving; its stderr
+    /// says why (it ends with its own `hint:` when there is a fix).
+    #[error("{DAEMON_BINARY} exited before it served ({status}){}", reason_lines(.reason))]
+    StartFailed { status: std::process::ExitStatus, reason: String },
     #[error("the daemon failed the request: {0}")]
     Rpc(String),
-    #[error("the daemon stopped before the command finished")]
-    Truncated,
+    /// The daemon went away while a command ran (killed, crashed): the
+    /// reply stream broke or ended without an exit code.
+    #[error("{}", stopped_text(.command, *.interrupted))]
+    Stopped { command: String, interrupted: Interrupted },
     #[error("refusing to use the daemon socket folder: {0}")]
     UnsafeSocketFolder(#[from] private_fs::NotPrivate),
     #[error(transparent)]
     ForeignPeer(#[from] gitagent_proto::ForeignPeer),
+}
+
+/// What a command the daemon stopped in the middle of has left behind,
+/// which decides whether running it again is safe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupted {
+    /// Nothing that a second run would repeat: read-only commands (search,
+    /// project_id, commit-msg, pr-message, release-note, explore) and those
+    /// that resume or repeat their change (config, index).
+    Repeatable,
+    /// `commit` before the daemon handed the message over: nothing was
+    /// committed.
+    BeforeCommit,
+    /// `commit` after `git commit` ran here; `true` when it made the commit.
+    AfterCommit(bool),
+}
+
+impl Interrupted {
+    /// For `command`, given whether `git commit` ran for it (and made the
+    /// commit).
+    pub fn of(command: &git_agent_shared::cli::Command, committed: Option<bool>) -> Self {
+        match (command, committed) {
+            (_, Some(made)) => Interrupted::AfterCommit(made),
+            (git_agent_shared::cli::Command::Commit(_), None) => Interrupted::BeforeCommit,
+            _ => Interrupted::Repeatable,
+        }
+    }
+}
+
+fn stopped_text(command: &str, interrupted: Interrupted) -> String {
+    match interrupted {
+        Interrupted::Repeatable => format!(
+            "the daemon stopped before `git-agent {command}` finished\nhint: running it again is safe; it starts a new daemon"
+        ),
+        Interrupted::BeforeCommit => format!(
+            "the daemon stopped before `git-agent {command}` finished; nothing was committed\nhint: running it again is safe; it starts a new daemon"
+        ),
+        Interrupted::AfterCommit(true) => format!(
+            "the daemon stopped after `git commit` ran; the commit is made\nhint: do not run `git-agent {command}` again for it; `git log -1` shows it"
+        ),
+        Interrupted::AfterCommit(false) => format!(
+            "the daemon stopped after `git commit` failed (see above); nothing was committed\nhint: fix the problem, then run `git-agent {command}` again"
+        ),
+    }
+}
+
+fn reason_lines(reason: &str) -> String {
+    if reason.trim().is_empty() {
+        "\nhint: see the daemon logs under ~/.local/state/git-agent/logs".to_string()
+    } else {
+        format!(":\n{}", reason.trim_end())
+    }
 }
 
 /// Refuses a socket folder that another user owns or can enter: whoever
@@ -65,8 +123,9 @@ pub(crate) fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> 
     Ok(socket)
 }
 
-/// Runs the invocation in the daemon and returns the command's exit code.
-pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
+/// Runs the invocation of `command` in the daemon and returns the
+/// command's exit code.
+pub async fn run(invocation: pb::Invocation, command: &git_agent_shared::cli::Command) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
     let socket = checked_socket(&env)?;
     let stdout_is_terminal = invocation.stdout_is_terminal;
@@ -80,15 +139,16 @@ pub async fn run(invocation: pb::Invocation) -> Result<i32, DaemonError> {
             Ok(reply) => {
                 let mut stream = reply.into_inner();
                 let mut renderer = Renderer::new(stdout_is_terminal, stderr_is_terminal);
-                while let Some(event) =
-                    stream.message().await.map_err(|status| DaemonError::Rpc(status.message().to_string()))?
-                {
+                // The daemon itself never fails a stream it has started; a
+                // broken or unfinished one means it went away.
+                while let Ok(Some(event)) = stream.message().await {
                     if let Some(code) = renderer.render(event) {
                         return Ok(code);
                     }
                 }
                 renderer.finish();
-                return Err(DaemonError::Truncated);
+                let interrupted = Interrupted::of(command, renderer.committed());
+                return Err(DaemonError::Stopped { command: command.name().to_string(), interrupted });
             }
             Err(status) if status.code() == Code::FailedPrecondition && !replaced => {
                 replaced = true;
@@ -241,30 +301,63 @@ async fn connect_or_start(socket: &Path) -> Result<Channel, DaemonError> {
         Ok(channel) => return Ok(channel),
         Err(error) => refuse_foreign_peer(&error)?,
     }
-    let mut child = start_daemon(socket)?;
+    let mut daemon = start_daemon(socket)?;
     let deadline = Instant::now() + START_DEADLINE;
     loop {
         match gitagent_proto::connect(socket).await {
             Ok(channel) => return Ok(channel),
-            Err(error) if Instant::now() >= deadline => {
-                let status = child
-                    .try_wait()
-                    .ok()
-                    .flatten()
-                    .map(|status| format!(" ({DAEMON_BINARY} {status})"))
-                    .unwrap_or_default();
-                let stderr = std::fs::read_to_string(stderr_path(socket)).unwrap_or_default();
-                let detail = format!(
-                    "{status}: {error}{}",
-                    if stderr.trim().is_empty() { String::new() } else { format!("\n{}", stderr.trim_end()) }
-                );
-                return Err(DaemonError::NotReady { socket: socket.to_path_buf(), detail });
-            }
             Err(error) => {
                 refuse_foreign_peer(&error)?;
+                // A daemon that found another one serving exits 0 and the
+                // other answers soon; one that failed says why at once.
+                if let Ok(Some(status)) = daemon.child.try_wait()
+                    && !status.success()
+                {
+                    return Err(DaemonError::StartFailed { status, reason: daemon.stderr() });
+                }
+                if Instant::now() >= deadline {
+                    let status = daemon
+                        .child
+                        .try_wait()
+                        .ok()
+                        .flatten()
+                        .map(|status| format!(" ({DAEMON_BINARY} {status})"))
+                        .unwrap_or_default();
+                    let stderr = daemon.stderr();
+                    let detail = format!(
+                        "{status}: {error}{}",
+                        if stderr.trim().is_empty() { String::new() } else { format!("\n{}", stderr.trim_end()) }
+                    );
+                    return Err(DaemonError::NotReady { socket: socket.to_path_buf(), detail });
+                }
                 tokio::time::sleep(POLL).await;
             }
         }
+    }
+}
+
+/// A daemon this client started, and the file its stderr goes to.
+struct Started {
+    child: std::process::Child,
+    stderr: Option<File>,
+}
+
+impl Started {
+    /// What the daemon wrote to its stderr so far.
+    fn stderr(&self) -> String {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = &self.stderr else { return String::new() };
+        let mut text = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // The daemon writes through a descriptor sharing this one's offset:
+        // read by position, from the start.
+        while let Ok(read @ 1..) = file.read_at(&mut buffer, text.len() as u64) {
+            text.extend_from_slice(&buffer[..read]);
+            if text.len() >= 64 * 1024 {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&text).into_owned()
     }
 }
 
@@ -301,18 +394,22 @@ async fn replace(client: &mut GitAgentClient<Channel>, socket: &Path) -> Result<
 /// Starts `gitagentd serve --auto` detached in its own session and waits
 /// until it signals that the socket accepts connections (it closes the
 /// pipe we pass it) or exits.
-fn start_daemon(socket: &Path) -> Result<std::process::Child, DaemonError> {
+fn start_daemon(socket: &Path) -> Result<Started, DaemonError> {
     let path = locate_daemon()?;
     let (ready_read, ready_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|error| DaemonError::Setup(format!("cannot create a pipe: {error}")))?;
-    let stderr = open_stderr_log(socket);
+    // The log beside the socket outlives this call; where that folder
+    // cannot be created (the daemon will fail on it too), an unnamed
+    // temporary file still carries the daemon's reason back here.
+    let stderr = open_stderr_log(socket).or_else(|| tempfile::tempfile().ok());
+    let child_stderr = stderr.as_ref().and_then(|file| file.try_clone().ok());
     let ready_fd = ready_write.as_raw_fd();
     let mut command = Command::new(&path);
     command
         .args(["serve", "--auto", "--ready-fd", &ready_fd.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(stderr.map_or_else(Stdio::null, Stdio::from));
+        .stderr(child_stderr.map_or_else(Stdio::null, Stdio::from));
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         command.pre_exec(move || {
@@ -326,9 +423,10 @@ fn start_daemon(socket: &Path) -> Result<std::process::Child, DaemonError> {
         });
     }
     let child = command.spawn().map_err(|source| DaemonError::Spawn { path, source })?;
+    drop(command);
     drop(ready_write);
     wait_closed(ready_read);
-    Ok(child)
+    Ok(Started { child, stderr })
 }
 
 /// Blocks until every writer of the pipe has closed it, or the start
@@ -363,7 +461,14 @@ fn open_stderr_log(socket: &Path) -> Option<File> {
     let dir = socket.parent()?;
     git_agent_shared::private_fs::ensure_private_dir(dir).ok()?;
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(stderr_path(socket)).ok()
+    std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(stderr_path(socket))
+        .ok()
 }
 
 /// `gitagentd` next to this executable first, then on PATH.
@@ -386,6 +491,22 @@ fn locate_daemon() -> Result<PathBuf, DaemonError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn an_interrupted_commit_is_safe_to_rerun_only_until_git_commit_made_it() {
+        let commit = git_agent_shared::cli::parse_command(&["commit".to_string()]).unwrap();
+        let search = git_agent_shared::cli::parse_command(&["search".to_string(), "x".to_string()]).unwrap();
+        assert_eq!(Interrupted::of(&search, None), Interrupted::Repeatable);
+        assert_eq!(Interrupted::of(&commit, None), Interrupted::BeforeCommit);
+        assert_eq!(Interrupted::of(&commit, Some(true)), Interrupted::AfterCommit(true));
+        let made = stopped_text("commit", Interrupted::AfterCommit(true));
+        assert!(made.contains("the commit is made") && made.contains("hint: do not run"), "{made}");
+        let failed = stopped_text("commit", Interrupted::AfterCommit(false));
+        assert!(
+            failed.contains("nothing was committed") && failed.contains("run `git-agent commit` again"),
+            "{failed}"
+        );
+    }
 
     #[test]
     fn socket_folder_must_be_private_and_ours() {

@@ -34,8 +34,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     };
     match &cli.command {
         Command::Completions { shell } => {
-            let mut script = Vec::new();
-            git_agent_shared::cli::write_completions(shell, &mut script);
+            let script = git_agent_shared::cli::completions(shell);
             // A closed stdout (`git-agent completions fish | head`) is not an error.
             let _ = std::io::stdout().write_all(&script);
             return 0;
@@ -73,7 +72,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
                 }
             }
             Command::Mcp => Ok(mcp::serve(invocation).await),
-            _ => daemon::run(invocation).await,
+            command => daemon::run(invocation, command).await,
         }
     };
     match runtime.block_on(work) {

@@ -6,8 +6,11 @@
 //! tool result. What the CLI would print on stderr for a failure becomes a
 //! tool error (`isError`), hint lines included; the daemon's progress lines
 //! become MCP progress notifications when the caller sent a progress token.
+//! A stdin line that is not JSON gets JSON-RPC's parse error ([`stdio`]).
 
-use crate::daemon::{self, DaemonError};
+mod stdio;
+
+use crate::daemon::{self, DaemonError, Interrupted};
 use git_agent_shared::environment::vars;
 use gitagent_proto::v1 as pb;
 use rmcp::handler::server::common::schema_for_input;
@@ -42,20 +45,26 @@ pub async fn serve(base: pb::Invocation) -> i32 {
         }
     };
     let server = McpServer { base, socket };
-    let running = match server.serve(rmcp::transport::stdio()).await {
+    let (transport, writer) = stdio::frame(tokio::io::stdin(), tokio::io::stdout());
+    let running = match server.serve(transport).await {
         Ok(running) => running,
         Err(error) => {
+            let _ = writer.await;
             eprintln!("error: the MCP session did not start: {error}");
             return 1;
         }
     };
-    match running.waiting().await {
+    let code = match running.waiting().await {
         Ok(_) => 0,
         Err(error) => {
             eprintln!("error: the MCP session failed: {error}");
             1
         }
-    }
+    };
+    // The session is over and rmcp's side closed: the last messages are
+    // written before the process exits.
+    let _ = writer.await;
+    code
 }
 
 struct McpServer {
@@ -541,6 +550,7 @@ impl Call<'_> {
     /// stderr (warnings) a second block; a non-zero exit is a tool error
     /// carrying what the CLI prints on stderr.
     async fn run(&mut self, invocation: pb::Invocation) -> ToolResult {
+        let command = invocation.args.first().cloned().unwrap_or_default();
         let request = pb::RunRequest { invocation: Some(invocation) };
         let mut stream = daemon::call(&self.server.socket, |mut client| {
             let request = request.clone();
@@ -557,8 +567,11 @@ impl Call<'_> {
                 () = self.cancel.cancelled() => return Err(ToolFailure::error("the call was cancelled")),
                 next = stream.message() => next,
             };
-            let next = next.map_err(|status| ToolFailure::error(DaemonError::Rpc(status.message().to_string())))?;
-            let Some(event) = next else { return Err(ToolFailure::error(DaemonError::Truncated)) };
+            // The daemon never fails a stream it has started: a broken or
+            // unfinished one means it went away, and the tools only read.
+            let Ok(Some(event)) = next else {
+                return Err(ToolFailure::error(DaemonError::Stopped { command, interrupted: Interrupted::Repeatable }));
+            };
             let Some(event) = event.event else { continue };
             use pb::run_event::Event;
             match event {

@@ -15,6 +15,9 @@ pub struct Renderer {
     /// Set when an action the daemon asked for failed; the command then
     /// exits non-zero whatever the daemon reports.
     action_failed: bool,
+    /// Whether `git commit` ran here for a `GitCommit` action, and made the
+    /// commit: what a `commit` interrupted afterwards has left behind.
+    committed: Option<bool>,
 }
 
 impl Renderer {
@@ -26,6 +29,7 @@ impl Renderer {
             progress_shown: false,
             stdout_broken: false,
             action_failed: false,
+            committed: None,
         }
     }
 
@@ -71,7 +75,9 @@ impl Renderer {
         match action.action {
             Some(client_action::Action::GitCommit(commit)) => {
                 let root = std::path::Path::new(&commit.repository_root);
-                if let Err(error) = actions::git_commit(root, &commit.message, commit.amend) {
+                let result = actions::git_commit(root, &commit.message, commit.amend);
+                self.committed = Some(result.is_ok());
+                if let Err(error) = result {
                     let _ = writeln!(io::stderr(), "error: {error}");
                     self.action_failed = true;
                 }
@@ -84,6 +90,11 @@ impl Renderer {
                 self.action_failed = true;
             }
         }
+    }
+
+    /// `Some(made)` once `git commit` ran for a `GitCommit` action.
+    pub fn committed(&self) -> Option<bool> {
+        self.committed
     }
 
     pub fn finish(&mut self) {

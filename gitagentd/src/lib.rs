@@ -69,11 +69,24 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The idle period `GITAGENTD_IDLE_SECS` sets, if any. A value that is no
+/// idle period stops the daemon before it takes the socket: whoever set it
+/// expects it to apply, and a daemon quietly staying up for the default
+/// 15 minutes instead would hide the mistake (the client passes the reason
+/// on when it started the daemon).
+fn configured_idle(env: &Environment) -> anyhow::Result<Option<Duration>> {
+    let Some(value) = env.get(vars::GITAGENTD_IDLE_SECS) else { return Ok(None) };
+    args::parse_idle_timeout(value).map(Some).map_err(|error| {
+        anyhow::anyhow!("{}: {error}\nhint: fix or unset {}", vars::GITAGENTD_IDLE_SECS, vars::GITAGENTD_IDLE_SECS)
+    })
+}
+
 /// Serves until shutdown (SIGTERM, SIGINT, a `Shutdown` call) or, when
 /// auto-started, the idle period.
 pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let _log_guard = logging::init(&env);
+    let configured_idle = configured_idle(&env).inspect_err(|error| tracing::error!("{error:#}"))?;
     let acquired = if args.launchd {
         socket::from_launchd().await?
     } else if let Some(listener) = socket::from_systemd().await? {
@@ -89,11 +102,9 @@ pub async fn serve(args: ServeArgs, env: Environment) -> anyhow::Result<()> {
             }
         }
     };
-    let idle = args.idle_timeout.map(Duration::from_secs).or_else(|| {
+    let idle = args.idle_timeout.or_else(|| {
         let on_demand = args.auto || acquired.activated;
-        let configured =
-            env.get(vars::GITAGENTD_IDLE_SECS).and_then(|value| value.parse().ok()).map(Duration::from_secs);
-        on_demand.then(|| configured.unwrap_or(DEFAULT_IDLE))
+        on_demand.then(|| configured_idle.unwrap_or(DEFAULT_IDLE))
     });
     #[cfg(feature = "test-hooks")]
     let build = args.build_id.unwrap_or_else(|| git_agent_shared::build::build_id().to_string());

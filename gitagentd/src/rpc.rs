@@ -2,8 +2,9 @@
 //! types. It converts requests into domain [`Invocation`]s, streams domain
 //! [`Event`]s back as `RunEvent`s (the accept loop in [`crate::listener`]
 //! refuses peers of another uid and serves HTTP/1.1 task views), and owns
-//! shutdown: on SIGTERM, SIGINT, a `Shutdown` call or the idle period it
-//! gives up the socket address at once and drains the work in flight.
+//! shutdown: on SIGTERM, SIGINT, a `Shutdown` call, the idle period or the
+//! loss of its socket file it gives up the socket address at once and
+//! drains the work in flight.
 
 use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
@@ -92,6 +93,12 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     };
     tokio::spawn(release);
     tokio::spawn(watch_signals(shutdown.clone()));
+    if let Some(bound) = bound {
+        // A socket file of a service manager is its to keep; one this
+        // process bound is watched, so a daemon nobody can reach any more
+        // does not keep the address lock.
+        tokio::spawn(socket::watch_bound_socket(path.clone(), bound, shutdown.clone()));
+    }
     if let Some(idle) = options.idle {
         let activity = Arc::clone(&daemon.activity);
         let shutdown = shutdown.clone();

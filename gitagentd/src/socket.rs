@@ -1,18 +1,23 @@
 //! Ownership of the daemon's socket address. One daemon per user: the
 //! owner holds an exclusive `flock` on `gitagentd.lock` beside the socket
-//! for as long as it listens. A socket file without a lock holder is stale
-//! and is replaced. Sockets inherited from systemd (`LISTEN_FDS`) or
-//! launchd are used as they are.
+//! for as long as it listens, and writes its pid into that file, so
+//! `gitagentd status` and `stop` find it even when its socket file is gone
+//! ([`lock_holder`]). A socket file without a lock holder is stale and is
+//! replaced; a daemon whose own socket file is removed or replaced gives
+//! the address up ([`watch_bound_socket`]). Sockets inherited from systemd
+//! (`LISTEN_FDS`) or launchd are used as they are.
 
 use anyhow::{Context, bail};
 use git_agent_shared::{Environment, paths, private_fs};
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
+use tokio_util::sync::CancellationToken;
 
 /// How long a starting daemon waits for a lock holder that does not answer
 /// yet (it is starting, or releasing the address) before giving up.
@@ -54,6 +59,68 @@ impl SocketFile {
     }
 }
 
+/// How often a daemon checks that its socket file is still the one it
+/// bound.
+const SOCKET_CHECK: Duration = Duration::from_secs(1);
+
+/// Who holds the address lock, as `gitagentd status` and `stop` see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockHolder {
+    /// Nobody: no daemon owns the address.
+    Free,
+    /// A process holds the lock; its pid when it recorded one (a daemon of
+    /// an older build did not).
+    Held { pid: Option<u32> },
+}
+
+/// Who holds the address lock at `lock_path`. Taking a shared lock for a
+/// moment tells whether an exclusive holder exists; a daemon starting at
+/// that moment retries its own attempt.
+pub fn lock_holder(lock_path: &Path) -> std::io::Result<LockHolder> {
+    let mut file = match File::open(lock_path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(LockHolder::Free),
+        Err(error) => return Err(error),
+    };
+    let mut recorded = String::new();
+    file.read_to_string(&mut recorded)?;
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Ok(_probe) => Ok(LockHolder::Free),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(LockHolder::Held { pid: recorded.trim().parse().ok() }),
+        Err((_, errno)) => Err(std::io::Error::from(errno)),
+    }
+}
+
+/// Writes this process's pid into the lock file it now holds.
+fn record_holder(lock: &mut Flock<File>, lock_path: &Path) -> anyhow::Result<()> {
+    let file: &mut File = lock;
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .with_context(|| format!("cannot record this daemon's pid in {}", lock_path.display()))
+}
+
+/// Gives the address up (cancels `shutdown`) once the socket file at
+/// `path` is no longer the one this daemon bound: removed, or replaced by
+/// another file. Nothing reaches the daemon through that path any more,
+/// while the lock it holds keeps every new daemon from binding it; exiting
+/// lets the next `git-agent` start one that does.
+pub async fn watch_bound_socket(path: PathBuf, bound: SocketFile, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(SOCKET_CHECK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if SocketFile::of(&path) != Some(bound) {
+            tracing::warn!(path = %path.display(), "the socket file was removed or replaced; giving the address up");
+            shutdown.cancel();
+            return;
+        }
+    }
+}
+
 fn open_lock(lock_path: &Path) -> anyhow::Result<File> {
     OpenOptions::new()
         .create(true)
@@ -75,15 +142,19 @@ fn listened_on(socket: &Path) -> bool {
 /// already answers on it.
 pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
     let dir = paths::runtime_dir(env)?;
-    private_fs::ensure_private_dir(&dir)
-        .with_context(|| format!("cannot create the socket folder {}", dir.display()))?;
+    if let Err(error) = private_fs::ensure_private_dir(&dir) {
+        bail!(
+            "cannot create the socket folder {}: {error}\nhint: set XDG_RUNTIME_DIR to a folder of yours that can be written",
+            dir.display()
+        );
+    }
     let socket_path = paths::socket_path(env)?;
     let lock_path = paths::lock_path(env)?;
     let deadline = Instant::now() + LOCK_WAIT;
     loop {
         let file = open_lock(&lock_path)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => {
+            Ok(mut lock) => {
                 if listened_on(&socket_path) {
                     // A service manager listens there and starts its own
                     // daemon on the first connection: the address is its.
@@ -101,6 +172,7 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
                 let listener = UnixListener::bind(&socket_path)
                     .with_context(|| format!("cannot listen on {}", socket_path.display()))?;
                 let bound = SocketFile::of(&socket_path);
+                record_holder(&mut lock, &lock_path)?;
                 return Ok(Some(Acquired { listener, path: socket_path, lock: Some(lock), activated: false, bound }));
             }
             Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
@@ -110,8 +182,12 @@ pub async fn acquire(env: &Environment) -> anyhow::Result<Option<Acquired>> {
             return Ok(None);
         }
         if Instant::now() >= deadline {
+            let holder = match lock_holder(&lock_path) {
+                Ok(LockHolder::Held { pid: Some(pid) }) => format!(" (pid {pid})"),
+                _ => String::new(),
+            };
             bail!(
-                "another gitagentd holds {} but does not answer on {}\nhint: stop it with `gitagentd stop` or kill it",
+                "another gitagentd{holder} holds {} but does not answer on {}\nhint: stop it with `gitagentd stop`",
                 lock_path.display(),
                 socket_path.display()
             );
@@ -160,7 +236,8 @@ async fn lock_inherited(mut acquired: Acquired) -> anyhow::Result<Acquired> {
     let deadline = Instant::now() + LOCK_WAIT;
     loop {
         match Flock::lock(open_lock(&lock_path)?, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => {
+            Ok(mut lock) => {
+                record_holder(&mut lock, &lock_path)?;
                 acquired.lock = Some(lock);
                 return Ok(acquired);
             }

@@ -88,7 +88,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__commit)
+        git__agent__subcmd__commit)
             opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -130,7 +130,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__commit__subcmd__msg)
+        git__agent__subcmd__commit__subcmd__msg)
             opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -172,7 +172,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__completions)
+        git__agent__subcmd__completions)
             opts="-h -V --help --version bash zsh fish"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -186,7 +186,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__config)
+        git__agent__subcmd__config)
             opts="-h -V --unset --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -200,7 +200,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__explore)
+        git__agent__subcmd__explore)
             opts="-h -V --debug --fast --for --follow-up --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -222,7 +222,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__index)
+        git__agent__subcmd__index)
             opts="-h -V --help --version sync migrate gc"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -236,7 +236,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__index__subcmd__gc)
+        git__agent__subcmd__index__subcmd__gc)
             opts="-h -V --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -250,7 +250,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__index__subcmd__migrate)
+        git__agent__subcmd__index__subcmd__migrate)
             opts="-h -V --to --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -268,7 +268,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__index__subcmd__sync)
+        git__agent__subcmd__index__subcmd__sync)
             opts="-h -V --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -282,7 +282,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__mcp)
+        git__agent__subcmd__mcp)
             opts="-h -V --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -296,7 +296,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__pr__subcmd__message)
+        git__agent__subcmd__pr__subcmd__message)
             opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -338,7 +338,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__project_id)
+        git__agent__subcmd__project_id)
             opts="-h -V --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -352,7 +352,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__release__subcmd__note)
+        git__agent__subcmd__release__subcmd__note)
             opts="-h -V --out --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -398,7 +398,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__review)
+        git__agent__subcmd__review)
             opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -460,7 +460,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__search)
+        git__agent__subcmd__search)
             opts="-h -V --rev --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --remote --ls-remotes --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -514,7 +514,7 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__subcmd__agent__subcmd__simplify)
+        git__agent__subcmd__simplify)
             opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

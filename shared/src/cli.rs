@@ -65,7 +65,6 @@ pub enum Command {
     Mcp,
 
     /// Print a shell completion script for bash, zsh or fish.
-    #[command(hide = true)]
     Completions {
         #[arg(value_parser = ["bash", "zsh", "fish"])]
         shell: String,
@@ -660,6 +659,29 @@ pub struct SearchArgs {
 }
 
 impl Command {
+    /// The command as typed after `git-agent`: `commit-msg`, `index sync`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::ProjectId => "project_id",
+            Command::Config(_) => "config",
+            Command::Review(_) => "review",
+            Command::Simplify(_) => "simplify",
+            Command::CommitMsg(_) => "commit-msg",
+            Command::Commit(_) => "commit",
+            Command::Search(_) => "search",
+            Command::PrMessage(_) => "pr-message",
+            Command::ReleaseNote(_) => "release-note",
+            Command::Explore(_) => "explore",
+            Command::Index(args) => match args.command {
+                IndexCommand::Sync => "index sync",
+                IndexCommand::Migrate(_) => "index migrate",
+                IndexCommand::Gc(_) => "index gc",
+            },
+            Command::Mcp => "mcp",
+            Command::Completions { .. } => "completions",
+        }
+    }
+
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
         match self {
@@ -676,16 +698,42 @@ pub fn parse_command(args: &[String]) -> Result<Command, clap::Error> {
     Cli::try_parse_from(argv).map(|cli| cli.command)
 }
 
-/// Writes the completion script for `shell` (bash, zsh or fish).
-pub fn write_completions(shell: &str, out: &mut dyn std::io::Write) {
-    use clap::CommandFactory;
-    let mut command = Cli::command();
+/// The clap command of `git-agent`, as completions and the manual page
+/// describe it.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// The program name completions are registered for.
+const PROGRAM: &str = "git-agent";
+
+/// The completion script for `shell` (bash, zsh or fish).
+pub fn completions(shell: &str) -> Vec<u8> {
+    let mut command = command();
     let shell = match shell {
         "bash" => clap_complete::Shell::Bash,
         "zsh" => clap_complete::Shell::Zsh,
         _ => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut command, "git-agent", out);
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, PROGRAM, &mut script);
+    if shell == clap_complete::Shell::Bash { repair_bash_states(&script) } else { script }
+}
+
+/// clap_complete's bash script walks the words typed so far into a state
+/// named `git__agent__subcmd__search` (the program's `-` escaped as `__`),
+/// but labels the case arm of each state by escaping the whole path at once,
+/// so the program's `-` becomes the subcommand separator there:
+/// `git__subcmd__agent__subcmd__search`. No arm matched, and nothing past
+/// the first word completed (clap-rs/clap#6421, open as of clap_complete
+/// 4.6.12). The arms are relabelled the way the walk spells them; a fixed
+/// clap_complete leaves nothing to relabel.
+fn repair_bash_states(script: &[u8]) -> Vec<u8> {
+    let walked = PROGRAM.replace('-', "__");
+    let mislabelled = PROGRAM.replace('-', "__subcmd__");
+    String::from_utf8_lossy(script)
+        .replace(&format!("{mislabelled}__subcmd__"), &format!("{walked}__subcmd__"))
+        .into_bytes()
 }
 
 #[cfg(test)]

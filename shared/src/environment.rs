@@ -48,8 +48,8 @@ pub mod vars {
     /// CA certificates that replace the system's for those requests.
     pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
     pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
-    /// Overrides the idle period, in seconds, after which an auto-started
-    /// daemon exits.
+    /// Overrides the idle period after which an auto-started daemon exits:
+    /// seconds or a Go-style duration (gitagentd `args::parse_idle_timeout`).
     pub const GITAGENTD_IDLE_SECS: &str = "GITAGENTD_IDLE_SECS";
     /// Test-only fault injection, read from the daemon's own environment:
     /// `<step>` makes the daemon kill itself with SIGKILL at that step of

@@ -2,6 +2,7 @@
 //! concurrent callers, replaced when killed, stale or of another build,
 //! private, stopped cleanly.
 
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
 use git_agent_tests::{TestEnv, binary, wait_until};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Stdio};
@@ -453,4 +454,220 @@ fn open_descriptors_stay_bounded_over_many_repositories() {
         last.open_fds,
         git_agent_tests::soak::open_files(pid).join("\n")
     );
+}
+
+/// `--idle-timeout` takes a duration as `--timeout` does (`1s`, `15m`),
+/// and plain seconds as before.
+#[test]
+fn idle_timeout_takes_durations_and_plain_seconds() {
+    let env = TestEnv::new();
+    for (flag, reported) in [("2m", "exits: after 120s idle"), ("90", "exits: after 90s idle")] {
+        let mut daemon = env
+            .gitagentd(&["serve", "--idle-timeout", flag])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut status = String::new();
+        let answered = wait_until(DEADLINE, || {
+            if daemon.try_wait().unwrap().is_some() {
+                return true;
+            }
+            status = String::from_utf8_lossy(&env.gitagentd(&["status"]).output().unwrap().stdout).into_owned();
+            status.contains(reported)
+        });
+        let exited = daemon.try_wait().unwrap();
+        if exited.is_some() {
+            let output = daemon.wait_with_output().unwrap();
+            panic!("--idle-timeout {flag} was refused: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        assert!(answered, "--idle-timeout {flag}: {status}");
+        kill(daemon.id(), libc::SIGTERM);
+        assert!(wait_child(&mut daemon).success());
+    }
+    // A daemon given one second leaves by itself once idle.
+    let mut daemon =
+        env.gitagentd(&["serve", "--idle-timeout", "1s"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let status = wait_child(&mut daemon);
+    let stderr = std::io::read_to_string(daemon.stderr.take().unwrap()).unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    for refused in ["abc", "0", "250ms"] {
+        let output = env.gitagentd(&["serve", "--idle-timeout", refused]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{refused}: {stderr}");
+        assert!(stderr.contains(&format!("invalid idle period \"{refused}\"")) && stderr.contains("15m"), "{stderr}");
+    }
+}
+
+/// A `GITAGENTD_IDLE_SECS` that is no idle period is refused, by `serve`
+/// and through the client that starts the daemon, instead of leaving the
+/// daemon up for the default 15 minutes without a word.
+#[test]
+fn an_invalid_idle_setting_is_refused_with_its_reason() {
+    let mut env = TestEnv::new();
+    env.set_env("GITAGENTD_IDLE_SECS", "abc");
+    let mut serve = env.gitagentd(&["serve", "--auto"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let exited = wait_until(DEADLINE, || serve.try_wait().unwrap().is_some());
+    if !exited {
+        kill(serve.id(), libc::SIGKILL);
+    }
+    let output = serve.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(exited, "gitagentd serve --auto served with GITAGENTD_IDLE_SECS=abc");
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("GITAGENTD_IDLE_SECS: invalid idle period \"abc\"")
+            && stderr.contains("hint: fix or unset GITAGENTD_IDLE_SECS"),
+        "{stderr}"
+    );
+    assert!(!env.socket_path().exists(), "nothing was bound");
+
+    let started = std::time::Instant::now();
+    let run = env.run_in(&env.work(), &["project_id"]);
+    let stderr = run.failure();
+    assert!(stderr.contains("GITAGENTD_IDLE_SECS: invalid idle period \"abc\""), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the client waited {:?}", started.elapsed());
+
+    // Durations work there too.
+    let mut env = TestEnv::new();
+    env.set_env("GITAGENTD_IDLE_SECS", "1m");
+    env.run_in(&env.work(), &["project_id"]).success();
+    let status = String::from_utf8_lossy(&env.gitagentd(&["status"]).output().unwrap().stdout).into_owned();
+    assert!(status.contains("exits: after 60s idle"), "{status}");
+}
+
+/// Replaces the daemon's socket file with a regular file, as a stray `rm`
+/// and a write to the same path would.
+fn replace_socket_with_a_regular_file(env: &TestEnv) {
+    let socket = env.socket_path();
+    std::fs::remove_file(&socket).unwrap();
+    std::fs::write(&socket, "not a socket\n").unwrap();
+}
+
+/// A daemon whose socket file was removed and replaced by a regular file
+/// can no longer be reached, yet holds the address lock: it notices and
+/// leaves, so the next call starts a daemon that takes the path back,
+/// instead of failing after 25 s with "another gitagentd holds the lock".
+#[test]
+fn a_socket_path_taken_by_a_regular_file_is_recovered_by_the_next_call() {
+    let env = TestEnv::new();
+    env.run_in(&env.work(), &["project_id"]).success();
+    let old = env.daemon_pid().unwrap();
+    replace_socket_with_a_regular_file(&env);
+    let started = std::time::Instant::now();
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert!(started.elapsed() < Duration::from_secs(10), "the call took {:?}", started.elapsed());
+    assert!(wait_until(DEADLINE, || !pid_alive(old)), "the unreachable daemon left");
+    let new = env.daemon_pid().expect("a daemon answers on the socket again");
+    assert_ne!(new, old);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(env.socket_path()).unwrap().file_type().is_socket());
+}
+
+/// `gitagentd status` and `stop` find a daemon that does not answer on the
+/// socket path through the address lock, which names its pid, instead of
+/// reporting "not running" while it lives. (A service manager's daemon
+/// leaves its socket file alone, so it stays unreachable here until stopped.)
+#[test]
+fn status_and_stop_find_an_unreachable_daemon_through_its_lock() {
+    let env = TestEnv::new();
+    let socket = env.socket_path();
+    create_socket_dir(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let mut daemon = start_activated(&env, &listener);
+    drop(listener);
+    env.run_in(&env.work(), &["project_id"]).success();
+    replace_socket_with_a_regular_file(&env);
+
+    let status = env.gitagentd(&["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("gitagentd is running but does not answer on")
+            && text.contains(&format!("pid: {}\n", daemon.id()))
+            && text.contains("hint: `gitagentd stop` stops it"),
+        "{text}"
+    );
+
+    let stop = env.gitagentd(&["stop"]).output().unwrap();
+    let text = String::from_utf8_lossy(&stop.stdout);
+    assert!(stop.status.success(), "{text}{}", String::from_utf8_lossy(&stop.stderr));
+    assert!(text.contains(&format!("gitagentd (pid {}) did not answer", daemon.id())), "{text}");
+    assert!(wait_child(&mut daemon).success(), "SIGTERM stops it cleanly");
+    assert_eq!(env.gitagentd(&["status"]).output().unwrap().status.code(), Some(3));
+
+    // The next call takes the path back.
+    env.run_in(&env.work(), &["project_id"]).success();
+    assert!(env.daemon_pid().is_some());
+}
+
+/// A daemon that cannot start (here, a HOME where nothing can be created
+/// and no XDG_RUNTIME_DIR, as a read-only HOME even for root) has said why
+/// on its stderr by the time it exits; the client passes that on at once
+/// instead of a bare "transport error" after 15 s.
+#[test]
+fn a_daemon_that_cannot_start_has_its_reason_passed_on_at_once() {
+    let env = TestEnv::new();
+    let mut command = env.git_agent_in(&env.work(), &["project_id"]);
+    command.env("HOME", "/proc/no-such-home").env_remove("XDG_RUNTIME_DIR").env_remove("XDG_STATE_HOME");
+    let started = std::time::Instant::now();
+    let run = git_agent_tests::Run::from(command.output().unwrap());
+    let stderr = run.failure();
+    assert!(started.elapsed() < Duration::from_secs(10), "the client waited {:?}", started.elapsed());
+    assert!(
+        stderr.contains("gitagentd exited before it served")
+            && stderr.contains("cannot create the socket folder /proc/no-such-home/.git-agent/run")
+            && stderr.contains("hint: set XDG_RUNTIME_DIR"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("transport error"), "{stderr}");
+}
+
+/// Runs `git-agent <args>` in a repository with a staged change while the
+/// model's answer is held, kills the daemon with SIGKILL once the request
+/// reached the model, and returns what the client printed.
+fn kill_the_daemon_mid_command(args: &[&str]) -> (TestEnv, FakeOpenAi, git_agent_tests::GitRepo, git_agent_tests::Run) {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.staged_repo();
+    fake.push(Reply::Held(events::text_reply("fix: return the right answer", events::usage(3, 0, 2))));
+    let mut client = env.git_agent_in(repo.path(), args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    assert!(fake.wait_for_requests(1, DEADLINE), "the command reached the model");
+    kill(env.daemon_pid().expect("the daemon answers"), libc::SIGKILL);
+    wait_child(&mut client);
+    let run = git_agent_tests::Run::from(client.wait_with_output().unwrap());
+    (env, fake, repo, run)
+}
+
+/// A daemon killed while `commit-msg` runs: the client says the daemon
+/// stopped and that running the command again is safe (it only reads),
+/// not "h2 protocol error: error reading a body from connection".
+#[test]
+fn a_daemon_killed_mid_command_is_reported_as_stopped_with_retry_advice() {
+    let (_env, _fake, _repo, run) = kill_the_daemon_mid_command(&["commit-msg"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "error: the daemon stopped before `git-agent commit-msg` finished\nhint: running it again is safe; it starts a new daemon\n"
+    );
+}
+
+/// `commit` interrupted before the daemon handed the message over has
+/// committed nothing, says so, and a second run commits.
+#[test]
+fn a_commit_interrupted_before_git_commit_ran_says_nothing_was_committed() {
+    let (env, fake, repo, run) = kill_the_daemon_mid_command(&["commit"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(
+            "error: the daemon stopped before `git-agent commit` finished; nothing was committed\nhint: running it again is safe; it starts a new daemon\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]).trim(), "1", "nothing was committed");
+    fake.push(Reply::Events(events::text_reply("fix: return the right answer", events::usage(3, 0, 2))));
+    env.run_in(repo.path(), &["commit"]).success();
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
 }

@@ -63,6 +63,12 @@ impl McpSession {
         session
     }
 
+    /// Writes `line` and a newline to the server's stdin as they are.
+    fn send_raw(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line).and_then(|()| stdin.write_all(b"\n")).and_then(|()| stdin.flush()).expect("write");
+    }
+
     fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().expect("stdin is open");
         writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("write to git-agent mcp");
@@ -365,4 +371,27 @@ fn search_progress_grows_as_chunks_are_embedded() {
             assert!(total >= params["progress"].as_f64().unwrap(), "{params}");
         }
     }
+}
+
+/// A stdin line that is not JSON gets JSON-RPC's parse error (-32700, id
+/// null) instead of silence, and the session goes on.
+#[test]
+fn a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_session_goes_on() {
+    let env = TestEnv::new();
+    let mut session = McpSession::start(&env, &env.work());
+    session.send_raw(b"this is not json");
+    session.send_raw(br#"{"jsonrpc": "2.0", "id": 41, "method": "tools/list""#);
+    session.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\"}");
+    let listed = session.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    // Each line is answered before the next one is read, so the errors were
+    // written before the tools/list response.
+    let errors: Vec<&Value> = session.responses.iter().filter(|message| message["id"].is_null()).collect();
+    assert_eq!(errors.len(), 3, "{:?}", session.responses);
+    for error in errors {
+        assert_eq!(error["error"]["code"], -32700, "{error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("parse error: the line is not"), "{error}");
+    }
+    assert!(session.responses.iter().all(|message| message["id"] != json!(41)), "{:?}", session.responses);
 }
