@@ -134,7 +134,7 @@ impl Confirmation {
         let index_dir = &self.candidate.index_dir;
         let target = &self.candidate.target;
         let existing = store::read_manifest(index_dir)
-            .and_then(|manifest| local::load(&self.candidate).map(|local| (manifest, local)));
+            .and_then(|manifest| local::load(&self.candidate).ok().map(|local| (manifest, local)));
         let (manifest, records, gained) = match existing {
             Some((manifest, local)) => {
                 let before = local.records.len();
@@ -190,7 +190,7 @@ impl Confirmation {
     pub async fn publish(&self, cancel: &CancellationToken) -> Result<bool, SyncError> {
         let this = self.clone();
         let export = crate::blocking::run_to_end("the revision index", move || {
-            local::load(&this.candidate).filter(|export| !this.already_shared(&export.records))
+            local::load(&this.candidate).ok().filter(|export| !this.already_shared(&export.records))
         })
         .await
         .map_err(|_| SyncError::Cancelled)?;

@@ -7,7 +7,7 @@
 
 use super::keys;
 use super::manifest::{SyncRecord, Target};
-use super::sync::{Export, ExportSource};
+use super::sync::{Export, ExportSource, Skipped};
 use crate::search::store::{self, IndexRecord, Manifest};
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,7 @@ pub struct Inventory {
     pub candidates: Vec<Candidate>,
     /// Index folders with a manifest that cannot be exported (malformed,
     /// unknown version, no resolved revision, no identifiable origin).
-    pub skipped: usize,
+    pub skipped: Vec<Skipped>,
 }
 
 /// Scans `metadata_root` (`~/.git-agent`).
@@ -38,17 +38,18 @@ pub fn inventory(metadata_root: &Path) -> Inventory {
     for metadata_dir in roots {
         for index_dir in manifest_dirs(&metadata_dir) {
             let Some(manifest) = store::read_manifest(&index_dir) else {
-                inventory.skipped += 1;
+                let reason = "its manifest is malformed or of an unknown version".to_string();
+                inventory.skipped.push(Skipped { index_dir, reason });
                 continue;
             };
             if manifest.mode != "revision" && manifest.mode != "remote" {
                 continue;
             }
             match target_of(&manifest) {
-                Some(target) => {
+                Ok(target) => {
                     inventory.candidates.push(Candidate { target, metadata_dir: metadata_dir.clone(), index_dir })
                 }
-                None => inventory.skipped += 1,
+                Err(reason) => inventory.skipped.push(Skipped { index_dir, reason }),
             }
         }
     }
@@ -92,14 +93,16 @@ fn manifest_dirs(metadata_dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The sync target a manifest describes, when its origin is identifiable.
-fn target_of(manifest: &Manifest) -> Option<Target> {
+/// The sync target a manifest describes, or why it has none.
+fn target_of(manifest: &Manifest) -> Result<Target, String> {
     let origin = if !manifest.origin_identity.is_empty() {
         manifest.origin_identity.clone()
     } else if manifest.mode == "remote" && is_network_url(&manifest.remote) {
         git_agent_shared::giturl::identity(&manifest.remote, Path::new("/"))
+    } else if manifest.mode == "remote" {
+        return Err("it indexes a local-path remote, which no other machine can name".to_string());
     } else {
-        return None;
+        return Err("its repository had no origin when it was indexed, so no other machine can name it".to_string());
     };
     let target = Target {
         origin,
@@ -107,8 +110,8 @@ fn target_of(manifest: &Manifest) -> Option<Target> {
         model: manifest.embedding_model.clone(),
         dimensions: manifest.dimensions,
     };
-    target.validate().ok()?;
-    Some(target)
+    target.validate().map_err(|error| format!("its manifest does not describe a shareable revision: {error}"))?;
+    Ok(target)
 }
 
 /// A remote another machine names the same way (not a local path).
@@ -120,24 +123,32 @@ fn is_network_url(value: &str) -> bool {
     value.contains("://") || value.split_once(':').is_some_and(|(host, _)| !host.contains('/'))
 }
 
-/// Reads a candidate's records with their vectors; `None` when the index
-/// is incomplete, corrupt or holds records of another model.
-pub fn load(candidate: &Candidate) -> Option<Export> {
-    let snapshot = store::load(&candidate.metadata_dir, &candidate.index_dir, &|| false).ok()?;
+/// Reads a candidate's records with their vectors, or says why the index
+/// cannot be exported: incomplete, corrupt, or holding records of another
+/// model.
+pub fn load(candidate: &Candidate) -> Result<Export, Skipped> {
+    let skipped = |reason: String| Skipped { index_dir: candidate.index_dir.clone(), reason };
+    let snapshot = store::load(&candidate.metadata_dir, &candidate.index_dir, &|| false)
+        .map_err(|error| skipped(format!("it cannot be read: {error}")))?;
     if !snapshot.is_complete() {
-        return None;
+        return Err(skipped("it is incomplete (an interrupted build)".to_string()));
     }
     let target = &candidate.target;
     let mut records = Vec::with_capacity(snapshot.records.len());
     for (index, record) in snapshot.records.iter().enumerate() {
-        let vector = snapshot.vector(index)?;
+        let vector = snapshot
+            .vector(index)
+            .ok_or_else(|| skipped(format!("the vector of chunk {} is missing or corrupt", record.chunk_id())))?;
         let record = SyncRecord::from((&record.to_index_record(), vector));
         if !record.is_compatible(&target.model, target.dimensions) {
-            return None;
+            return Err(skipped(format!(
+                "chunk {} is not a {} vector of {} dimensions",
+                record.chunk_id, target.model, target.dimensions
+            )));
         }
         records.push(record);
     }
-    Some(Export { target: target.clone(), records })
+    Ok(Export { target: target.clone(), records })
 }
 
 /// A local record with its vector as the sync repository stores it.
@@ -189,7 +200,11 @@ impl ExportSource for Inventory {
         self.candidates.len()
     }
 
-    fn load(&self, index: usize) -> Option<Export> {
-        load(self.candidates.get(index)?)
+    fn load(&self, index: usize) -> Result<Export, Skipped> {
+        let candidate = self
+            .candidates
+            .get(index)
+            .ok_or_else(|| Skipped { index_dir: Default::default(), reason: format!("no candidate number {index}") })?;
+        load(candidate)
     }
 }

@@ -61,7 +61,7 @@ pub(crate) fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: 
 
 async fn v1_remote(world: &World) {
     let published = world.machine("a").publish(exports(), &CancellationToken::new()).await.unwrap();
-    assert_eq!(published, Published { indexes: 2, records: 3, skipped: 0, pushed: true });
+    assert_eq!(published, Published { indexes: 2, records: 3, skipped: Vec::new(), pushed: true });
     assert!(world.remote_files("main").iter().any(|path| path.ends_with(".json") && path.len() == 8 + 65 + 41 + 21));
 }
 

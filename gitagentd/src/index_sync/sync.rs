@@ -33,8 +33,8 @@ pub struct Published {
     pub indexes: usize,
     /// Records of the exported indexes.
     pub records: usize,
-    /// Indexes that could not be exported.
-    pub skipped: usize,
+    /// Indexes that could not be exported, each with why.
+    pub skipped: Vec<Skipped>,
     /// Whether a commit was pushed (false: the remote already had everything).
     pub pushed: bool,
 }
@@ -222,12 +222,12 @@ impl Endpoint {
                         return Err(SyncError::Cancelled);
                     }
                     match source.load(index) {
-                        Some(export) => {
+                        Ok(export) => {
                             staged.export(&export.target, export.records.clone())?;
                             published.indexes += 1;
                             published.records += export.records.len();
                         }
-                        None => published.skipped += 1,
+                        Err(skipped) => published.skipped.push(skipped),
                     }
                     report(Phase::Syncing { done: index + 1, total });
                 }
@@ -293,9 +293,16 @@ impl Endpoint {
 pub trait ExportSource: Send + Sync + 'static {
     /// How many indexes the source lists.
     fn count(&self) -> usize;
-    /// The index at `index`, or `None` when it cannot be exported now
-    /// (corrupt, incomplete, incompatible): it is counted as skipped.
-    fn load(&self, index: usize) -> Option<Export>;
+    /// The index at `index`, or why it cannot be exported now (corrupt,
+    /// incomplete, incompatible): it is counted as skipped.
+    fn load(&self, index: usize) -> Result<Export, Skipped>;
+}
+
+/// An index `index sync` passed over, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub index_dir: std::path::PathBuf,
+    pub reason: String,
 }
 
 impl ExportSource for Vec<Export> {
@@ -303,8 +310,10 @@ impl ExportSource for Vec<Export> {
         self.len()
     }
 
-    fn load(&self, index: usize) -> Option<Export> {
-        self.get(index).cloned()
+    fn load(&self, index: usize) -> Result<Export, Skipped> {
+        self.get(index)
+            .cloned()
+            .ok_or_else(|| Skipped { index_dir: Default::default(), reason: format!("no export number {index}") })
     }
 }
 

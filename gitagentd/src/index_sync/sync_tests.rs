@@ -117,7 +117,7 @@ async fn an_empty_remote_is_initialized_on_main_and_shared() {
     let cancel = CancellationToken::new();
     let a = world.machine("a");
     let published = a.publish(export(vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]), &cancel).await.unwrap();
-    assert_eq!(published, Published { indexes: 1, records: 1, skipped: 0, pushed: true });
+    assert_eq!(published, Published { indexes: 1, records: 1, skipped: Vec::new(), pushed: true });
     let manifest = target().manifest_path(SchemaVersion::V1).unwrap();
     assert_eq!(world.remote_files("main"), vec![manifest, "schema.json".to_string()]);
     assert_eq!(git(&world.remote, &["show", "main:schema.json"]), "{\"version\":1}");

@@ -416,3 +416,26 @@ fn unresolvable_revisions_and_bare_repositories_are_explained() {
     assert_ne!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("is a bare repository: it has no work tree"), "{}", run.stderr);
 }
+
+/// `index sync` says on stderr which indexes it skipped and why; its
+/// stdout summary stays the spec's one line.
+#[test]
+fn index_sync_says_which_indexes_it_skipped_and_why() {
+    let (env, _fake) = setup();
+    let repo = small_repo(&env);
+    // A revision index of a repository without origin: no other machine
+    // could name it.
+    env.run_in(repo.path(), &["search", "--rev", "HEAD", "--index"]).success();
+    let remote = env.work().join("indexes.git");
+    let init = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).status().unwrap();
+    assert!(init.success());
+    env.run_in(repo.path(), &["config", "index.remote", remote.to_str().unwrap()]).success();
+    let run = env.run_in(repo.path(), &["index", "sync"]);
+    assert_eq!(run.stdout_text(), "synced indexes=0 records=0 skipped=1\n", "{}", run.stderr);
+    let line = run.stderr.lines().find(|line| line.starts_with("index sync: skipped ")).unwrap_or_default();
+    assert!(
+        line.ends_with(": its repository had no origin when it was indexed, so no other machine can name it"),
+        "{}",
+        run.stderr
+    );
+}

@@ -91,13 +91,18 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
     let scan_root = metadata_root.clone();
     let inventory =
         crate::blocking::run_to_end("the local index inventory", move || local::inventory(&scan_root)).await?;
-    let skipped = inventory.skipped;
+    let mut skipped = inventory.skipped.clone();
     let published = endpoint.publish_from(Arc::new(inventory), progress, cancel).await.map_err(CommandError::failed)?;
+    skipped.extend(published.skipped.iter().cloned());
+    // Why each index was passed over; the stdout summary stays the spec's.
+    for skip in &skipped {
+        output.stderr(format!("index sync: skipped {}: {}\n", skip.index_dir.display(), skip.reason));
+    }
     output.stdout(format!(
         "synced indexes={} records={} skipped={}\n",
         published.indexes,
         published.records,
-        published.skipped + skipped
+        skipped.len()
     ));
     Ok(())
 }
