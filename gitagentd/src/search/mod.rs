@@ -360,6 +360,21 @@ pub struct SearchRequest {
     pub remote: Option<RemoteSource>,
 }
 
+/// A held single flight: this daemon's queue slot and the cross-process
+/// lock file, with this search named as their holder until it drops.
+struct Flight<'a> {
+    _file_lock: store::FileLock,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    holders: &'a Mutex<HashMap<PathBuf, Arc<progress::Holder>>>,
+    path: PathBuf,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        lock(self.holders).remove(&self.path);
+    }
+}
+
 /// Remote mode's source before the single flight: the cache and the
 /// caller's `--rev` (the remote's `HEAD` when absent).
 #[derive(Debug, Clone)]
@@ -439,6 +454,8 @@ pub struct SearchService {
     /// HTTP clients keyed by the callers' network settings.
     clients: crate::provider::HttpClients,
     flights: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// The search holding each flight (by lock path), for its waiters.
+    holders: Mutex<HashMap<PathBuf, Arc<progress::Holder>>>,
     indexes: Mutex<FolderCache<Arc<LiveIndex>>>,
     histories: Mutex<FolderCache<Arc<History>>>,
     query_flights: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
@@ -583,6 +600,7 @@ impl SearchService {
         Self {
             clients: crate::provider::HttpClients::default(),
             flights: Mutex::new(HashMap::new()),
+            holders: Mutex::new(HashMap::new()),
             indexes: Mutex::new(FolderCache::new(CACHED_INDEXES, CACHED_INDEX_BYTES)),
             histories: Mutex::new(FolderCache::new(CACHED_HISTORIES, u64::MAX)),
             query_flights: Mutex::new(HashMap::new()),
@@ -614,34 +632,53 @@ impl SearchService {
 
     /// Waits for the global index single flight of the metadata root that
     /// holds `metadata_dir`: first this daemon's own queue, then the
-    /// cross-process lock file.
-    async fn take_flight(
-        &self,
+    /// cross-process lock file. While it waits, the search says whose
+    /// build it waits for and how far along that is (refreshed every
+    /// second); once it holds the flight, `what` (the project or remote
+    /// it builds) and its progress are what later waiters see.
+    async fn take_flight<'a>(
+        &'a self,
         metadata_dir: &Path,
+        what: String,
         feedback: &Feedback,
         cancel: &CancellationToken,
-    ) -> Result<(tokio::sync::OwnedMutexGuard<()>, store::FileLock), SearchError> {
+    ) -> Result<Flight<'a>, SearchError> {
+        const REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
         let path = store::lock_path(&flight_root(metadata_dir).join(store::PRODUCER_LOCK));
         let mutex = Arc::clone(lock(&self.flights).entry(path.clone()).or_default());
+        let holder = || lock(&self.holders).get(&path).cloned();
+        let announce = |in_process: bool| {
+            feedback.update(Update { waiting: true, ..Update::default() });
+            let holder = if in_process { holder() } else { None };
+            feedback.waiting_behind(holder.as_deref());
+        };
         let mut announced = false;
         let guard = match Arc::clone(&mutex).try_lock_owned() {
             Ok(guard) => guard,
             Err(_) => {
+                let waiting = mutex.lock_owned();
+                tokio::pin!(waiting);
                 announced = true;
-                feedback.update(Update { waiting: true, ..Update::default() });
-                tokio::select! {
-                    guard = mutex.lock_owned() => guard,
-                    _ = cancel.cancelled() => return Err(SearchError::Cancelled),
+                loop {
+                    announce(true);
+                    tokio::select! {
+                        guard = &mut waiting => break guard,
+                        _ = tokio::time::sleep(REFRESH) => {}
+                        _ = cancel.cancelled() => return Err(SearchError::Cancelled),
+                    }
                 }
             }
         };
         loop {
             if let Some(file_lock) = store::try_lock(&path)? {
-                return Ok((guard, file_lock));
+                let holder = Arc::new(progress::Holder::new(what));
+                feedback.hold(Arc::clone(&holder));
+                lock(&self.holders).insert(path.clone(), holder);
+                return Ok(Flight { _file_lock: file_lock, _guard: guard, holders: &self.holders, path });
             }
             if !announced {
                 announced = true;
-                feedback.update(Update { waiting: true, ..Update::default() });
+                announce(false);
             }
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
@@ -661,7 +698,11 @@ impl SearchService {
         let selection = request.selection.clone();
         let settings = request.settings.clone();
         let client = self.client(&settings).await?;
-        let (flight, file_lock) = self.take_flight(&selection.metadata_dir, &feedback, &cancel).await?;
+        let what = match &request.remote {
+            Some(source) => source.remote.sanitized.clone(),
+            None => selection.root.display().to_string(),
+        };
+        let flight = self.take_flight(&selection.metadata_dir, what, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());
         // Remote metadata roots have nothing to migrate.
         if request.remote.is_none() {
@@ -861,7 +902,6 @@ impl SearchService {
             // Only now, with the index published, is the fetch recorded.
             blocking(move || remote::publish(&source.remote, &resolved)).await??;
         }
-        drop(file_lock);
         drop(flight);
 
         let searched = selection.clone();

@@ -98,6 +98,11 @@ struct State {
     /// While a remote fetch runs: its latest detail, and the embedding
     /// counts of the inputs sent during it.
     fetch: Option<FetchState>,
+    /// The single flight this search holds, whose waiters read its
+    /// progress.
+    holding: Option<Arc<Holder>>,
+    /// The waiting line already written to a stderr that is no terminal.
+    waiting_said: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -118,6 +123,38 @@ pub struct Feedback {
     terminal: bool,
     runtime: tokio::runtime::Handle,
     state: Mutex<State>,
+}
+
+/// The search that holds a single flight, as the searches waiting behind
+/// it see it: what it builds and its last progress.
+#[derive(Debug, Default)]
+pub struct Holder {
+    /// The project folder or sanitized remote URL being indexed.
+    pub what: String,
+    last: Mutex<Option<Update>>,
+}
+
+impl Holder {
+    pub fn new(what: String) -> Self {
+        Self { what, last: Mutex::new(None) }
+    }
+
+    /// What a waiting search says: whose build it waits for and how far
+    /// along that build is.
+    pub fn waiting_text(holder: Option<&Holder>) -> String {
+        let Some(holder) = holder else {
+            return "search: waiting for another process's index build".to_string();
+        };
+        let last = *lock(&holder.last);
+        let progress = match last {
+            Some(update) if update.total > 0 && update.counting => {
+                format!(", {}/{}+ chunks embedded so far", update.done, update.total)
+            }
+            Some(update) if update.total > 0 => format!(", {}/{} chunks embedded", update.done, update.total),
+            _ => String::new(),
+        };
+        format!("search: waiting for the index build of {}{progress}", holder.what)
+    }
 }
 
 /// One progress update.
@@ -142,7 +179,14 @@ impl Feedback {
             timings: None,
             terminal,
             runtime: tokio::runtime::Handle::current(),
-            state: Mutex::new(State { agent, progress_shown: false, last: None, fetch: None }),
+            state: Mutex::new(State {
+                agent,
+                progress_shown: false,
+                last: None,
+                fetch: None,
+                holding: None,
+                waiting_said: false,
+            }),
         }
     }
 
@@ -163,6 +207,9 @@ impl Feedback {
         let mut state = self.state();
         if !update.waiting {
             state.last = Some(update);
+            if let Some(holder) = &state.holding {
+                *lock(&holder.last) = Some(update);
+            }
         }
         if !update.waiting
             && let Some(fetch) = &mut state.fetch
@@ -207,6 +254,45 @@ impl Feedback {
                 elapsed_ms: update.elapsed.as_millis(),
                 ..Snapshot::new("")
             };
+        }
+    }
+
+    /// This search holds the single flight: its progress is `holder`'s.
+    pub fn hold(&self, holder: Arc<Holder>) {
+        self.state().holding = Some(holder);
+    }
+
+    /// This search waits behind `holder` (`None`: another process): the
+    /// line says whose build and how far along it is, rewritten on a
+    /// terminal and served by `--agent` (as the status detail); on a
+    /// stderr that is no terminal, said once.
+    pub fn waiting_behind(&self, holder: Option<&Holder>) {
+        let text = Holder::waiting_text(holder);
+        let mut state = self.state();
+        if self.debug {
+            if !state.waiting_said {
+                state.waiting_said = true;
+                self.output.stderr(render_event(SystemTime::now(), "search_wait", &[("detail", Field::Str(text))]));
+            }
+            return;
+        }
+        if self.terminal {
+            self.output.progress(text);
+            state.progress_shown = true;
+            return;
+        }
+        if matches!(state.agent, Agent::Off) {
+            if !state.waiting_said {
+                state.waiting_said = true;
+                self.output.stderr(format!("{text}\n"));
+            }
+            return;
+        }
+        self.ensure_agent(&mut state);
+        if let Agent::Running(server) = &state.agent {
+            let mut snapshot = lock(&server.snapshot);
+            *snapshot =
+                Snapshot { detail: text.trim_start_matches("search: ").to_string(), ..Snapshot::new("waiting") };
         }
     }
 

@@ -332,7 +332,11 @@ pub fn resolve(
         Err(error) => {
             // A cache this attempt created, never fetched into, is no cache:
             // each failed attempt would otherwise leave a bare repository.
-            if !exists && record.url.is_empty() {
+            // Not after a cancellation: the search that asked is gone and
+            // no longer holds the single flight, so the next one may be
+            // fetching into this very folder (what stays is reused by the
+            // next attempt, or removed by `index gc`).
+            if !exists && record.url.is_empty() && !interrupt.load(Ordering::Relaxed) {
                 discard_abandoned(&remote.dir);
             }
             return Err(error);

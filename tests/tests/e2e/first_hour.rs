@@ -439,3 +439,55 @@ fn index_sync_says_which_indexes_it_skipped_and_why() {
         run.stderr
     );
 }
+
+/// A search waiting behind another project's index build says whose build
+/// it waits for, even when stderr is no terminal, and still gets its own
+/// results once that build is done.
+#[test]
+fn a_waiting_search_says_whose_build_it_waits_for() {
+    let (env, fake) = setup();
+    let first = small_repo(&env);
+    let second = env.repo("second");
+    second.write("backoff.go", "package other\n\n// Backoff waits before a retry.\nfunc Backoff() {}\n");
+    second.commit_all("one");
+    env.run_in(first.path(), &["project_id"]).success();
+    fake.close_gate();
+    let mut building = env.git_agent_in(first.path(), &["search", "--index"]);
+    let holder = std::thread::spawn(move || building.output());
+    let held = git_agent_tests::wait_until(std::time::Duration::from_secs(30), || fake.held() >= 1);
+    if !held {
+        fake.open_gate();
+        panic!("the first search never reached the embeddings server");
+    }
+    let mut waiter = {
+        let mut command = env.git_agent_in(second.path(), &["search", "--format", "brief", "backoff"]);
+        command.stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let stderr = std::sync::Arc::clone(&stderr);
+        let pipe = waiter.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = stderr.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        })
+    };
+    // The waiter's notice is written while the build it waits for is held.
+    let expected = format!("search: waiting for the index build of {}", first.path().display());
+    let noticed = git_agent_tests::wait_until(std::time::Duration::from_secs(30), || {
+        stderr.lock().unwrap().lines().any(|line| line.starts_with(&expected))
+    });
+    fake.open_gate();
+    let output = waiter.wait_with_output().unwrap();
+    reader.join().unwrap();
+    let stderr = stderr.lock().unwrap().clone();
+    assert!(noticed, "no waiting notice while the first build was held: {stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("backoff.go"));
+    assert!(holder.join().unwrap().unwrap().status.success());
+}
