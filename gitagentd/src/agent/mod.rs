@@ -18,6 +18,7 @@
 //! as [`Node::Branch`] for the caller to fan out.
 
 mod batch;
+pub mod controls;
 pub use batch::BatchError;
 mod request;
 
@@ -79,6 +80,9 @@ pub struct Outcome {
     pub provider_time: Duration,
     /// Time spent running tools.
     pub tool_time: Duration,
+    /// Bytes of terminal control sequences removed from the answer
+    /// ([`controls`]); the command says so on stderr.
+    pub controls_removed: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -236,6 +240,7 @@ pub async fn run_node(
         }
     };
     conversation.items = items;
+    let text = conversation.without_controls(&text);
     let Some(rules) = rules else {
         conversation.outcome.text = text;
         conversation.outcome.conversation = conversation.items;
@@ -259,7 +264,8 @@ pub async fn run_node(
     if !response.tool_calls.is_empty() {
         return Err(AgentError::ToolsWhileFinalizing);
     }
-    let shaped = (rules.shape)(&response.text);
+    let text = conversation.without_controls(&response.text);
+    let shaped = (rules.shape)(&text);
     let errors = (rules.validate)(&shaped);
     if !errors.is_empty() {
         return Err(AgentError::Invalid { errors });
@@ -279,6 +285,20 @@ enum Ended {
 }
 
 impl Conversation<'_> {
+    /// The answer without terminal control sequences; what was removed is
+    /// counted in the outcome and traced.
+    fn without_controls(&mut self, text: &str) -> String {
+        let (clean, removed) = match self.task.text_format {
+            Some(_) => controls::strip_json(text),
+            None => controls::strip(text),
+        };
+        if removed > 0 {
+            self.outcome.controls_removed += removed;
+            (self.ctx.trace)(Event::new("sanitize").with("removed_bytes", removed));
+        }
+        clean.into_owned()
+    }
+
     /// Steps until the model answers with text; returns the text and the
     /// conversation including that answer.
     async fn run_tools_loop(&mut self) -> Result<Ended, AgentError> {

@@ -54,7 +54,7 @@ pub fn render_event(time: &str, event: &Event, color: bool) -> String {
         let value = if is_secret_key(key) { Value::Text("[redacted]".into()) } else { value.clone() };
         match value {
             Value::Text(text) => {
-                let text = redact_secrets(&text);
+                let text = visible(&redact_secrets(&text));
                 if text.contains('\n') || text.len() > PREVIEW_BYTES {
                     blocks.push((key.clone(), text));
                 } else {
@@ -64,7 +64,7 @@ pub fn render_event(time: &str, event: &Event, color: bool) -> String {
             Value::Int(number) => inline.push((key.clone(), number.to_string())),
             Value::Bool(flag) => inline.push((key.clone(), flag.to_string())),
             Value::List(items) => {
-                let items: Vec<String> = items.iter().map(|item| quote(&redact_secrets(item))).collect();
+                let items: Vec<String> = items.iter().map(|item| quote(&visible(&redact_secrets(item)))).collect();
                 inline.push((key.clone(), format!("[{}]", items.join(" "))));
             }
         }
@@ -122,6 +122,20 @@ fn preview(text: &str) -> (String, bool) {
     (preview.trim_end_matches('\n').to_string(), truncated)
 }
 
+/// Terminal controls other than newline and tab written as `\u{1b}`: a
+/// traced answer, file or tool output never drives the terminal.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn quote(text: &str) -> String {
     if text.is_empty() || text.contains([' ', '\t', '"', '=']) { format!("{text:?}") } else { text.to_string() }
 }
@@ -172,6 +186,14 @@ mod tests {
         let rendered = render_event("15:04:05", &Event::new("tool-output").with("content", long.as_str()), false);
         assert_eq!(rendered.matches("    line\n").count(), 20);
         assert!(rendered.contains("… truncated (250 bytes, 51 lines)"), "{rendered}");
+    }
+
+    #[test]
+    fn terminal_controls_are_shown_escaped() {
+        let event = Event::new("response").with("text", "fix: \x1b[31mred\x07\nnext\tline").with("id", "a\x1bb");
+        let rendered = render_event("12:00:00", &event, false);
+        assert!(!rendered.contains('\x1b') && !rendered.contains('\x07'), "{rendered:?}");
+        assert!(rendered.contains("fix: \\u{1b}[31mred\\u{7}") && rendered.contains("next\tline"), "{rendered}");
     }
 
     #[test]

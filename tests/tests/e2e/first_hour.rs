@@ -491,3 +491,29 @@ fn a_waiting_search_says_whose_build_it_waits_for() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("backoff.go"));
     assert!(holder.join().unwrap().unwrap().status.success());
 }
+
+/// Escape sequences and other terminal controls in a model answer never
+/// reach the terminal or Git history; stderr says they were removed.
+#[test]
+fn terminal_controls_from_the_model_are_removed_from_messages_and_commits() {
+    use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
+    let hostile = "fix: \x1b[31mred\x1b[0m title \x1b]0;PWNED\x07 end\n\nBody\x08 with\x7f a bell\x07.";
+    let clean = "fix: red title  end\n\nBody with a bell.";
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.staged_repo();
+
+    openai.push(Reply::Events(events::text_reply(hostile, events::usage(10, 0, 5))));
+    let run = env.run_in(repo.path(), &["commit-msg"]);
+    assert_eq!(run.success(), format!("{clean}\n"));
+    assert!(run.stderr.contains("warning: removed") && run.stderr.contains("terminal control"), "{}", run.stderr);
+    assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\x07'), "{}", run.stderr);
+
+    openai.push(Reply::Events(events::text_reply(hostile, events::usage(10, 0, 5))));
+    let run = env.run_in(repo.path(), &["commit"]);
+    let stdout = run.success();
+    assert!(!stdout.contains('\x1b') && !stdout.contains('\x07'), "the trace stays clean: {stdout:?}");
+    assert!(run.stderr.contains("warning: removed"), "{}", run.stderr);
+    assert_eq!(repo.git(&["log", "-1", "--format=%B"]).trim_end(), clean);
+}

@@ -327,6 +327,9 @@ impl Conversation {
         let (outcome, finished) = outcome;
         let outcome = outcome.map_err(CommandError::failed)?;
         synced?;
+        if let Some(line) = generation::controls_warning(outcome.controls_removed) {
+            self.output.stderr(line);
+        }
         self.sink.event(
             Event::new("batch")
                 .with("size", items.len())

@@ -127,6 +127,9 @@ pub async fn run_loop(
     let context = RunContext { provider, cancel: token.clone(), deadline: Some(deadline), trace: &trace };
     let result = agent::run(&context, task, Some(rules)).await;
     token.cancel();
+    if let Ok(outcome) = &result {
+        sink.warn_controls(outcome.controls_removed);
+    }
     result.map_err(|error| match error {
         AgentError::DeadlineExceeded => CommandError::Failed(format!(
             "{command} ran out of time after {}\nhint: pass a longer --timeout, such as --timeout 5m",
@@ -298,6 +301,22 @@ impl TraceSink {
         }
         self.reporter.event(event);
     }
+
+    /// Says on stderr that terminal control sequences were removed from
+    /// the model's answer, when any were.
+    pub fn warn_controls(&self, removed_bytes: usize) {
+        if let Some(line) = controls_warning(removed_bytes) {
+            self.output.stderr(line);
+        }
+    }
+}
+
+/// The stderr line for an answer that had terminal control sequences
+/// removed ([`agent::controls`]), or `None` when nothing was removed.
+pub fn controls_warning(removed_bytes: usize) -> Option<String> {
+    (removed_bytes > 0).then(|| {
+        format!("warning: removed {removed_bytes} bytes of terminal control sequences from the model's answer\n")
+    })
 }
 
 /// A token that fires when `cancel` does or when `timeout` passes, and
