@@ -25,6 +25,9 @@ pub enum Mode {
     Constant,
     /// Every request fails with this status and error message.
     Fail { status: u16, message: String },
+    /// The next `times` requests fail with this status and body (sent as
+    /// given), then the fake answers as [`Mode::Words`].
+    FailFirst { times: usize, status: u16, body: String },
 }
 
 /// How the fake treats a request's `encoding_format`.
@@ -235,13 +238,27 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
         let _ = gate.wait_for(|open| *open).await;
         *shared.held.lock().unwrap() -= 1;
     }
-    let mode = shared.mode.lock().unwrap().clone();
+    let mode = {
+        let mut mode = shared.mode.lock().unwrap();
+        let current = mode.clone();
+        if let Mode::FailFirst { times, status, body } = &*mode {
+            *mode = match times {
+                0 | 1 => Mode::Words,
+                _ => Mode::FailFirst { times: times - 1, status: *status, body: body.clone() },
+            };
+        }
+        current
+    };
     let wire = *shared.wire.lock().unwrap();
     *shared.requests.lock().unwrap() += 1;
     shared.encodings.lock().unwrap().push(encoding.clone());
     if let Mode::Fail { status, message } = mode {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return (status, json!({"error": {"message": message, "type": "test"}}).to_string()).into_response();
+    }
+    if let Mode::FailFirst { times: 1.., status, body } = mode {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (status, body).into_response();
     }
     if wire == Wire::RefuseBase64 && encoding == "base64" {
         let message = "unsupported encoding_format: base64 (use float)";

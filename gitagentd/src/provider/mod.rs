@@ -13,6 +13,7 @@
 //! [`config::Secret`] and never reach an error, a trace or a log.
 
 pub mod config;
+mod error_body;
 pub mod network;
 mod retry;
 mod sse;
@@ -20,6 +21,7 @@ mod stream;
 mod wire;
 
 pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret, StreamLimits};
+pub use error_body::readable_error_body;
 pub use network::{ClientKind, HttpClients, NetworkError, NetworkSettings};
 pub use retry::{RetryReason, StreamBreak, retry_reason};
 

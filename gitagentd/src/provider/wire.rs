@@ -334,11 +334,9 @@ pub(super) fn http_error(status: u16, model: &str, body: &str) -> ProviderError 
         Ok(Envelope { error: EnvelopeError::Object { message: Some(message), .. } }) => message,
         Ok(Envelope { error: EnvelopeError::Object { code: Some(code), .. } }) => format!("error code {code}"),
         Ok(Envelope { error: EnvelopeError::Text(text) }) => text,
-        _ => {
-            let text: String = body.trim().chars().take(2000).collect();
-            if text.is_empty() { "no error message".to_string() } else { text }
-        }
+        _ => super::readable_error_body(body),
     };
+    let message = super::error_body::clean(&message);
     let hint = match status {
         401 | 403 => "\nhint: check OPENAI_API_KEY, or sign in again with the Codex CLI",
         404 => "\nhint: check the model name (--model, OPENAI_MODEL) and the base URL",

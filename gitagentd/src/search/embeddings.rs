@@ -174,16 +174,6 @@ fn vector<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>,
     deserializer.deserialize_any(Vector)
 }
 
-#[derive(Deserialize)]
-struct ErrorReply {
-    error: ErrorBody,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    message: Option<String>,
-}
-
 /// The future of one (possibly split) embeddings request.
 type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbeddingError>> + Send + 'a>>;
 
@@ -191,6 +181,8 @@ type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, Embeddi
 #[derive(Clone)]
 pub struct EmbeddingsClient {
     http: reqwest::Client,
+    /// Hears one line per retried request, for the user's stderr.
+    on_retry: Option<Arc<dyn Fn(String) + Send + Sync>>,
 }
 
 /// The outcome of one attempt.
@@ -210,7 +202,13 @@ impl EmbeddingsClient {
     /// HTTP clients (keyed by the caller's network settings).
     pub async fn new(clients: &HttpClients, settings: &EmbeddingSettings) -> Result<Self, EmbeddingError> {
         let http = clients.client(&settings.network, ClientKind::Embeddings).await?;
-        Ok(Self { http })
+        Ok(Self { http, on_retry: None })
+    }
+
+    /// The client, saying each retry through `on_retry`.
+    pub fn with_retry_notice(mut self, on_retry: impl Fn(String) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(Arc::new(on_retry));
+        self
     }
 
     /// Embeds `inputs` in one request (split on rejection), returning one
@@ -242,6 +240,14 @@ impl EmbeddingsClient {
                     Attempt::Transient(error) if retries < 2 => {
                         retries += 1;
                         tracing::debug!(%error, retries, "embedding request failed; retrying");
+                        if let Some(on_retry) = &self.on_retry {
+                            let reason = error.to_string();
+                            let reason = reason.lines().next().unwrap_or_default();
+                            on_retry(format!(
+                                "warning: the embeddings request failed ({reason}); retrying, attempt {} of 3\n",
+                                retries + 1
+                            ));
+                        }
                         let backoff = Duration::from_millis(250 << retries);
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
@@ -297,10 +303,7 @@ impl EmbeddingsClient {
             }
         };
         if !status.is_success() {
-            let detail = serde_json::from_slice::<ErrorReply>(&bytes)
-                .ok()
-                .and_then(|reply| reply.error.message)
-                .unwrap_or_else(|| String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).trim().to_string());
+            let detail = crate::provider::readable_error_body(&String::from_utf8_lossy(&bytes));
             if encoding == Encoding::Base64 && matches!(status.as_u16(), 400 | 422) && blames_the_encoding(&detail) {
                 tracing::debug!(%url, "the embeddings endpoint rejects base64 vectors; asking for numbers");
                 REFUSE_BASE64.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(endpoint);
@@ -764,7 +767,7 @@ mod tests {
             network: Default::default(),
         };
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = EmbeddingsClient { http: reqwest::Client::new() };
+        let client = EmbeddingsClient { http: reqwest::Client::new(), on_retry: None };
         let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<(usize, String)>>(2);
         // Files of 3, 1, 7, 0 and 2 inputs, then one of two long inputs.
         let files: Vec<Vec<usize>> =

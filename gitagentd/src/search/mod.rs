@@ -697,7 +697,10 @@ impl SearchService {
         let started = Instant::now();
         let selection = request.selection.clone();
         let settings = request.settings.clone();
-        let client = self.client(&settings).await?;
+        let client = {
+            let feedback = Arc::clone(&feedback);
+            self.client(&settings).await?.with_retry_notice(move |line| feedback.warn(&line))
+        };
         let what = match &request.remote {
             Some(source) => source.remote.sanitized.clone(),
             None => selection.root.display().to_string(),

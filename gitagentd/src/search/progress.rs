@@ -379,6 +379,17 @@ impl Feedback {
         }
     }
 
+    /// One warning line on stderr, below any progress line (cleared first;
+    /// the next update redraws it).
+    pub fn warn(&self, line: &str) {
+        let mut state = self.state();
+        if state.progress_shown {
+            self.output.progress("");
+            state.progress_shown = false;
+        }
+        self.output.stderr(line.to_string());
+    }
+
     /// Writes one console diagnostic event when `--debug` is on.
     pub fn event(&self, kind: &str, fields: &[(&str, Field)]) {
         if !self.debug {

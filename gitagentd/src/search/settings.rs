@@ -55,7 +55,31 @@ pub fn model_and_dimensions(flags: &SettingFlags, env: &Environment) -> Result<(
         Some(_) => return Err(SettingsError::Flag("--embedding-dimensions must be a positive integer".into())),
         None => positive_env(env, vars::OPENAI_EMBEDDING_DIMENSIONS)?.unwrap_or(DEFAULT_DIMENSIONS),
     };
+    let most = max_dimensions(&model);
+    if dimensions > most {
+        let source =
+            if flags.dimensions.is_some() { "--embedding-dimensions" } else { vars::OPENAI_EMBEDDING_DIMENSIONS };
+        let message = format!(
+            "{source} {dimensions} is more than {model} allows ({most} at most)\nhint: pass a smaller value, such as the default {DEFAULT_DIMENSIONS}"
+        );
+        return Err(if flags.dimensions.is_some() {
+            SettingsError::Flag(message)
+        } else {
+            SettingsError::Environment(message)
+        });
+    }
     Ok((model, dimensions))
+}
+
+/// The most dimensions `model` can return: OpenAI's own embedding models
+/// publish theirs; any other model gets a bound above every embedding
+/// model in use, which still refuses typing slips such as 99999999.
+fn max_dimensions(model: &str) -> usize {
+    match model {
+        "text-embedding-3-small" | "text-embedding-ada-002" => 1536,
+        "text-embedding-3-large" => 3072,
+        _ => 8192,
+    }
 }
 
 /// Everything a search needs to call the embeddings endpoint.
@@ -208,6 +232,26 @@ mod tests {
             let error = ranking(&env(&[(name, value)])).unwrap_err().to_string();
             assert!(error.contains(name) && error.contains(value), "{error}");
         }
+    }
+
+    #[test]
+    fn dimensions_are_bounded_by_what_the_model_allows() {
+        let flags = |dimensions: i64, model: &str| SettingFlags {
+            dimensions: Some(dimensions),
+            model: Some(model.into()),
+            ..SettingFlags::default()
+        };
+        assert_eq!(model_and_dimensions(&flags(3072, "text-embedding-3-large"), &env(&[])).unwrap().1, 3072);
+        assert_eq!(model_and_dimensions(&flags(4096, "qwen3-embedding"), &env(&[])).unwrap().1, 4096);
+        for (dimensions, model) in [(1537, "text-embedding-3-small"), (3073, "text-embedding-3-large"), (99999999, "x")]
+        {
+            let error = model_and_dimensions(&flags(dimensions, model), &env(&[])).unwrap_err().to_string();
+            assert!(error.contains(&dimensions.to_string()) && error.contains(model), "{error}");
+        }
+        let error = model_and_dimensions(&SettingFlags::default(), &env(&[("OPENAI_EMBEDDING_DIMENSIONS", "2000")]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("OPENAI_EMBEDDING_DIMENSIONS 2000 is more than"), "{error}");
     }
 
     #[test]

@@ -517,3 +517,71 @@ fn terminal_controls_from_the_model_are_removed_from_messages_and_commits() {
     assert!(run.stderr.contains("warning: removed"), "{}", run.stderr);
     assert_eq!(repo.git(&["log", "-1", "--format=%B"]).trim_end(), clean);
 }
+
+/// A provider's error text is redacted in the foreground as in the task
+/// record, and an HTML error page is shown as its status and title.
+#[test]
+fn provider_errors_are_redacted_and_html_pages_shown_by_title() {
+    use git_agent_tests::fake_openai::{FakeOpenAi, Reply};
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.staged_repo();
+
+    let body = r#"{"error":{"message":"Incorrect API key provided: sk-test-1234567890abcdef. Find your key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error"}}"#;
+    openai.push(Reply::Status(401, body.into()));
+    let run = env.run_in(repo.path(), &["commit-msg"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("HTTP 401") && run.stderr.contains("Incorrect API key provided: [redacted]"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("sk-test-1234567890abcdef"), "{}", run.stderr);
+
+    let page = format!(
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+        "<center>nginx</center>".repeat(100)
+    );
+    for _ in 0..3 {
+        openai.push(Reply::Status(502, page.clone()));
+    }
+    let run = env.run_in(repo.path(), &["commit-msg"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("HTTP 502") && run.stderr.contains("an HTML page titled \"502 Bad Gateway\""),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("<center>"), "{}", run.stderr);
+}
+
+/// Embedding dimensions no model allows are refused at once, and a
+/// retried embeddings request is said on stderr.
+#[test]
+fn embedding_dimensions_are_bounded_and_retries_are_said() {
+    let (env, fake) = setup();
+    let repo = small_repo(&env);
+    let run = env.run_in(repo.path(), &["search", "--embedding-dimensions", "99999999", "retry"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--embedding-dimensions 99999999 is more than text-embedding-3-small allows (1536 at most)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fake.requests(), 0, "nothing was sent");
+
+    let body = r#"{"error":{"message":"the server is overloaded","type":"server_error"}}"#;
+    fake.set_mode(git_agent_tests::fake_embeddings::Mode::FailFirst { times: 1, status: 503, body: body.into() });
+    let run = env.run_in(repo.path(), &["search", "--format", "brief", "retry"]);
+    let stdout = run.success();
+    assert!(stdout.contains("retry.go"), "{stdout}");
+    assert!(
+        run.stderr.contains("warning: the embeddings request failed (")
+            && run.stderr.contains("the server is overloaded")
+            && run.stderr.contains("retrying, attempt 2 of 3"),
+        "{}",
+        run.stderr
+    );
+}
