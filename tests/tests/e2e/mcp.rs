@@ -395,3 +395,23 @@ fn a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_session_goes_o
     }
     assert!(session.responses.iter().all(|message| message["id"] != json!(41)), "{:?}", session.responses);
 }
+
+/// The MCP `cwd` gets the CLI's guard: a relative `cwd` that climbs to
+/// the root of the file system is refused before anything is read or
+/// sent, like `/` itself.
+#[test]
+fn a_cwd_that_climbs_to_the_root_is_refused() {
+    let mut env = TestEnv::new();
+    let fake = FakeEmbeddings::start();
+    fake.configure(&mut env);
+    env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "32");
+    let dir = env.root().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let climb = vec![".."; dir.components().count()].join("/");
+    let mut session = McpSession::start(&env, &dir);
+    for cwd in [climb.as_str(), "/"] {
+        let refused = error_text(&session.call("search", json!({"query": "dpkg status", "cwd": cwd})));
+        assert!(refused.contains("it is the root of the file system"), "{cwd}: {refused}");
+    }
+    assert_eq!(fake.requests(), 0, "nothing was sent to the embeddings server");
+}
