@@ -23,7 +23,6 @@ mod logging;
 pub mod memory;
 pub mod message;
 pub mod prompt;
-pub mod provider;
 pub mod release;
 mod rpc;
 pub mod search;

@@ -49,7 +49,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     let Acquired { listener, path, lock, bound, .. } = acquired;
     let lock = Arc::new(Mutex::new(lock));
     let shutdown = CancellationToken::new();
-    let http_clients = Arc::new(crate::provider::HttpClients::default());
+    let http_clients = Arc::new(gitagent_provider::HttpClients::default());
     let daemon = Arc::new(Daemon {
         build: options.build,
         started: Instant::now(),
@@ -71,7 +71,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     // certificates) before the first generation command needs it.
     let warm = Arc::clone(&daemon.services);
     tokio::spawn(crate::blocking::run_to_end("the provider HTTP client", move || {
-        let _ = warm.http_clients.get(&Default::default(), crate::provider::ClientKind::Responses);
+        let _ = warm.http_clients.get(&Default::default(), gitagent_provider::ClientKind::Responses);
     }));
 
     // The accept loop checks each peer's uid, serves HTTP/1.1 task views

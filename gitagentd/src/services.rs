@@ -18,7 +18,7 @@ pub struct Services {
     /// HTTP clients for provider requests, built once (loading the
     /// system's root certificates is the slow part) and shared, with their
     /// connection pools, by every command and the inspection engine.
-    pub http_clients: Arc<crate::provider::HttpClients>,
+    pub http_clients: Arc<gitagent_provider::HttpClients>,
     /// The search index single flight, mapped index cache and query history.
     pub search: crate::search::SearchService,
     /// The open explore batches, where concurrent questions meet.

@@ -3,10 +3,10 @@
 //! validation and the deadline.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
-use gitagentd::agent::{self, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
-use gitagentd::provider::{
+use gitagent_provider::{
     Credentials, HostedSearch, Provider, ProviderConfig, ProviderError, RunOptions, Secret, StreamLimits,
 };
+use gitagentd::agent::{self, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
 use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -322,8 +322,8 @@ async fn forced_finalization_offers_neither_hosted_nor_local_tools() {
     assert!(!last["include"].to_string().contains("web_search"), "{last}");
 }
 
-fn control() -> gitagentd::provider::ToolSpec {
-    gitagentd::provider::ToolSpec {
+fn control() -> gitagent_provider::ToolSpec {
+    gitagent_provider::ToolSpec {
         name: "branch".into(),
         description: "terminal control".into(),
         parameters: schema::strict::<schema::NoArguments>(),
@@ -357,7 +357,7 @@ async fn ordinary_calls_beside_a_control_call_run_concurrently_and_join_before_i
     assert_eq!((call.call_id.as_str(), call.arguments.as_str()), ("c2", "{}"));
     assert_eq!(*checked.lock().unwrap(), vec![2], "the snapshot check follows the joined calls");
     assert_eq!((call.outcome.tool_calls, call.outcome.steps), (3, 1), "the control call is one budget unit");
-    let encoded = gitagentd::provider::items_to_json(&call.conversation);
+    let encoded = gitagent_provider::items_to_json(&call.conversation);
     let outputs: Vec<&str> = encoded
         .iter()
         .filter(|item| item["type"] == "function_call_output")

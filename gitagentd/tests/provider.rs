@@ -3,7 +3,7 @@
 //! cancellation, and error unwrapping.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, ResetReply, ResettingServer, events};
-use gitagentd::provider::{
+use gitagent_provider::{
     Credentials, HostedSearch, Item, ModelRequest, Provider, ProviderConfig, ProviderError, RetryReason, RunOptions,
     Secret, StreamCap, StreamLimits, StreamNotice, TextFormat, ToolSpec,
 };
@@ -376,7 +376,7 @@ fn offline(base_url: &str, model: &str, credentials: Credentials, key: Option<&s
     config.model = model.into();
     config.credentials = credentials;
     let options = RunOptions { prompt_cache_key: key.map(str::to_string), ..Default::default() };
-    gitagentd::provider::network::install_tls_provider();
+    gitagent_provider::network::install_tls_provider();
     Provider::with_client(reqwest::Client::new(), config, options)
 }
 
@@ -435,7 +435,7 @@ fn gpt56_on_the_openai_api_gets_explicit_breakpoints_and_explicit_only_mode() {
 /// backend: `chatgpt.com` resolves to the fake's loopback address.
 fn chatgpt_provider(fake: &FakeOpenAi, options: RunOptions) -> Provider {
     let address = fake.address();
-    gitagentd::provider::network::install_tls_provider();
+    gitagent_provider::network::install_tls_provider();
     let client = reqwest::Client::builder().resolve("chatgpt.com", address).build().unwrap();
     let mut config = config(format!("http://chatgpt.com:{}/v1", address.port()));
     config.credentials = chatgpt_credentials();

@@ -3,8 +3,8 @@
 //! repeating an earlier one (same tool, same arguments up to JSON
 //! formatting) stops the loop for lack of progress.
 
-use crate::provider::{FunctionCall, Item};
 use crate::tools::ToolRegistry;
+use gitagent_provider::{FunctionCall, Item};
 use std::collections::HashSet;
 
 /// Calls and ids the conversation already made.

@@ -24,12 +24,12 @@ mod request;
 
 pub use request::{AgentTask, Layers};
 
-use crate::provider::{
+use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
+use crate::trace::Event;
+use gitagent_provider::{
     FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, ToolSpec,
     Usage,
 };
-use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
-use crate::trace::Event;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -374,7 +374,7 @@ impl Conversation<'_> {
 
     /// The request for the current conversation with `tools`, and hosted
     /// search when `normal` (not a finalization or repair request).
-    fn model_request(&self, tools: Vec<crate::provider::ToolSpec>, normal: bool) -> ModelRequest {
+    fn model_request(&self, tools: Vec<gitagent_provider::ToolSpec>, normal: bool) -> ModelRequest {
         let parallel = self.task.parallel_tool_calls && !tools.is_empty();
         ModelRequest {
             instructions: self.instructions.clone(),
@@ -388,7 +388,7 @@ impl Conversation<'_> {
 
     /// The local token estimate of the next normal request: a quarter of
     /// its encoded size.
-    fn estimate(&self, tools: Vec<crate::provider::ToolSpec>) -> u64 {
+    fn estimate(&self, tools: Vec<gitagent_provider::ToolSpec>) -> u64 {
         let body = self.ctx.provider.request_body(&self.model_request(tools, true));
         (body.to_string().len() as u64).div_ceil(4)
     }
@@ -397,7 +397,7 @@ impl Conversation<'_> {
     /// the rest of the run goes without it, the model is told to disclose
     /// that in its summary, and the step is repeated once; without hosted
     /// search the repeat cannot be rejected for it again.
-    async fn normal_step(&mut self, tools: Vec<crate::provider::ToolSpec>) -> Result<ModelResponse, AgentError> {
+    async fn normal_step(&mut self, tools: Vec<gitagent_provider::ToolSpec>) -> Result<ModelResponse, AgentError> {
         match self.request(tools.clone(), true).await {
             Err(AgentError::Provider(ProviderError::HostedSearchRejected { reason, .. }))
                 if self.web_search.is_some() =>
@@ -420,7 +420,7 @@ impl Conversation<'_> {
     /// One model request; every request is a step with its usage line.
     async fn request(
         &mut self,
-        tools: Vec<crate::provider::ToolSpec>,
+        tools: Vec<gitagent_provider::ToolSpec>,
         normal: bool,
     ) -> Result<ModelResponse, AgentError> {
         let request = self.model_request(tools, normal);

@@ -10,8 +10,8 @@
 //! 7. the strict function tools.
 
 use super::Limits;
-use crate::provider::{HostedSearch, Item, TextFormat};
 use crate::tools::ToolRegistry;
+use gitagent_provider::{HostedSearch, Item, TextFormat};
 use serde_json::json;
 
 /// Layers 1-6 as text; an empty optional layer is left out.

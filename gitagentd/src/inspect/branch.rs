@@ -10,10 +10,10 @@
 //! or cite, and the merged report goes through the ordinary validators.
 
 use super::report::{self, Finding, Opportunity, ReviewReport, SimplifyReport};
-use crate::provider::ToolSpec;
 use crate::tools::{Tool, ToolFuture, ToolOutput, schema};
 use git_agent_shared::cli::Depth;
 use git_agent_shared::task_record::TaskCommand;
+use gitagent_provider::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

@@ -71,7 +71,7 @@ pub struct FollowUpRoot {
     pub model: String,
     pub reasoning_effort: String,
     /// The leaf's complete replayable provider input, its answer included.
-    pub history: Vec<crate::provider::Item>,
+    pub history: Vec<gitagent_provider::Item>,
     /// The leaf's `x-codex-turn-state`, for a context-preserving turn.
     pub turn_state: Option<String>,
 }
@@ -90,7 +90,7 @@ pub struct EngineOutcome {
     pub repair_calls: u64,
     /// Provider-reported usage summed over every request of the task
     /// (every conversation, schema repair and forced finalization).
-    pub usage: crate::provider::Usage,
+    pub usage: gitagent_provider::Usage,
     /// Child conversations created by branch fan-out.
     pub branches_created: u64,
     /// Every terminal conversation a follow-up continues, in leaf order;
@@ -111,7 +111,7 @@ pub struct LeafTurn {
     /// Its last `x-codex-turn-state`, if any.
     pub turn_state: Option<String>,
     /// Its provider-visible conversation, answer included (record JSON,
-    /// [`crate::provider::items_to_json`]).
+    /// [`gitagent_provider::items_to_json`]).
     pub conversation: Vec<serde_json::Value>,
 }
 

@@ -15,11 +15,11 @@
 
 use super::engine::{FollowUp, FollowUpRoot, LeafTurn, lineage_cache_key};
 use super::prepare::Mode;
-use crate::provider;
 use git_agent_shared::cli::Depth;
 use git_agent_shared::task_record::{
     self, MAX_FOLLOW_UP_DEPTH, RecordError, TaskCommand, TaskId, TurnLeaf, TurnMetadata,
 };
+use gitagent_provider as provider;
 use serde_json::Value;
 use std::path::Path;
 

@@ -27,8 +27,8 @@ pub struct UsageMetric {
     pub total_tokens: u64,
 }
 
-impl From<&crate::provider::Usage> for UsageMetric {
-    fn from(usage: &crate::provider::Usage) -> Self {
+impl From<&gitagent_provider::Usage> for UsageMetric {
+    fn from(usage: &gitagent_provider::Usage) -> Self {
         Self {
             input_tokens: usage.input_tokens,
             cached_input_tokens: usage.cached_input_tokens,
@@ -119,7 +119,7 @@ impl MetricsCollector {
 
     /// The metrics so far, with `usage` summed over every conversation and
     /// the branch conversations fan-out created.
-    pub fn snapshot(&self, usage: &crate::provider::Usage, branches: Vec<BranchMetric>) -> InspectionMetrics {
+    pub fn snapshot(&self, usage: &gitagent_provider::Usage, branches: Vec<BranchMetric>) -> InspectionMetrics {
         let usage = UsageMetric::from(usage);
         let branches_created = branches.len() as u64;
         let Ok(state) = self.state.lock() else {
@@ -187,7 +187,7 @@ mod tests {
         collector.observe(&output("skills_read", "c3", false));
         collector.observe(&call("skills_read", "c4", r#"{"locator":"go","range":""}"#));
         collector.observe(&output("skills_read", "c4", true));
-        let usage = crate::provider::Usage {
+        let usage = gitagent_provider::Usage {
             input_tokens: 150,
             cached_input_tokens: 30,
             cache_write_input_tokens: 4,

@@ -16,8 +16,8 @@
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
 
-use crate::provider::{ClientKind, HttpClients, NetworkError};
 use git_agent_shared::{Secret, giturl};
+use gitagent_provider::{ClientKind, HttpClients, NetworkError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::future::Future;
@@ -39,7 +39,7 @@ pub struct EmbeddingSettings {
     pub concurrency: usize,
     pub timeout: Duration,
     /// The caller's proxies and CA locations, which select the client.
-    pub network: crate::provider::NetworkSettings,
+    pub network: gitagent_provider::NetworkSettings,
 }
 
 impl std::fmt::Debug for EmbeddingSettings {
@@ -303,7 +303,7 @@ impl EmbeddingsClient {
             }
         };
         if !status.is_success() {
-            let detail = crate::provider::readable_error_body(&String::from_utf8_lossy(&bytes));
+            let detail = gitagent_provider::readable_error_body(&String::from_utf8_lossy(&bytes));
             if encoding == Encoding::Base64 && matches!(status.as_u16(), 400 | 422) && blames_the_encoding(&detail) {
                 tracing::debug!(%url, "the embeddings endpoint rejects base64 vectors; asking for numbers");
                 REFUSE_BASE64.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(endpoint);

@@ -452,7 +452,7 @@ pub struct SearchOutcome {
 /// Daemon-wide search state. See the module documentation.
 pub struct SearchService {
     /// HTTP clients keyed by the callers' network settings.
-    clients: crate::provider::HttpClients,
+    clients: gitagent_provider::HttpClients,
     flights: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     /// The search holding each flight (by lock path), for its waiters.
     holders: Mutex<HashMap<PathBuf, Arc<progress::Holder>>>,
@@ -598,7 +598,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 impl SearchService {
     pub fn new(crash_at: Option<CrashPoint>) -> Self {
         Self {
-            clients: crate::provider::HttpClients::default(),
+            clients: gitagent_provider::HttpClients::default(),
             flights: Mutex::new(HashMap::new()),
             holders: Mutex::new(HashMap::new()),
             indexes: Mutex::new(FolderCache::new(CACHED_INDEXES, CACHED_INDEX_BYTES)),

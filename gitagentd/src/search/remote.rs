@@ -48,11 +48,11 @@
 use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
 use super::packstream::{Tee, TeeTransport};
 use super::revision;
-use crate::provider::{
-    self,
+use git_agent_shared::{Environment, giturl, private_fs, timefmt};
+use gitagent_provider::{
+    self as provider,
     network::{NetworkError, NetworkSettings},
 };
-use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

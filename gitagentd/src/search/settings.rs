@@ -129,7 +129,7 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
         concurrency: positive_env(env, vars::OPENAI_EMBEDDING_CONCURRENCY)?
             .unwrap_or_else(|| cores.clamp(1, MAX_CONCURRENCY)),
         timeout,
-        network: crate::provider::NetworkSettings::from_env(env),
+        network: gitagent_provider::NetworkSettings::from_env(env),
     })
 }
 

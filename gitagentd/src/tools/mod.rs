@@ -21,7 +21,7 @@ pub mod skills;
 
 pub use paths::{PathError, RepoFiles, clean_relative};
 
-use crate::provider::ToolSpec;
+use gitagent_provider::ToolSpec;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

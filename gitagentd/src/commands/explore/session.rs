@@ -304,7 +304,7 @@ impl Session {
         if self.depth > MAX_FOLLOW_UP_DEPTH || (self.depth == 0) != self.parent_id.is_empty() {
             return Some("its follow-up depth and parent disagree");
         }
-        if self.history.is_empty() || crate::provider::items_from_json(&self.history).is_none() {
+        if self.history.is_empty() || gitagent_provider::items_from_json(&self.history).is_none() {
             return Some("it has no replayable conversation");
         }
         if self.items.is_empty() {
@@ -338,7 +338,7 @@ mod tests {
             instruction_target: None,
             active_target: Some(ExploreTarget::Owner),
             items: vec![Finding { description: "d".into(), references: vec!["a.rs".into()] }],
-            history: crate::provider::items_to_json(&[crate::provider::Item::user("q")]),
+            history: gitagent_provider::items_to_json(&[gitagent_provider::Item::user("q")]),
         }
     }
 

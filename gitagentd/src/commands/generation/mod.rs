@@ -13,11 +13,11 @@ pub use pprof::DiagnosticsServer;
 use super::{CommandError, Invocation, Output};
 use crate::agent::{self, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
 use crate::guidance::{self, Family, Guidance, WorktreeReader};
-use crate::provider::{self, Provider, ProviderFlags, RunOptions};
 use crate::services::Services;
 use crate::skills::SkillsManager;
 use crate::trace::{Console, Event};
 use git_agent_shared::cli::MessageArgs;
+use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -42,7 +42,7 @@ impl Generation {
         let args = &message.shared;
         let family =
             Family::parse(args.guidance_family.as_deref()).map_err(|error| CommandError::Usage(error.to_string()))?;
-        let timeout = args.timeout.unwrap_or(crate::provider::config::DEFAULT_TIMEOUT);
+        let timeout = args.timeout.unwrap_or(gitagent_provider::config::DEFAULT_TIMEOUT);
         let mut limits = Limits::default();
         if let Some(steps) = message.max_steps {
             limits.max_steps = steps;

@@ -28,7 +28,6 @@ use crate::agent::{AgentError, AgentTask, Layers, Limits, OutputRules};
 use crate::commands::generation::{self, EnvironmentContext};
 use crate::git::Repository;
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
-use crate::provider::{self, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
 use crate::trace::{Event, Value};
@@ -37,6 +36,7 @@ use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
     FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
 };
+use gitagent_provider::{self as provider, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

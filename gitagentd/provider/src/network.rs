@@ -113,9 +113,9 @@ impl HttpClients {
             return Ok(client);
         }
         let settings = network.clone();
-        let client = crate::blocking::run_to_end("the HTTP client builder", move || build_client(&settings, kind))
+        let client = tokio::task::spawn_blocking(move || build_client(&settings, kind))
             .await
-            .map_err(|error| NetworkError::Build(error.to_string()))??;
+            .map_err(|error| NetworkError::Build(format!("the HTTP client builder stopped unexpectedly: {error}")))??;
         self.insert(network, kind, client.clone())?;
         Ok(client)
     }

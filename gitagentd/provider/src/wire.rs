@@ -469,12 +469,12 @@ mod tests {
             Item::FunctionCallOutput { call_id: "c".into(), output: "{}".into() },
             Item::assistant("done"),
         ];
-        let stored = crate::provider::items_to_json(&items);
-        let back = crate::provider::items_from_json(&stored).expect("readable");
-        assert_eq!(crate::provider::items_to_json(&back), stored);
+        let stored = crate::items_to_json(&items);
+        let back = crate::items_from_json(&stored).expect("readable");
+        assert_eq!(crate::items_to_json(&back), stored);
         assert!(matches!(back[1], Item::Message { cache_breakpoint: true, .. }));
         assert_eq!(back[4].function_call().map(|call| call.call_id), Some("c".to_string()));
-        assert!(crate::provider::items_from_json(&[json!({"role":"user"})]).is_none());
+        assert!(crate::items_from_json(&[json!({"role":"user"})]).is_none());
     }
 
     #[test]
