@@ -6,7 +6,7 @@
 //! the work checks between steps is raised, so abandoned work stops early
 //! instead of running to its end.
 
-pub use crate::git::range::Interrupt;
+pub use gitagent_git::range::Interrupt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

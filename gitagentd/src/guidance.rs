@@ -85,18 +85,18 @@ impl GuidanceReader for WorktreeReader {
 /// Reads guidance files from the index, for staged inspections: unstaged
 /// edits to a guidance file must not shape the review of the index.
 pub struct IndexReader<'a> {
-    repo: &'a crate::git::Repository,
+    repo: &'a gitagent_git::Repository,
 }
 
 impl<'a> IndexReader<'a> {
-    pub fn new(repo: &'a crate::git::Repository) -> Self {
+    pub fn new(repo: &'a gitagent_git::Repository) -> Self {
         Self { repo }
     }
 }
 
 impl GuidanceReader for IndexReader<'_> {
     fn read(&self, relative: &str) -> Option<String> {
-        let bytes = self.repo.tracked_content(crate::git::FileSource::Index, relative).ok()??;
+        let bytes = self.repo.tracked_content(gitagent_git::FileSource::Index, relative).ok()??;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 }

@@ -10,7 +10,6 @@ pub mod blocking;
 pub mod bounded;
 pub mod commands;
 mod control;
-pub mod git;
 #[cfg(test)]
 mod golden;
 pub mod grpc_authority;

@@ -2,7 +2,7 @@
 //! repositories.
 
 use git_agent_tests::{GitRepo, TestEnv};
-use gitagentd::git::{AmendContext, AmendLimits, DiffScope, FileSource, Repository, StagedContext, StagedLimits};
+use gitagent_git::{AmendContext, AmendLimits, DiffScope, FileSource, Repository, StagedContext, StagedLimits};
 
 fn fixture(env: &TestEnv) -> GitRepo {
     let repo = env.repo("staged");

@@ -3,7 +3,7 @@
 //! folders, escaping symlinks), and worktree versus index versus HEAD.
 
 use git_agent_tests::{GitRepo, TestEnv};
-use gitagentd::git::{FileSource, Repository};
+use gitagent_git::{FileSource, Repository};
 use gitagentd::tools::{self, RepoFiles, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use std::sync::Arc;

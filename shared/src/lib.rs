@@ -9,6 +9,7 @@ pub mod config_file;
 pub mod environment;
 pub mod executable;
 pub mod giturl;
+pub mod golden;
 pub mod identity;
 pub mod paths;
 pub mod private_fs;

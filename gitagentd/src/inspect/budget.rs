@@ -11,10 +11,10 @@
 //! lower = base + ceil(0.5 * W * Mlow)      upper = base + ceil(W * Mhigh) + verification
 //! ```
 
-use super::contextpack::ContextPack;
 use super::prepare::{Mode, PreparedScope};
 use git_agent_shared::cli::{Depth, ReasoningEffort};
 use git_agent_shared::task_record::TaskCommand;
+use gitagent_git::contextpack::ContextPack;
 use serde::Serialize;
 use std::collections::BTreeSet;
 

@@ -605,8 +605,8 @@ fn changed_lines(prepared: &PreparedScope, git_env: &GitEnv, path: &str) -> Vec<
     let Some(new) = read_source(prepared, git_env, target, path) else { return Vec::new() };
     let old = read_source(prepared, git_env, Source::Head, path).unwrap_or_default();
     let mut ranges = Vec::new();
-    let content = crate::git::patch::Content::Bytes { old: &old, new: &new };
-    crate::git::patch::write_content_hunks(content, 0, &mut |line| {
+    let content = gitagent_git::patch::Content::Bytes { old: &old, new: &new };
+    gitagent_git::patch::write_content_hunks(content, 0, &mut |line| {
         ranges.extend(hunk_target(line));
         true
     });

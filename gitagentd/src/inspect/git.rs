@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// A file larger than this is hashed but never loaded for a diff (the
 /// renderer counts it like binary content).
-pub const MAX_DIFF_FILE_BYTES: u64 = crate::git::patch::MAX_TEXT_BYTES as u64;
+pub const MAX_DIFF_FILE_BYTES: u64 = gitagent_git::patch::MAX_TEXT_BYTES as u64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -192,7 +192,8 @@ pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId>
 /// a commit.
 pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
     let failed = |message: String| GitError::Revision { path: workdir(repo), spec: spec.to_string(), message };
-    let id = repo.rev_parse_single(spec).map_err(|error| failed(crate::git::explain_unresolved(repo, spec, &error)))?;
+    let id =
+        repo.rev_parse_single(spec).map_err(|error| failed(gitagent_git::explain_unresolved(repo, spec, &error)))?;
     let object = id.object().map_err(|error| failed(error.to_string()))?;
     let commit = object.peel_to_commit().map_err(|error| failed(error.to_string()))?;
     Ok(commit.id)

@@ -7,7 +7,6 @@
 pub mod branch;
 pub mod budget;
 pub mod checks;
-pub mod contextpack;
 pub mod engine;
 pub mod follow_up;
 pub mod git;

@@ -1,5 +1,5 @@
 //! Unified patches and line statistics of a [`Workspace`]'s changes, in
-//! Git's format as the one renderer in [`crate::git::patch`] writes it
+//! Git's format as the one renderer in [`gitagent_git::patch`] writes it
 //! (gitlinks as `Subproject commit` lines, `-dirty` for a dirty
 //! checkout), with bounded commit summaries of moved gitlinks when the
 //! submodule's history is available. Nested repositories get a labelled
@@ -7,8 +7,8 @@
 
 use super::git::{self, Blob, GitEnv, GitError};
 use super::scope::{Change, Component, Workspace};
-use crate::git::patch::{self as renderer, Content};
 use git_agent_shared::task_record::limit_text;
+use gitagent_git::patch::{self as renderer, Content};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

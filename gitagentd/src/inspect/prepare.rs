@@ -6,12 +6,12 @@
 //! renders the prepared context and the escaped operator hint as prompt
 //! data for the agent loop.
 
-use super::contextpack::{self, ContextPack, FileFact};
 use super::git::{self, GitEnv, GitError};
 use super::patch::{self, FileStat};
 use super::scope::{self, Change, Target, Workspace};
-use crate::git::patch as renderer;
 use git_agent_shared::task_record::RepositoryFingerprint;
+use gitagent_git::contextpack::{self, ContextPack, FileFact};
+use gitagent_git::patch as renderer;
 use gix::hash::ObjectId;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -535,4 +535,27 @@ fn bound_pack(pack: &ContextPack) -> (ContextPack, bool) {
     bounded.groups.truncate(MAX_PROMPT_PACK_ENTRIES);
     bounded.outliers.truncate(MAX_PROMPT_PACK_ENTRIES);
     (bounded, truncated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gitagent_git::range::fixture::{every_kind_of_change, numstat_line};
+
+    /// review --staged renders the same patch and counts as git (and as
+    /// commit-msg and release-note, whose own tests compare the same
+    /// fixture with git).
+    #[test]
+    fn review_renders_the_staged_patch_as_git() {
+        let fixture = every_kind_of_change();
+        let git_patch = fixture.git(&["diff", "--cached", "--no-renames"]);
+        let git_numstat: Vec<String> =
+            fixture.git(&["diff", "--cached", "--no-renames", "--numstat"]).lines().map(str::to_string).collect();
+        let git_env = GitEnv { home: None, xdg_config_home: None };
+        let prepared = prepare(fixture.root(), Mode::Staged, &git_env).unwrap();
+        assert_eq!(prepared.diff, git_patch, "review");
+        let review_numstat: Vec<String> =
+            prepared.stats.iter().map(|s| numstat_line(&s.path, s.adds, s.deletes, s.is_binary)).collect();
+        assert_eq!(review_numstat, git_numstat, "review counts");
+    }
 }

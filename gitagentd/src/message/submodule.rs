@@ -7,7 +7,7 @@
 //! parent gets its own section under its full path (`webui/wiki` after
 //! `webui`).
 
-use crate::git::SubmoduleChange;
+use gitagent_git::SubmoduleChange;
 
 /// Subjects name the submodules up to this many; past it they say
 /// `submodules`.
@@ -131,7 +131,7 @@ fn short(sha: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::CommitInfo;
+    use gitagent_git::CommitInfo;
 
     fn sub(path: &str, commits: &[(&str, &str)]) -> SubmoduleChange {
         SubmoduleChange {

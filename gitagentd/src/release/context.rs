@@ -16,7 +16,7 @@ use super::classify::{self, PathKind, Policy, Signal};
 use super::document::{ChangelogEntry, SubmoduleGroup, short_sha};
 use super::range::{ReleaseRange, VersionBump};
 use super::validate::LinkOwners;
-use crate::git::range::{
+use gitagent_git::range::{
     CommitEvidence, EvidenceLimits, FileChange, History, HistoryError, Interrupt, ResolvedRevision, SubmoduleHistory,
     commit_url, compare_url, resolve_submodule_url, web_url,
 };

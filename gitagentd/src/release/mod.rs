@@ -13,7 +13,6 @@ mod finish;
 mod out_file;
 mod range;
 mod validate;
-mod version;
 
 pub use candidates::{Candidate, Confidence};
 pub use classify::{PathKind, Policy, Signal};
@@ -26,10 +25,10 @@ pub use document::{
     render,
 };
 pub use finish::finish;
+pub use gitagent_git::version::{Bump, Version, latest_version_tag};
 pub use out_file::{OutFile, OutFileError};
 pub use range::{RangeRequest, RangeUsageError, ReleaseRange, VersionBump, resolve as resolve_range};
 pub use validate::{LinkOwners, validate_document, validate_markdown};
-pub use version::{Bump, Version, latest_version_tag};
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,8 @@
 //! `patch|minor|major` from the latest semantic-version tag reachable from
 //! HEAD to HEAD, with the bumped version as the release's name.
 
-use super::version::{Bump, Version};
-use crate::git::range::{History, HistoryError, ResolvedRevision};
+use gitagent_git::range::{History, HistoryError, ResolvedRevision};
+use gitagent_git::version::{Bump, Version};
 use serde::Serialize;
 
 /// What the command line asked for.
@@ -99,8 +99,8 @@ pub fn resolve(history: &History, request: &RangeRequest) -> Result<ReleaseRange
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::range::RevisionKind;
-    use crate::git::range::fixture::Fixture;
+    use gitagent_git::range::RevisionKind;
+    use gitagent_git::range::fixture::Fixture;
 
     fn args(values: &[&str]) -> Vec<String> {
         values.iter().map(|value| value.to_string()).collect()

@@ -5,8 +5,8 @@
 //! a scripted model answer (see [`crate::golden`]).
 
 use super::*;
-use crate::git::range::fixture::Fixture;
-use crate::git::range::{EvidenceLimits, Interrupt};
+use gitagent_git::range::fixture::Fixture;
+use gitagent_git::range::{EvidenceLimits, Interrupt};
 
 fn golden(name: &str, actual: &str) {
     crate::golden::assert_golden(&format!("release/golden/{name}"), actual);

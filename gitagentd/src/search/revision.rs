@@ -71,8 +71,9 @@ pub fn resolve(repo: &gix::Repository, rev: &str) -> Result<ObjectId, RevisionEr
     if rev.trim().is_empty() {
         return Err(resolve_error("the revision is empty".into()));
     }
-    let id =
-        repo.rev_parse_single(rev).map_err(|error| resolve_error(crate::git::explain_unresolved(repo, rev, &error)))?;
+    let id = repo
+        .rev_parse_single(rev)
+        .map_err(|error| resolve_error(gitagent_git::explain_unresolved(repo, rev, &error)))?;
     let object = id.object().map_err(|error| resolve_error(error.to_string()))?;
     let commit = object.peel_to_commit().map_err(|error| resolve_error(error.to_string()))?;
     Ok(commit.id)

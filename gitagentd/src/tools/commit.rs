@@ -9,7 +9,7 @@
 use super::history::{DiffAgainstParent, HeadShow, Root, ShowFileAtRev, git_error};
 use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
-use crate::git::{DiffScope, Repository};
+use gitagent_git::{DiffScope, Repository};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -14,7 +14,7 @@
 use super::paths::RepoFiles;
 use super::schema;
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
-use crate::git::{DiffScope, GitError, Repository};
+use gitagent_git::{DiffScope, GitError, Repository};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

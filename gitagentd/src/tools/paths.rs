@@ -10,7 +10,7 @@
 //! model must not learn about. Anything else is an error, never a listing.
 
 use super::ToolError;
-use crate::git::{EntryKind, FileSource, Repository};
+use gitagent_git::{EntryKind, FileSource, Repository};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;

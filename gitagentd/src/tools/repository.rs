@@ -4,7 +4,7 @@
 use super::paths::RepoFiles;
 use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
-use crate::git::FileSource;
+use gitagent_git::FileSource;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! summary with the busiest paths; context-pack lists are capped. Every
 //! compaction says what it left out.
 
-use crate::git::{AmendContext, FileStat, StagedContext};
+use gitagent_git::{AmendContext, FileStat, StagedContext};
 use serde_json::{Map, Value, json};
 
 /// Inventories with more paths than this are summarized.

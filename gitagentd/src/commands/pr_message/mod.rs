@@ -10,12 +10,12 @@
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
 use crate::agent::{AgentTask, OutputRules};
-use crate::git::range::{History, PrContext, PrLimits};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::services::Services;
 use crate::tools::{self, ToolRegistry};
 use crate::trace::Event;
 use git_agent_shared::cli::PrMessageArgs;
+use gitagent_git::range::{History, PrContext, PrLimits};
 use std::path::Path;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +39,7 @@ pub async fn run(
     let cwd = invocation.cwd.clone();
     let (root, context) = crate::blocking::run("the repository reader", cancel, move |_| {
         let history = History::discover(&cwd)?;
-        Ok::<_, crate::git::range::HistoryError>((
+        Ok::<_, gitagent_git::range::HistoryError>((
             history.root().to_path_buf(),
             history.prepare_pr_context(PrLimits::default())?,
         ))
@@ -145,7 +145,7 @@ fn output_rules(context: &PrContext) -> OutputRules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::range::CommitSummary;
+    use gitagent_git::range::CommitSummary;
 
     fn commit(summary: &str) -> CommitSummary {
         CommitSummary { sha: "0".repeat(40), summary: summary.into(), author: "A".into(), date: String::new() }

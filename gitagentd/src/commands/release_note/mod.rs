@@ -13,13 +13,13 @@
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
 use crate::agent::{AgentTask, OutputRules};
-use crate::git::range::{EvidenceLimits, History};
-use crate::git::{FileSource, Repository};
 use crate::release::{self, Document, OutFile, RangeRequest, ReleaseContext};
 use crate::services::Services;
 use crate::tools::{self, RepoFiles, ToolRegistry};
 use crate::trace::Event;
 use git_agent_shared::cli::ReleaseNoteArgs;
+use gitagent_git::range::{EvidenceLimits, History};
+use gitagent_git::{FileSource, Repository};
 use gitagent_provider::TextFormat;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

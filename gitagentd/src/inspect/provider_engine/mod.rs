@@ -26,7 +26,6 @@ use super::prepare::{Mode, PreparedScope};
 use super::report;
 use crate::agent::{AgentError, AgentTask, Layers, Limits, OutputRules};
 use crate::commands::generation::{self, EnvironmentContext};
-use crate::git::Repository;
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
 use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
@@ -36,6 +35,7 @@ use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
     FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
 };
+use gitagent_git::Repository;
 use gitagent_provider::{self as provider, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -62,7 +62,7 @@ pub enum InspectionError {
     #[error(transparent)]
     Family(#[from] crate::guidance::UnknownFamily),
     #[error(transparent)]
-    Repository(#[from] crate::git::GitError),
+    Repository(#[from] gitagent_git::GitError),
     #[error("an inspection worker failed: {0}")]
     Worker(#[from] crate::blocking::BlockingError),
     #[error(transparent)]
@@ -436,7 +436,7 @@ fn registry(
         (Mode::Staged, _) => RepoFiles::staged(repo),
         // A commit range reads the reviewed commit as "head".
         (Mode::Base | Mode::Commit, Some(commit)) => RepoFiles::commit(repo.with_pinned_head(commit)),
-        _ => RepoFiles::new(repo, crate::git::FileSource::Worktree),
+        _ => RepoFiles::new(repo, gitagent_git::FileSource::Worktree),
     });
     let mut shared = crate::tools::repository::tools(&files);
     shared.extend(tools::doc_tools(docs));

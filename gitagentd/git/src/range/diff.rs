@@ -1,12 +1,12 @@
 //! Tree-to-tree changes with Git's default rename detection (50 %
 //! similarity), their line statistics, and bounded patches: either Git's
-//! own format, written by the one renderer in [`crate::git::patch`], or
+//! own format, written by the one renderer in [`crate::patch`], or
 //! compact excerpts (a `--- path` line and the changed lines only, from
 //! the same renderer's hunks without context).
 
 use super::chain_cache::CachedObjects;
 use super::{History, HistoryError};
-use crate::git::patch::{self as renderer, Content, Rewrite};
+use crate::patch::{self as renderer, Content, Rewrite};
 use gix::bstr::BStr;
 use gix::diff::tree_with_rewrites::{Action, ChangeRef};
 use gix::hash::ObjectId;
@@ -95,7 +95,7 @@ impl RawChange {
     }
 }
 
-pub(super) use crate::git::patch::LineStats;
+pub(super) use crate::patch::LineStats;
 
 /// How a file's patch is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -356,7 +356,7 @@ fn write_excerpt(out: &mut BoundedText, change: &RawChange, content: Content<'_>
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixture::Fixture;
+    use super::super::fixture::{Fixture, every_kind_of_change, numstat_line};
     use super::*;
 
     fn diff_of(fixture: &Fixture, old: &str, new: &str, style: PatchStyle) -> (Vec<FileChange>, String) {
@@ -442,73 +442,8 @@ mod tests {
     /// Base state of the one-renderer tests: every kind of change Git's
     /// patch format distinguishes, staged on top of it (nothing
     /// committed yet). Gitlinks are recorded without checkouts.
-    fn every_kind_of_change() -> Fixture {
-        use std::os::unix::fs::{PermissionsExt, symlink};
-        let fixture = Fixture::new();
-        let numbered: String = (1..=30).map(|n| format!("line {n}\n")).collect();
-        fixture.write("crlf.txt", "one\r\ntwo\r\nthree\r\n");
-        fixture.write("cr-only.txt", "a\nb\nc\n");
-        fixture.write("no-eol-old.txt", "x\ny");
-        fixture.write("no-eol-new.txt", "x\ny\n");
-        fixture.write("no-eol-both.txt", "p\nq");
-        fixture.write("numbered.txt", &numbered);
-        fixture.write("code.c", "int a(void)\n{\n\treturn 1;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n");
-        fixture.write("blob.bin", "\0ab");
-        // Myers counts +4/-2 here, Histogram +5/-3.
-        fixture.write("churn.txt", "b\nx\na\na\na\nc\n");
-        fixture.write("gone.txt", "bye\nfor now\n");
-        fixture.write("script.sh", "echo hi\n");
-        fixture.write("tool.sh", "echo one\n");
-        fixture.write("target-a", "a\n");
-        symlink("target-a", fixture.root().join("link")).unwrap();
-        std::fs::create_dir_all(fixture.root().join("vendor/moved")).unwrap();
-        std::fs::create_dir_all(fixture.root().join("vendor/removed")).unwrap();
-        std::fs::create_dir_all(fixture.root().join("vendor/added")).unwrap();
-        fixture.git(&["add", "-A"]);
-        let gitlink = |digit: &str, path: &str| format!("160000,{},{path}", digit.repeat(40));
-        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("1", "vendor/moved")]);
-        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("3", "vendor/removed")]);
-        fixture.git(&["commit", "-q", "-m", "base"]);
-
-        let numbered = numbered
-            .replace("line 2\n", "line two\n")
-            .replace("line 27\n", "")
-            .replace("line 15\n", "line 15\nmiddle\n");
-        fixture.write("crlf.txt", "one\r\nTWO\r\nthree\r\n");
-        fixture.write("cr-only.txt", "a\r\nb\nc\n");
-        fixture.write("no-eol-old.txt", "x\ny\n");
-        fixture.write("no-eol-new.txt", "x\nz");
-        fixture.write("no-eol-both.txt", "p\nr");
-        fixture.write("numbered.txt", &numbered);
-        fixture.write(
-            "code.c",
-            "int a(void)\n{\n\treturn 1;\n}\n\nint b(void)\n{\n\treturn 2;\n}\n\nint c(void)\n{\n\treturn 3;\n}\n",
-        );
-        fixture.write("blob.bin", "\0ac");
-        fixture.write("churn.txt", "a\nb\na\na\nx\nx\na\nb\n");
-        std::fs::remove_file(fixture.root().join("gone.txt")).unwrap();
-        fixture.write("added.txt", "hello\nworld");
-        fixture.write("empty.txt", "");
-        let executable = std::fs::Permissions::from_mode(0o755);
-        std::fs::set_permissions(fixture.root().join("script.sh"), executable.clone()).unwrap();
-        fixture.write("tool.sh", "echo two\n");
-        std::fs::set_permissions(fixture.root().join("tool.sh"), executable).unwrap();
-        std::fs::remove_file(fixture.root().join("link")).unwrap();
-        symlink("target-b", fixture.root().join("link")).unwrap();
-        fixture.git(&["add", "-A"]);
-        fixture.git(&["update-index", "--cacheinfo", &gitlink("2", "vendor/moved")]);
-        fixture.git(&["update-index", "--force-remove", "vendor/removed"]);
-        fixture.git(&["update-index", "--add", "--cacheinfo", &gitlink("4", "vendor/added")]);
-        fixture
-    }
-
-    /// `git diff --numstat` lines as `adds\tdeletes\tpath`, `-` for binary.
-    fn numstat_line(path: &str, adds: u64, deletes: u64, binary: bool) -> String {
-        if binary { format!("-\t-\t{path}") } else { format!("{adds}\t{deletes}\t{path}") }
-    }
-
     #[test]
-    fn commit_msg_review_and_release_note_render_the_same_patch_as_git() {
+    fn commit_msg_and_release_note_render_the_same_patch_as_git() {
         let fixture = every_kind_of_change();
         let git_patch = fixture.git(&["diff", "--cached", "--no-renames"]);
         let git_numstat: Vec<String> =
@@ -518,7 +453,7 @@ mod tests {
         }
 
         // commit-msg: the staged scope.
-        let repo = crate::git::Repository::discover(fixture.root()).unwrap();
+        let repo = crate::Repository::discover(fixture.root()).unwrap();
         let changes = repo.staged_changes().unwrap();
         let patches: Vec<_> = changes
             .iter()
@@ -529,15 +464,6 @@ mod tests {
         let commit_msg_numstat: Vec<String> =
             patches.iter().map(|p| numstat_line(&p.path, p.adds as u64, p.deletes as u64, p.binary)).collect();
         assert_eq!(commit_msg_numstat, git_numstat, "commit-msg counts");
-
-        // review --staged.
-        let git_env = crate::inspect::git::GitEnv { home: None, xdg_config_home: None };
-        let prepared =
-            crate::inspect::prepare::prepare(fixture.root(), crate::inspect::prepare::Mode::Staged, &git_env).unwrap();
-        assert_eq!(prepared.diff, git_patch, "review");
-        let review_numstat: Vec<String> =
-            prepared.stats.iter().map(|s| numstat_line(&s.path, s.adds, s.deletes, s.is_binary)).collect();
-        assert_eq!(review_numstat, git_numstat, "review counts");
 
         // release-note and pr-message: the same change, committed.
         fixture.git(&["commit", "-q", "-m", "change"]);

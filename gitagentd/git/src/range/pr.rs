@@ -194,7 +194,10 @@ mod tests {
         assert!(!context.diff_truncated);
         assert_eq!(context.merge_base, upstream.rev("HEAD~1"));
 
-        crate::golden::assert_golden("git/range/golden/pr_context.json", &context.render_for_prompt());
+        git_agent_shared::golden::assert_golden(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/range/golden/pr_context.json"),
+            &context.render_for_prompt(),
+        );
 
         let tight = PrLimits { diff_max_lines: 8, ..PrLimits::default() };
         let bounded = clone.history().prepare_pr_context(tight).unwrap();

@@ -3,7 +3,7 @@
 //! semantic-version tag reachable from HEAD; and `origin/HEAD`.
 
 use super::{History, HistoryError};
-use crate::release::{Version, latest_version_tag};
+use crate::version::{Version, latest_version_tag};
 use gix::hash::ObjectId;
 use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;

@@ -8,7 +8,7 @@ use super::history::{CommitDetails, CommitInfo};
 use super::staged::{DiffScope, FileStat, PathStatus, ScopeEvidence};
 use super::submodule::SubmoduleChange;
 use super::{GitError, Repository};
-use crate::inspect::contextpack::ContextPack;
+use crate::contextpack::ContextPack;
 use serde::Serialize;
 
 /// Caps of the prepared amend context.

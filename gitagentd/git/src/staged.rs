@@ -9,8 +9,8 @@ use super::history::CommitInfo;
 use super::patch::FilePatch;
 use super::submodule::SubmoduleChange;
 use super::{Entry, EntryKind, GitError, Repository};
-use crate::bounded::{self, BoundedText};
-use crate::inspect::contextpack::{self, ContextPack, FileFact};
+use crate::contextpack::{self, ContextPack, FileFact};
+use git_agent_shared::bounded::{self, BoundedText};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -526,7 +526,7 @@ fn mentions(diff: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::contextpack::FileFact;
+    use crate::contextpack::FileFact;
 
     fn fact(path: &str, adds: u64) -> FileFact {
         FileFact { path: path.into(), status: "M".into(), adds, deletes: 0, header: String::new() }

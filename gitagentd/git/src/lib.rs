@@ -17,11 +17,13 @@
 //! empty tree.
 
 pub mod amend;
+pub mod contextpack;
 pub mod history;
 pub mod patch;
 pub mod range;
 pub mod staged;
 pub mod submodule;
+pub mod version;
 
 pub use amend::{AmendContext, AmendLimits};
 pub use history::{CommitDetails, CommitInfo};

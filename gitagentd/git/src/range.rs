@@ -18,8 +18,10 @@ mod remote;
 mod submodule;
 mod walk;
 
-#[cfg(test)]
-pub(crate) mod fixture;
+/// Test repositories built with the real `git` (also for the daemon's
+/// tests, through the `fixture` feature).
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
 
 pub use diff::{ChangeStatus, FileChange};
 pub use evidence::{CommitEvidence, EvidenceLimits};
