@@ -2,8 +2,9 @@
 //! after the bug it pins and runs the real binaries.
 
 use git_agent_tests::fake_embeddings::FakeEmbeddings;
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
 use git_agent_tests::{GitRepo, TestEnv};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::Path;
 
 fn setup() -> (TestEnv, FakeEmbeddings) {
@@ -490,4 +491,58 @@ fn a_waiting_search_says_whose_build_it_waits_for() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("backoff.go"));
     assert!(holder.join().unwrap().unwrap().status.success());
+}
+
+/// An explore answer for every item its request asks about.
+fn explore_answer(description: &'static str, references: &'static [&'static str]) -> Reply {
+    Reply::Computed(Responder::new(move |body| {
+        let text = body["input"].to_string();
+        let marker = "\\\"item_id\\\": \\\"";
+        let answers: Vec<Value> = text
+            .match_indices(marker)
+            .map(|(at, _)| {
+                let rest = &text[at + marker.len()..];
+                let id = &rest[..rest.find('\\').unwrap_or(rest.len())];
+                json!({"item_id": id, "items": [{"description": description, "references": references}]})
+            })
+            .collect();
+        events::text_reply(&json!({ "answers": answers }).to_string(), events::usage(300, 0, 40))
+    }))
+}
+
+fn explore_setup() -> (TestEnv, FakeOpenAi, GitRepo) {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("app");
+    repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+    repo.commit_all("feat: add one");
+    (env, fake, repo)
+}
+
+/// A model naming a tool that does not exist is told so, with the tools
+/// it may call, and the command goes on instead of failing at once.
+#[test]
+fn a_call_to_an_unknown_tool_is_repaired_not_fatal() {
+    let (env, fake, repo) = explore_setup();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "open_file", r#"{"path":"src/lib.rs"}"#)], json!({}))));
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let stdout = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]).success();
+    let value: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let output = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == "c1")
+        .and_then(|item| serde_json::from_str::<Value>(item["output"].as_str()?).ok())
+        .expect("the second request answers the unknown call");
+    assert_eq!(output["ok"], false);
+    let error = output["error"].as_str().unwrap();
+    assert!(error.contains("no tool named \"open_file\""), "{error}");
+    for tool in ["read_file", "list_files", "grep"] {
+        assert!(error.contains(tool), "{tool} not listed: {error}");
+    }
 }
