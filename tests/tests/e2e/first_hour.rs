@@ -546,3 +546,32 @@ fn a_call_to_an_unknown_tool_is_repaired_not_fatal() {
         assert!(error.contains(tool), "{tool} not listed: {error}");
     }
 }
+
+/// The release-note validation error names each problem once, even when
+/// the model repeats a bad ref in a bullet.
+#[test]
+fn release_note_validation_lists_each_problem_once() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("app");
+    repo.write("src/main.rs", "fn main() {}\n");
+    repo.commit_all("chore: initial import");
+    repo.git(&["tag", "v1.0.0"]);
+    repo.write("src/main.rs", "fn main() {\n    std::process::exit(0);\n}\n");
+    repo.commit_all("fix: exit cleanly");
+    repo.git(&["tag", "v1.1.0"]);
+    let bad = json!({"sections": [{"heading": "Bug Fixes", "bullets": [{"label": null, "summary": "Exit cleanly",
+        "refs": [{"type": "commit", "value": "deadbeef"}, {"type": "commit", "value": "deadbeef"}], "children": []}]}]})
+    .to_string();
+    for _ in 0..2 {
+        fake.push(Reply::Events(events::text_reply(&bad, events::usage(300, 0, 40))));
+    }
+    let run = env.run_in(repo.path(), &["release-note", "v1.0.0", "v1.1.0"]);
+    let stderr = run.failure();
+    let error = stderr.lines().find(|line| line.starts_with("error:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(error.matches("refers to commit deadbeef").count(), 1, "{error}");
+    assert_eq!(error.matches("repeats the ref").count(), 1, "{error}");
+    let repair = fake.requests()[1].input_texts().last().cloned().unwrap_or_default();
+    assert_eq!(repair.matches("refers to commit deadbeef").count(), 1, "{repair}");
+}
