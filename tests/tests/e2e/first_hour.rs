@@ -575,3 +575,62 @@ fn release_note_validation_lists_each_problem_once() {
     let repair = fake.requests()[1].input_texts().last().cloned().unwrap_or_default();
     assert_eq!(repair.matches("refers to commit deadbeef").count(), 1, "{repair}");
 }
+
+/// Starts `git-agent <args>` in `dir` with stdout piped and stderr read by
+/// a thread into the returned buffer as it arrives.
+fn spawn_reading_stderr(
+    env: &TestEnv,
+    dir: &Path,
+    args: &[&str],
+) -> (std::process::Child, std::sync::Arc<std::sync::Mutex<String>>, std::thread::JoinHandle<()>) {
+    let mut child = env
+        .git_agent_in(dir, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start git-agent");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let pipe = child.stderr.take().unwrap();
+    let reader = {
+        let stderr = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = stderr.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        })
+    };
+    (child, stderr, reader)
+}
+
+/// Explore has no deadline: while the provider stalls it says it is
+/// waiting for the model (once, stderr being no terminal), and the answer
+/// still comes once the provider does.
+#[test]
+fn explore_says_it_is_waiting_for_a_stalled_model() {
+    let (env, fake, repo) = explore_setup();
+    fake.push(Reply::Held(events::tool_calls(
+        &[("c1", "list_files", r#"{"path":null,"max_entries":null}"#)],
+        events::usage(1, 0, 1),
+    )));
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let (child, stderr, reader) =
+        spawn_reading_stderr(&env, repo.path(), &["explore", "what", "does", "one", "return?"]);
+    let waiting = "explore: waiting for the model (";
+    let noticed = git_agent_tests::wait_until(std::time::Duration::from_secs(60), || {
+        stderr.lock().unwrap().lines().any(|line| line.starts_with(waiting))
+    });
+    fake.release();
+    let output = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    let stderr = stderr.lock().unwrap().clone();
+    assert!(noticed, "no waiting line while the model stalled:\n{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches(waiting).count(), 1, "said once off a terminal:\n{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let value: Value = serde_json::from_str(&stdout).expect("stdout stays one JSON object");
+    assert_eq!(stdout.matches('\n').count(), 1, "{stdout}");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+}
