@@ -634,3 +634,61 @@ fn explore_says_it_is_waiting_for_a_stalled_model() {
     assert_eq!(stdout.matches('\n').count(), 1, "{stdout}");
     assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
 }
+
+/// Makes `dir` unwritable for the rest of the test, root included: mode
+/// 0500, and for root (whom modes do not stop) the immutable attribute.
+/// Dropping it restores both so the temporary folder can be removed.
+struct ReadOnlyDir(std::path::PathBuf);
+
+impl ReadOnlyDir {
+    /// `None` when the folder stays writable here (root on a file system
+    /// without the immutable attribute).
+    fn new(dir: &Path) -> Option<Self> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let guard = Self(dir.to_path_buf());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let _ = std::process::Command::new("chattr").arg("+i").arg(dir).status();
+        }
+        let probe = dir.join(".write-probe");
+        if std::fs::create_dir(&probe).is_ok() {
+            let _ = std::fs::remove_dir(&probe);
+            return None;
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ =
+            std::process::Command::new("chattr").arg("-i").arg(&self.0).stderr(std::process::Stdio::null()).status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o700));
+    }
+}
+
+/// On a HOME where `~/.git-agent` cannot be created, explore skips its
+/// optional warm search (saying so in one line) and still answers.
+#[test]
+fn explore_answers_on_a_read_only_home() {
+    let (env, fake, repo) = explore_setup();
+    let Some(_read_only) = ReadOnlyDir::new(&env.home()) else {
+        eprintln!("HOME stays writable here (root without chattr); nothing to check");
+        return;
+    };
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let run = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]);
+    let stdout = run.success();
+    let value: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+    assert_eq!(stdout.matches('\n').count(), 1, "{stdout}");
+    let skipped: Vec<&str> =
+        run.stderr.lines().filter(|line| line.starts_with("warning: explore goes without semantic leads")).collect();
+    assert_eq!(skipped.len(), 1, "{}", run.stderr);
+    assert!(skipped[0].contains(".git-agent"), "the note names the folder: {}", run.stderr);
+    // The session could not be kept: said, not fatal.
+    assert!(run.stderr.contains("warning: cannot open the explore sessions"), "{}", run.stderr);
+    assert!(run.stderr.contains("cannot be followed up"), "{}", run.stderr);
+}

@@ -365,9 +365,16 @@ impl Conversation {
             });
         }
         let store = SessionStore::new(&self.project.metadata_dir);
-        crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions))
-            .await?
-            .map_err(CommandError::failed)?;
+        let persisted = crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions)).await?;
+        match persisted {
+            Ok(()) => {}
+            // A read-only HOME costs the follow-ups, not the answer.
+            Err(error) if error.is_unwritable() => self.output.stderr(format!(
+                "warning: {error}\nhint: the answer's ID cannot be followed up; make {} writable to keep sessions\n",
+                self.project.metadata_dir.parent().unwrap_or(&self.project.metadata_dir).display()
+            )),
+            Err(error) => return Err(CommandError::failed(error)),
+        }
         self.phases.done("persistence", processed);
         Ok(items.iter().filter_map(|item| answers.remove_entry(&item.item_id)).collect())
     }
