@@ -192,16 +192,63 @@ async fn an_initial_request_over_the_budget_is_never_sent() {
     assert_eq!(fake.requests().len(), 0);
 }
 
+/// The output the request carries for `call_id`, parsed.
+fn call_output(body: &Value, call_id: &str) -> Value {
+    let item = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no output for {call_id} in {body}"));
+    serde_json::from_str(item["output"].as_str().unwrap()).unwrap()
+}
+
 #[tokio::test]
-async fn calls_to_tools_not_offered_are_rejected() {
+async fn a_call_to_a_tool_not_offered_is_repaired_with_the_offered_tools() {
     let fake = FakeOpenAi::start();
     fake.push(Reply::Events(events::tool_calls(&[("c1", "rm_rf", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("done", json!({}))));
+    let (tools, log) = rendezvous_tools(1);
+    let outcome = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap();
+    assert_eq!((outcome.text.as_str(), outcome.tool_calls), ("done", 1), "it counts as a call");
+    assert!(log.lock().unwrap().is_empty());
+    let output = call_output(&fake.requests()[1].body, "c1");
+    assert_eq!(output["ok"], false);
+    let error = output["error"].as_str().unwrap();
+    assert!(error.contains("no tool named \"rm_rf\""), "{error}");
+    assert!(error.contains("first, second"), "{error}");
+}
+
+#[tokio::test]
+async fn a_repeated_call_to_a_tool_not_offered_finalizes() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "rm_rf", "{}")], json!({}))));
+    fake.push(Reply::Events(events::tool_calls(&[("c2", "rm_rf", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("final", json!({}))));
     let (tools, _) = rendezvous_tools(1);
-    let error = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap_err();
-    assert!(
-        matches!(error, AgentError::InvalidBatch(BatchError::UnknownTool { ref name, .. }) if name == "rm_rf"),
-        "{error}"
-    );
+    let outcome = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap();
+    assert_eq!(outcome.text, "final");
+    let last = &fake.requests()[2].body;
+    assert!(last.get("tools").is_none());
+    assert!(last.to_string().contains("no progress"), "{last}");
+}
+
+#[tokio::test]
+async fn calls_to_tools_not_offered_count_toward_the_tool_call_ceiling() {
+    let fake = FakeOpenAi::start();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "rm_rf", "{}")], json!({}))));
+    fake.push(Reply::Events(events::tool_calls(&[("c2", "mv", "{}")], json!({}))));
+    fake.push(Reply::Events(events::text_reply("final", json!({}))));
+    let (tools, _) = rendezvous_tools(1);
+    let limits = Limits { max_tool_calls: 1, ..Limits::default() };
+    let outcome = run(&fake, &task(tools, limits, "go".into()), None).await.unwrap();
+    assert_eq!((outcome.text.as_str(), outcome.tool_calls), ("final", 1));
+    assert!(fake.requests()[2].body.to_string().contains("tool-call budget reached at 1/1"));
+}
+
+#[tokio::test]
+async fn a_reused_call_id_is_rejected() {
+    let fake = FakeOpenAi::start();
     fake.push(Reply::Events(events::tool_calls(&[("same", "first", "{}"), ("same", "second", "{}")], json!({}))));
     let (tools, _) = rendezvous_tools(2);
     let error = run(&fake, &task(tools, Limits::default(), "go".into()), None).await.unwrap_err();

@@ -115,6 +115,42 @@ async fn walks_skip_symlinks_ignored_files_and_internal_state_and_report_caps() 
     );
 }
 
+/// A FIFO or a socket in the tree is reported as what it is by `find`,
+/// never as a file, and `list_files` and `grep` leave it alone (reading a
+/// FIFO would block).
+#[tokio::test]
+async fn find_reports_fifos_and_sockets_as_such_and_other_walks_skip_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn pipe() {}\n").unwrap();
+    let made = std::process::Command::new("mkfifo").arg(root.join("src/pipe")).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let _socket = std::os::unix::net::UnixListener::bind(root.join("src/ctl.sock")).unwrap();
+    let files = Arc::new(RepoFiles::rooted(&root, None));
+    let mut registry = ToolRegistry::new();
+    registry.extend(tools::repository::tools(&files));
+    let call = |name: &'static str, arguments: Value| {
+        let tool = registry.get(name).unwrap();
+        async move { tool.call(&arguments.to_string(), CancellationToken::new()).await.unwrap() }
+    };
+    let all = call("find", json!({"path": "src"})).await;
+    assert_eq!(
+        all.data["entries"],
+        json!([
+            {"path": "src/ctl.sock", "type": "socket"},
+            {"path": "src/lib.rs", "type": "file"},
+            {"path": "src/pipe", "type": "fifo"},
+        ])
+    );
+    let only_files = call("find", json!({"type": "file"})).await;
+    assert_eq!(only_files.data["entries"], json!([{"path": "src/lib.rs", "type": "file"}]));
+    let listed = call("list_files", json!({})).await;
+    assert_eq!(listed.data["files"], json!(["src/lib.rs"]));
+    let hits = call("grep", json!({"pattern": "pipe"})).await;
+    assert_eq!(hits.data["matches"], json!([{"path": "src/lib.rs", "line": 1, "text": "pub fn pipe() {}"}]));
+}
+
 #[tokio::test]
 async fn grep_is_bounded_and_rejects_bad_patterns() {
     let fixture = fixture();

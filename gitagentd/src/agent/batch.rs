@@ -1,7 +1,10 @@
 //! Validation of one response's tool calls before any runs: every call
-//! needs an id and an offered tool name, ids are never reused, and a call
-//! repeating an earlier one (same tool, same arguments up to JSON
-//! formatting) stops the loop for lack of progress.
+//! needs an id, ids are never reused, the terminal control function is
+//! called at most once, and a call repeating an earlier one (same tool,
+//! same arguments up to JSON formatting) stops the loop for lack of
+//! progress. A call naming a tool the request does not offer is admitted
+//! like a call with bad arguments: it runs as a failed call whose output
+//! tells the model which tools exist (see [`unknown_tool_message`]).
 
 use crate::tools::ToolRegistry;
 use gitagent_provider::{FunctionCall, Item};
@@ -36,22 +39,16 @@ pub(super) struct Batch {
 pub enum BatchError {
     #[error("a call to {name:?} has no call id")]
     MissingCallId { name: String },
-    #[error("{name:?} is not a tool this request offers (call {call_id})")]
-    UnknownTool { name: String, call_id: String },
     #[error("the call id {call_id} is used twice")]
     ReusedCallId { call_id: String },
     #[error("one response may call {name:?} at most once")]
     SeveralControlCalls { name: String },
 }
 
-/// Admits a response's calls: every call names an offered tool (or the
-/// terminal `control` function, at most once) with a fresh id.
-pub(super) fn validate(
-    calls: &[FunctionCall],
-    tools: &ToolRegistry,
-    control: Option<&str>,
-    seen: &Seen,
-) -> Result<Batch, BatchError> {
+/// Admits a response's calls: every call has a fresh id and the terminal
+/// `control` function is called at most once. Names the request does not
+/// offer are admitted; running them yields a recoverable failure.
+pub(super) fn validate(calls: &[FunctionCall], control: Option<&str>, seen: &Seen) -> Result<Batch, BatchError> {
     let mut ids = HashSet::new();
     let mut signatures = HashSet::new();
     let mut repeated_tool = None;
@@ -65,8 +62,6 @@ pub(super) fn validate(
             if controls > 1 {
                 return Err(BatchError::SeveralControlCalls { name: call.name.clone() });
             }
-        } else if tools.get(&call.name).is_none() {
-            return Err(BatchError::UnknownTool { name: call.name.clone(), call_id: call.call_id.clone() });
         }
         if seen.ids.contains(&call.call_id) || !ids.insert(call.call_id.clone()) {
             return Err(BatchError::ReusedCallId { call_id: call.call_id.clone() });
@@ -77,6 +72,17 @@ pub(super) fn validate(
         }
     }
     Ok(Batch { calls: calls.to_vec(), repeated_tool })
+}
+
+/// The failed output of a call to `name`, which the request does not
+/// offer: it names the tools the model may call instead.
+pub(super) fn unknown_tool_message(name: &str, tools: &ToolRegistry, control: Option<&str>) -> String {
+    let mut offered: Vec<&str> = tools.names();
+    offered.extend(control);
+    if offered.is_empty() {
+        return format!("there is no tool named {name:?}: this request offers no tools, answer with text");
+    }
+    format!("there is no tool named {name:?}; the tools you may call are: {}", offered.join(", "))
 }
 
 /// The tool name and its arguments in canonical JSON (sorted keys).

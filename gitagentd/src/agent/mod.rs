@@ -2,7 +2,8 @@
 //! lifecycle", steps 10-19): it sends the assembled request, validates
 //! each batch of tool calls before running any, runs admitted calls
 //! concurrently and appends their outputs in provider order, turns
-//! recoverable tool failures into `ok: false` envelopes, and forces a
+//! recoverable tool failures (bad arguments, a tool name the request does
+//! not offer) into `ok: false` envelopes, and forces a
 //! tool-free final answer when a ceiling (steps, tool calls, context
 //! budget, a repeated call) is reached. The final text is shaped and
 //! validated by the task, with exactly one repair pass.
@@ -329,8 +330,8 @@ impl Conversation<'_> {
                 items.extend(answer_items(&response));
                 return Ok(Ended::Answer(response.text, items));
             }
-            let batch = batch::validate(&response.tool_calls, tools, control_name, &self.seen)
-                .map_err(AgentError::InvalidBatch)?;
+            let batch =
+                batch::validate(&response.tool_calls, control_name, &self.seen).map_err(AgentError::InvalidBatch)?;
             self.append_calls(&response);
             if response.usage.input_tokens >= limits.context_tokens {
                 let ceiling = Ceiling::Context { used: response.usage.input_tokens, limit: limits.context_tokens };
@@ -498,14 +499,18 @@ impl Conversation<'_> {
             );
         }
         let started = Instant::now();
+        let control = self.control.map(|spec| spec.name.as_str());
         let futures = calls.iter().map(|call| {
-            let tool = self.task.tools.get(&call.name);
+            // A name the request does not offer is repaired like bad
+            // arguments: the model learns which tools exist and goes on.
+            let tool = (self.task.tools.get(&call.name))
+                .ok_or_else(|| batch::unknown_tool_message(&call.name, &self.task.tools, control));
             let cancel = self.ctx.cancel.clone();
             let arguments = call.arguments.clone();
             async move {
                 match tool {
-                    Some(tool) => tool.call(&arguments, cancel).await,
-                    None => Err(ToolError::Recoverable("no such tool".into())),
+                    Ok(tool) => tool.call(&arguments, cancel).await,
+                    Err(message) => Err(ToolError::Recoverable(message)),
                 }
             }
         });
@@ -524,13 +529,15 @@ impl Conversation<'_> {
                 Err(ToolError::Cancelled) => return Err(self.ctx.stopped()),
                 Err(ToolError::Recoverable(message)) => (error_envelope(&call.name, &message), false),
             };
-            trace(
-                Event::new("tool-output")
-                    .with("name", call.name.as_str())
-                    .with("call_id", call.call_id.as_str())
-                    .with("truncated", truncated)
-                    .with("content", output.as_str()),
-            );
+            let mut event = Event::new("tool-output")
+                .with("name", call.name.as_str())
+                .with("call_id", call.call_id.as_str())
+                .with("truncated", truncated)
+                .with("content", output.as_str());
+            if self.task.tools.get(&call.name).is_none() {
+                event = event.with("unknown_tool", true);
+            }
+            trace(event);
             self.outcome.tool_calls += 1;
             self.items.push(Item::FunctionCallOutput { call_id: call.call_id.clone(), output });
         }

@@ -102,7 +102,9 @@ impl MetricsCollector {
             "tool-output" => {
                 let name = text(event, "name").to_string();
                 let locator = state.pending_skills.remove(text(event, "call_id"));
-                if name.is_empty() {
+                // A call to a tool the request does not offer is no local
+                // model tool call.
+                if name.is_empty() || matches!(field(event, "unknown_tool"), Some(Value::Bool(true))) {
                     return;
                 }
                 *state.tools.entry(name).or_default() += 1;

@@ -21,7 +21,7 @@ pub fn finish(mut document: Document, context: &ReleaseContext) -> Result<String
         }
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(once_each(errors));
     }
     document.sections.sort_by_key(|section| {
         SECTION_HEADINGS.iter().position(|heading| *heading == section.heading).unwrap_or(SECTION_HEADINGS.len())
@@ -31,7 +31,15 @@ pub fn finish(mut document: Document, context: &ReleaseContext) -> Result<String
     document.submodules = submodules;
     let markdown = render(&document);
     let errors = validate_markdown(&markdown, &document, context.code_touched, &context.link_owners());
-    if errors.is_empty() { Ok(markdown) } else { Err(errors) }
+    if errors.is_empty() { Ok(markdown) } else { Err(once_each(errors)) }
+}
+
+/// `errors` with each message once, in first-seen order: a ref repeated
+/// in one bullet, or the same bad ref under the same summary, is one
+/// problem for the repair pass and the user.
+fn once_each(errors: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    errors.into_iter().filter(|error| seen.insert(error.clone())).collect()
 }
 
 /// Points each commit reference at the one prepared commit its value
@@ -39,7 +47,7 @@ pub fn finish(mut document: Document, context: &ReleaseContext) -> Result<String
 fn resolve_refs(refs: &mut [Reference], summary: &str, context: &ReleaseContext, errors: &mut Vec<String>) {
     for reference in refs.iter_mut().filter(|reference| reference.kind == "commit") {
         let value = reference.value.trim().to_ascii_lowercase();
-        if value.len() < 7 {
+        if value.len() < 7 || !value.bytes().all(|byte| byte.is_ascii_hexdigit()) {
             continue; // validate_document reports it.
         }
         let mut matches = context.commits().filter(|commit| commit.sha.starts_with(&value));

@@ -178,6 +178,34 @@ fn finishing_rejects_commits_outside_the_range() {
     assert!(errors[0].contains("refers to commit abcdef0, which is not in v1.0.0..1.0.1"), "{errors:?}");
 }
 
+/// Every problem of a document is listed once: a ref repeated in one
+/// bullet, the same bad ref under the same summary in two sections, and a
+/// value that is no sha at all are not reported again as missing commits.
+#[test]
+fn finishing_lists_each_problem_once() {
+    let App { app, .. } = app_with_submodule();
+    let context = context_of(&app, bump("patch")).unwrap();
+    let document: Document = serde_json::from_str(
+        r#"{"sections": [
+            {"heading": "Improvements", "bullets": [{"label": null, "summary": "Something",
+              "refs": [{"type": "commit", "value": "abcdef0"}, {"type": "commit", "value": "abcdef0"}], "children": []}]},
+            {"heading": "Bug Fixes", "bullets": [{"label": null, "summary": "Something",
+              "refs": [{"type": "commit", "value": "abcdef0"}, {"type": "commit", "value": "v1.0.1-fix"}], "children": []}]}
+        ]}"#,
+    )
+    .unwrap();
+    let errors = finish(document, &context).unwrap_err();
+    let outside = errors.iter().filter(|error| error.contains("refers to commit abcdef0")).count();
+    assert_eq!(outside, 1, "{errors:#?}");
+    assert_eq!(
+        errors.iter().filter(|error| error.contains("repeats the ref commit:abcdef0")).count(),
+        1,
+        "{errors:#?}"
+    );
+    assert_eq!(errors.iter().filter(|error| error.contains("v1.0.1-fix")).count(), 1, "{errors:#?}");
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+}
+
 #[test]
 fn submodule_history_missing_locally() {
     let App { app, .. } = app_with_submodule();

@@ -68,6 +68,56 @@ pub fn clean_relative(raw: &str) -> Result<String, PathError> {
     Ok(parts.join("/"))
 }
 
+/// What a walked entry is. Walks never yield symlinks; anything that is
+/// neither a folder nor a regular file keeps its own kind, so no tool
+/// mistakes a FIFO or a socket for a file it could read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkedKind {
+    Directory,
+    File,
+    Fifo,
+    Socket,
+    BlockDevice,
+    CharDevice,
+    /// A kind the platform reports but none of the above.
+    Other,
+}
+
+impl WalkedKind {
+    fn of(kind: std::fs::FileType) -> Self {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_dir() {
+            Self::Directory
+        } else if kind.is_file() {
+            Self::File
+        } else if kind.is_fifo() {
+            Self::Fifo
+        } else if kind.is_socket() {
+            Self::Socket
+        } else if kind.is_block_device() {
+            Self::BlockDevice
+        } else if kind.is_char_device() {
+            Self::CharDevice
+        } else {
+            Self::Other
+        }
+    }
+
+    /// The name tools report: `directory`, `file`, `fifo`, `socket`,
+    /// `block_device`, `char_device` or `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Directory => "directory",
+            Self::File => "file",
+            Self::Fifo => "fifo",
+            Self::Socket => "socket",
+            Self::BlockDevice => "block_device",
+            Self::CharDevice => "char_device",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// The repository (or, for explore, any folder) as the tools see it.
 #[derive(Debug)]
 pub struct RepoFiles {
@@ -304,16 +354,16 @@ impl RepoFiles {
         Ok(())
     }
 
-    /// Visits files and folders under `prefix` in path order, skipping
-    /// symlinks, ignored files and internal folders (worktree), or the
-    /// index entries and their folders (index, head). The start folder
+    /// Visits entries under `prefix` in path order with their kind,
+    /// skipping symlinks, ignored files and internal folders (worktree), or
+    /// the index entries and their folders (index, head). The start folder
     /// itself must resolve inside the repository.
     pub fn walk(
         &self,
         source: FileSource,
         prefix: &str,
         cancel: &CancellationToken,
-        mut visit: impl FnMut(&str, bool) -> ControlFlow<()>,
+        mut visit: impl FnMut(&str, WalkedKind) -> ControlFlow<()>,
     ) -> Result<(), ToolError> {
         let prefix = Self::clean(prefix)?;
         match source {
@@ -341,7 +391,7 @@ impl RepoFiles {
                     }
                     let Ok(relative) = entry.path().strip_prefix(&self.root) else { continue };
                     let relative = relative.to_string_lossy().replace('\\', "/");
-                    if visit(&relative, kind.is_dir()).is_break() {
+                    if visit(&relative, WalkedKind::of(kind)).is_break() {
                         break;
                     }
                 }
@@ -379,7 +429,8 @@ impl RepoFiles {
                     if cancel.is_cancelled() {
                         return Err(ToolError::Cancelled);
                     }
-                    if visit(&path[strip..], is_dir).is_break() {
+                    let kind = if is_dir { WalkedKind::Directory } else { WalkedKind::File };
+                    if visit(&path[strip..], kind).is_break() {
                         break;
                     }
                 }

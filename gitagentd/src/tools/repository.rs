@@ -1,7 +1,7 @@
 //! The shared read-only repository tools: `repo_summary`, `list_files`,
 //! `read_file`, `inspect_file`, `grep`, `find` and `jq`.
 
-use super::paths::RepoFiles;
+use super::paths::{RepoFiles, WalkedKind};
 use super::schema::{self, NoArguments};
 use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
 use gitagent_git::FileSource;
@@ -101,8 +101,8 @@ impl Tool for ListFiles {
             let mut found = Vec::new();
             let mut truncated = false;
             let source = files.source(None)?;
-            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, is_dir| {
-                if is_dir {
+            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, kind| {
+                if kind != WalkedKind::File {
                     return ControlFlow::Continue(());
                 }
                 if found.len() == cap {
@@ -262,8 +262,8 @@ fn grep(files: &RepoFiles, args: GrepArgs, cancel: &CancellationToken) -> Result
     let cap = entries_cap(args.max_matches, 100);
     let source = files.source(None)?;
     let mut candidates = Vec::new();
-    files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, is_dir| {
-        if !is_dir && glob.as_ref().is_none_or(|glob| glob_matches(glob, path)) {
+    files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, kind| {
+        if kind == WalkedKind::File && glob.as_ref().is_none_or(|glob| glob_matches(glob, path)) {
             candidates.push(path.to_string());
         }
         ControlFlow::Continue(())
@@ -352,8 +352,10 @@ impl Tool for Find {
             let mut entries = Vec::new();
             let mut truncated = false;
             let source = files.source(None)?;
-            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, is_dir| {
-                let this = if is_dir { "directory" } else { "file" };
+            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, walked| {
+                // A FIFO, socket or device is reported as what it is (only
+                // with type any), never as a file.
+                let this = walked.as_str();
                 if (kind == "any" || kind == this) && glob.as_ref().is_none_or(|glob| glob_matches(glob, path)) {
                     if entries.len() == cap {
                         truncated = true;

@@ -2,8 +2,9 @@
 //! after the bug it pins and runs the real binaries.
 
 use git_agent_tests::fake_embeddings::FakeEmbeddings;
+use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
 use git_agent_tests::{GitRepo, TestEnv};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::Path;
 
 fn setup() -> (TestEnv, FakeEmbeddings) {
@@ -584,4 +585,202 @@ fn embedding_dimensions_are_bounded_and_retries_are_said() {
         "{}",
         run.stderr
     );
+}
+
+/// An explore answer for every item its request asks about.
+fn explore_answer(description: &'static str, references: &'static [&'static str]) -> Reply {
+    Reply::Computed(Responder::new(move |body| {
+        let text = body["input"].to_string();
+        let marker = "\\\"item_id\\\": \\\"";
+        let answers: Vec<Value> = text
+            .match_indices(marker)
+            .map(|(at, _)| {
+                let rest = &text[at + marker.len()..];
+                let id = &rest[..rest.find('\\').unwrap_or(rest.len())];
+                json!({"item_id": id, "items": [{"description": description, "references": references}]})
+            })
+            .collect();
+        events::text_reply(&json!({ "answers": answers }).to_string(), events::usage(300, 0, 40))
+    }))
+}
+
+fn explore_setup() -> (TestEnv, FakeOpenAi, GitRepo) {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("app");
+    repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+    repo.commit_all("feat: add one");
+    (env, fake, repo)
+}
+
+/// A model naming a tool that does not exist is told so, with the tools
+/// it may call, and the command goes on instead of failing at once.
+#[test]
+fn a_call_to_an_unknown_tool_is_repaired_not_fatal() {
+    let (env, fake, repo) = explore_setup();
+    fake.push(Reply::Events(events::tool_calls(&[("c1", "open_file", r#"{"path":"src/lib.rs"}"#)], json!({}))));
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let stdout = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]).success();
+    let value: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let output = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == "c1")
+        .and_then(|item| serde_json::from_str::<Value>(item["output"].as_str()?).ok())
+        .expect("the second request answers the unknown call");
+    assert_eq!(output["ok"], false);
+    let error = output["error"].as_str().unwrap();
+    assert!(error.contains("no tool named \"open_file\""), "{error}");
+    for tool in ["read_file", "list_files", "grep"] {
+        assert!(error.contains(tool), "{tool} not listed: {error}");
+    }
+}
+
+/// The release-note validation error names each problem once, even when
+/// the model repeats a bad ref in a bullet.
+#[test]
+fn release_note_validation_lists_each_problem_once() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-secret-key");
+    let repo = env.repo("app");
+    repo.write("src/main.rs", "fn main() {}\n");
+    repo.commit_all("chore: initial import");
+    repo.git(&["tag", "v1.0.0"]);
+    repo.write("src/main.rs", "fn main() {\n    std::process::exit(0);\n}\n");
+    repo.commit_all("fix: exit cleanly");
+    repo.git(&["tag", "v1.1.0"]);
+    let bad = json!({"sections": [{"heading": "Bug Fixes", "bullets": [{"label": null, "summary": "Exit cleanly",
+        "refs": [{"type": "commit", "value": "deadbeef"}, {"type": "commit", "value": "deadbeef"}], "children": []}]}]})
+    .to_string();
+    for _ in 0..2 {
+        fake.push(Reply::Events(events::text_reply(&bad, events::usage(300, 0, 40))));
+    }
+    let run = env.run_in(repo.path(), &["release-note", "v1.0.0", "v1.1.0"]);
+    let stderr = run.failure();
+    let error = stderr.lines().find(|line| line.starts_with("error:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(error.matches("refers to commit deadbeef").count(), 1, "{error}");
+    assert_eq!(error.matches("repeats the ref").count(), 1, "{error}");
+    let repair = fake.requests()[1].input_texts().last().cloned().unwrap_or_default();
+    assert_eq!(repair.matches("refers to commit deadbeef").count(), 1, "{repair}");
+}
+
+/// Starts `git-agent <args>` in `dir` with stdout piped and stderr read by
+/// a thread into the returned buffer as it arrives.
+fn spawn_reading_stderr(
+    env: &TestEnv,
+    dir: &Path,
+    args: &[&str],
+) -> (std::process::Child, std::sync::Arc<std::sync::Mutex<String>>, std::thread::JoinHandle<()>) {
+    let mut child = env
+        .git_agent_in(dir, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start git-agent");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let pipe = child.stderr.take().unwrap();
+    let reader = {
+        let stderr = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = stderr.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        })
+    };
+    (child, stderr, reader)
+}
+
+/// Explore has no deadline: while the provider stalls it says it is
+/// waiting for the model (once, stderr being no terminal), and the answer
+/// still comes once the provider does.
+#[test]
+fn explore_says_it_is_waiting_for_a_stalled_model() {
+    let (env, fake, repo) = explore_setup();
+    fake.push(Reply::Held(events::tool_calls(
+        &[("c1", "list_files", r#"{"path":null,"max_entries":null}"#)],
+        events::usage(1, 0, 1),
+    )));
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let (child, stderr, reader) =
+        spawn_reading_stderr(&env, repo.path(), &["explore", "what", "does", "one", "return?"]);
+    let waiting = "explore: waiting for the model (";
+    let noticed = git_agent_tests::wait_until(std::time::Duration::from_secs(60), || {
+        stderr.lock().unwrap().lines().any(|line| line.starts_with(waiting))
+    });
+    fake.release();
+    let output = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    let stderr = stderr.lock().unwrap().clone();
+    assert!(noticed, "no waiting line while the model stalled:\n{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches(waiting).count(), 1, "said once off a terminal:\n{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let value: Value = serde_json::from_str(&stdout).expect("stdout stays one JSON object");
+    assert_eq!(stdout.matches('\n').count(), 1, "{stdout}");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+}
+
+/// Makes `dir` unwritable for the rest of the test, root included: mode
+/// 0500, and for root (whom modes do not stop) the immutable attribute.
+/// Dropping it restores both so the temporary folder can be removed.
+struct ReadOnlyDir(std::path::PathBuf);
+
+impl ReadOnlyDir {
+    /// `None` when the folder stays writable here (root on a file system
+    /// without the immutable attribute).
+    fn new(dir: &Path) -> Option<Self> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let guard = Self(dir.to_path_buf());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let _ = std::process::Command::new("chattr").arg("+i").arg(dir).status();
+        }
+        let probe = dir.join(".write-probe");
+        if std::fs::create_dir(&probe).is_ok() {
+            let _ = std::fs::remove_dir(&probe);
+            return None;
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ =
+            std::process::Command::new("chattr").arg("-i").arg(&self.0).stderr(std::process::Stdio::null()).status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o700));
+    }
+}
+
+/// On a HOME where `~/.git-agent` cannot be created, explore skips its
+/// optional warm search (saying so in one line) and still answers.
+#[test]
+fn explore_answers_on_a_read_only_home() {
+    let (env, fake, repo) = explore_setup();
+    let _read_only = ReadOnlyDir::new(&env.home())
+        .expect("HOME stays writable here (root on a file system without the immutable attribute)");
+    fake.push(explore_answer("one() returns 1.", &["src/lib.rs:1-3"]));
+    let run = env.run_in(repo.path(), &["explore", "what", "does", "one", "return?"]);
+    let stdout = run.success();
+    let value: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(value["items"][0]["references"][0], "src/lib.rs:1-3");
+    assert_eq!(stdout.matches('\n').count(), 1, "{stdout}");
+    let skipped: Vec<&str> =
+        run.stderr.lines().filter(|line| line.starts_with("warning: explore goes without semantic leads")).collect();
+    assert_eq!(skipped.len(), 1, "{}", run.stderr);
+    assert!(skipped[0].contains(".git-agent"), "the note names the folder: {}", run.stderr);
+    // The session could not be kept: said, not fatal.
+    assert!(run.stderr.contains("warning: cannot open the explore sessions"), "{}", run.stderr);
+    assert!(run.stderr.contains("cannot be followed up"), "{}", run.stderr);
 }

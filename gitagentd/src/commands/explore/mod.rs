@@ -7,8 +7,9 @@
 //! [`crate::tools::history`]; its answer follows a strict schema, and
 //! references are checked against the files (one repair pass) before it
 //! is accepted. Stdout is exactly one newline-terminated JSON object
-//! `{"id", "items"}`; progress and `llm.usage` go to stderr; a failure
-//! writes nothing to stdout.
+//! `{"id", "items"}`; progress (a slow model's wait included, see
+//! [`waiting`]) and `llm.usage` go to stderr; a failure writes nothing to
+//! stdout.
 
 mod answer;
 mod batch;
@@ -16,6 +17,7 @@ mod log;
 mod phases;
 mod retrieval;
 mod session;
+mod waiting;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
@@ -297,10 +299,18 @@ impl Conversation {
         let task = assemble(&self.root, &self.files, &request, cancel).await?;
         let rules = output_rules(&self.files, &items, &self.phases);
         let prepared = self.phases.done("prompt_setup", collected);
-        let trace = self.phases.loop_trace();
+        // With no deadline, a stalled provider must not look like a hang.
+        let waiting = waiting::ModelWait::new(self.output.clone(), self.invocation.stderr_is_terminal, self.debug);
+        let trace = {
+            let (waiting, forward) = (waiting.clone(), self.phases.loop_trace());
+            move |event: Event| {
+                waiting.observe(&event);
+                forward(event);
+            }
+        };
         let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
         let agent_run = async {
-            let outcome = agent::run(&context, &task, Some(&rules)).await;
+            let outcome = waiting.around(agent::run(&context, &task, Some(&rules))).await;
             (outcome, self.phases.done("agent", prepared))
         };
         // Warm leads are confirmed by one index-only synchronization
@@ -358,9 +368,16 @@ impl Conversation {
             });
         }
         let store = SessionStore::new(&self.project.metadata_dir);
-        crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions))
-            .await?
-            .map_err(CommandError::failed)?;
+        let persisted = crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions)).await?;
+        match persisted {
+            Ok(()) => {}
+            // A read-only HOME costs the follow-ups, not the answer.
+            Err(error) if error.is_unwritable() => self.output.stderr(format!(
+                "warning: {error}\nhint: the answer's ID cannot be followed up; make {} writable to keep sessions\n",
+                self.project.metadata_dir.parent().unwrap_or(&self.project.metadata_dir).display()
+            )),
+            Err(error) => return Err(CommandError::failed(error)),
+        }
         self.phases.done("persistence", processed);
         Ok(items.iter().filter_map(|item| answers.remove_entry(&item.item_id)).collect())
     }

@@ -4,7 +4,9 @@
 //! chunk already has a vector, the ranked results go to the batch as
 //! unverified leads; when one is missing the probe stops before any
 //! embedding and the question goes without leads (the index is never
-//! built in the foreground). After a batch with warm leads is collected,
+//! built in the foreground). A metadata folder the user cannot write (a
+//! read-only HOME) also leaves the question without leads, with a
+//! one-line warning, instead of failing it. After a batch with warm leads is collected,
 //! its leader runs one ordinary index-only synchronization beside the
 //! provider conversation when an index remote is configured for a
 //! project with an origin ([`deferred_sync`]); its outcome is waited for
@@ -109,6 +111,15 @@ pub async fn probe(
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(SearchError::NotWarm) => return Ok(Probe::Cold),
+        // The leads are optional: a metadata folder this user cannot
+        // write (a read-only HOME) costs them, not the answer.
+        Err(error) if is_unwritable(&error) => {
+            output.stderr(format!(
+                "warning: explore goes without semantic leads: {error}
+"
+            ));
+            return Ok(Probe::Cold);
+        }
         Err(error) => return Err(error.into()),
     };
     // Search paths are relative to the index root; leads are relative to
@@ -131,6 +142,21 @@ pub async fn probe(
         })
         .collect();
     Ok(Probe::Warm(serde_json::to_value(leads).map_err(CommandError::failed)?))
+}
+
+/// Whether `error` comes from storage this user may not write: a
+/// permission refused or a read-only file system, anywhere in its chain.
+fn is_unwritable(error: &SearchError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem)
+        {
+            return true;
+        }
+        cause = current.source();
+    }
+    false
 }
 
 /// Whether a batch with warm leads needs the deferred synchronization:

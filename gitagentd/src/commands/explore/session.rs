@@ -97,6 +97,24 @@ pub enum SessionError {
     Database { path: PathBuf, source: rusqlite::Error },
 }
 
+impl SessionError {
+    /// Whether the store failed because this user may not write where it
+    /// lives (a read-only HOME): a refused permission or a read-only
+    /// file system, whether the folder, the file or SQLite found it.
+    pub fn is_unwritable(&self) -> bool {
+        match self {
+            Self::Open { source, .. } => {
+                matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem)
+            }
+            Self::Database { source: rusqlite::Error::SqliteFailure(failure, _), .. } => matches!(
+                failure.code,
+                rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::PermissionDenied | rusqlite::ErrorCode::CannotOpen
+            ),
+            _ => false,
+        }
+    }
+}
+
 /// The sessions of one project.
 #[derive(Debug, Clone)]
 pub struct SessionStore {

@@ -519,16 +519,33 @@ mod fan_out {
         let failure = inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.unwrap_err();
         assert!(failure.message.contains("requires 2 to 2 children"), "{}", failure.message);
         assert_eq!(fake.requests().len(), 1, "no child starts");
+    }
 
-        // A child at the depth limit is not offered `branch` and cannot call it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_child_at_the_depth_limit_calling_branch_is_told_it_has_no_such_tool() {
+        // A child at the depth limit is not offered `branch`: a call to it
+        // is answered like any unknown tool, and the child goes on.
+        let fixture = fixture();
         let mut script = Script::new();
         let two = branch(vec![child("a", "inherit", "inherit"), child("b", "inherit", "inherit")]);
         script.insert("root", vec![events::tool_calls(&[("r1", "branch", &two)], json!({}))]);
-        script.insert("b1", vec![events::tool_calls(&[("x1", "branch", &two)], json!({}))]);
-        script.insert("b2", vec![report("fine", vec![])]);
+        script.insert("b1", vec![events::tool_calls(&[("x1", "branch", &two)], json!({})), report("a fine", vec![])]);
+        script.insert("b2", vec![report("b fine", vec![])]);
         let fake = serve(script, |_| {});
-        let failure = inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.unwrap_err();
-        assert!(failure.message.contains("\"branch\" is not a tool this request offers"), "{}", failure.message);
+        let outcome = inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.expect("a merged report");
+        assert_eq!(outcome.branches_created, 2);
+        let repaired = &requests_of(&fake, "b1")[1];
+        let output = repaired["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|item| item["type"] == "function_call_output" && item["call_id"] == "x1")
+            .and_then(|item| serde_json::from_str::<Value>(item["output"].as_str()?).ok())
+            .expect("the repair output");
+        assert_eq!(output["ok"], false);
+        assert!(output["error"].as_str().unwrap().contains("no tool named \"branch\""), "{output}");
+        let counted: Vec<&str> = outcome.metrics.tool_calls.iter().map(|metric| metric.name.as_str()).collect();
+        assert_eq!(counted, ["branch"], "only the accepted fan-out counts, not the unknown call");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
