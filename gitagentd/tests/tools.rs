@@ -178,7 +178,10 @@ async fn inspect_file_and_jq_report_sizes_outlines_and_previews() {
     assert!(preview.truncated && preview.data.get("value").is_none());
     assert!(preview.data["value_preview"].as_str().unwrap().ends_with("[truncated]\n"));
     assert!(preview.data["value_bytes"].as_u64().unwrap() > 20);
-    assert!(refused(call(&fixture, "jq", json!({"path": "data.json", "pointer": "/nope"})).await).contains("no key"));
+    assert!(
+        refused(call(&fixture, "jq", json!({"path": "data.json", "pointer": "/nope"})).await)
+            .contains("names nothing: the document is an object")
+    );
 }
 
 #[tokio::test]

@@ -70,23 +70,10 @@ pub fn normalize_scopes(scopes: &[String]) -> Result<Vec<String>, ScopeError> {
 }
 
 /// Lexically cleans a relative path: removes `.` and empty components and
-/// resolves `..` against earlier components (like Go's `filepath.Clean`).
+/// resolves `..` against earlier components (Go's `path.Clean`, applied
+/// to the path without its leading slashes).
 pub fn clean_relative(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|last| *last != "..") {
-                    parts.pop();
-                } else {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+    git_agent_shared::giturl::clean_path(path.trim_start_matches('/'))
 }
 
 /// Whether `path` lies in one of the scope items (everything does when

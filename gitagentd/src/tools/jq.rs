@@ -87,41 +87,29 @@ pub(super) fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// The value at `pointer` (RFC 6901, through serde_json); when it names
+/// nothing, the error says how far it did resolve and what is there, so
+/// the model can correct it.
 fn resolve<'a>(root: &'a Value, pointer: &str) -> Result<&'a Value, ToolError> {
-    if pointer.is_empty() {
-        return Ok(root);
-    }
-    let Some(rest) = pointer.strip_prefix('/') else {
+    if !pointer.is_empty() && !pointer.starts_with('/') {
         return Err(ToolError::Recoverable(format!("pointer {pointer:?} must be empty or start with /")));
-    };
-    let mut value = root;
-    for (position, raw) in rest.split('/').enumerate() {
-        if raw.contains('~') && !raw.replace("~0", "").replace("~1", "").chars().all(|c| c != '~') {
-            return Err(ToolError::Recoverable(format!("pointer {pointer:?}: invalid ~ escape in token {position}")));
-        }
-        let token = raw.replace("~1", "/").replace("~0", "~");
-        value = match value {
-            Value::Object(map) => map.get(&token).ok_or_else(|| {
-                ToolError::Recoverable(format!("pointer {pointer:?}: no key {token:?} at token {position}"))
-            })?,
-            Value::Array(items) => {
-                let canonical = token == "0" || (!token.starts_with('0') && token.chars().all(|c| c.is_ascii_digit()));
-                let index: usize = token.parse().ok().filter(|_| canonical && !token.is_empty()).ok_or_else(|| {
-                    ToolError::Recoverable(format!("pointer {pointer:?}: {token:?} is not an array index"))
-                })?;
-                items.get(index).ok_or_else(|| {
-                    ToolError::Recoverable(format!("pointer {pointer:?}: index {index} is out of range"))
-                })?
-            }
-            other => {
-                return Err(ToolError::Recoverable(format!(
-                    "pointer {pointer:?}: cannot step into a {} at token {position}",
-                    kind_of(other)
-                )));
-            }
-        };
     }
-    Ok(value)
+    if let Some(value) = root.pointer(pointer) {
+        return Ok(value);
+    }
+    let (resolved, value) = pointer
+        .match_indices('/')
+        .map(|(at, _)| &pointer[..at])
+        .filter_map(|prefix| root.pointer(prefix).map(|value| (prefix, value)))
+        .last()
+        .unwrap_or(("", root));
+    let shown = if resolved.is_empty() { "the document" } else { resolved };
+    let detail = match value {
+        Value::Object(map) => format!("an object with {} keys", map.len()),
+        Value::Array(items) => format!("an array of {} items (indexes without leading zeros)", items.len()),
+        other => format!("a {}, which has no members", kind_of(other)),
+    };
+    Err(ToolError::Recoverable(format!("pointer {pointer:?} names nothing: {shown} is {detail}")))
 }
 
 #[cfg(test)]
