@@ -6,7 +6,6 @@
 mod activity;
 pub mod agent;
 pub mod args;
-pub mod blocking;
 pub mod bounded;
 pub mod commands;
 mod control;
@@ -28,11 +27,9 @@ pub mod search;
 pub mod services;
 pub mod skills;
 mod socket;
-pub mod subprocess;
 pub mod task_http;
 pub mod tasks;
 pub mod tools;
-pub mod trace;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};

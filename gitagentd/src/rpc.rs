@@ -70,7 +70,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     // Build the provider HTTP client (it loads the system's root
     // certificates) before the first generation command needs it.
     let warm = Arc::clone(&daemon.services);
-    tokio::spawn(crate::blocking::run_to_end("the provider HTTP client", move || {
+    tokio::spawn(gitagent_runtime::blocking::run_to_end("the provider HTTP client", move || {
         let _ = warm.http_clients.get(&Default::default(), gitagent_provider::ClientKind::Responses);
     }));
 

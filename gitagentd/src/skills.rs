@@ -7,8 +7,8 @@
 //! output; cancellation kills it. The model chooses the locator and range
 //! of `get`, so both are checked to be plain operands before anything runs.
 
-use crate::subprocess::{self, Helper, OperandError, SubprocessError, Toolchain};
 use git_agent_shared::Environment;
+use gitagent_runtime::subprocess::{self, Helper, OperandError, SubprocessError, Toolchain};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -121,7 +121,9 @@ fn range_ok(range: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper};
+    use gitagent_runtime::subprocess::testing::{
+        assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper,
+    };
 
     fn manager(dir: &Path) -> SkillsManager {
         let bin = recording_helper(dir, EXECUTABLE, "skill text");

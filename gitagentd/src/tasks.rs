@@ -17,7 +17,6 @@
 //! the blocking pool.
 
 use crate::activity::Activity;
-use crate::blocking::{self, BlockingError};
 use crate::inspect::budget::{self, ChangeMetrics};
 use crate::inspect::checks;
 use crate::inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};
@@ -33,6 +32,7 @@ use git_agent_shared::task_record::{
     self, FailureDiagnostic, HEARTBEAT_INTERVAL, Record, TaskCommand, TaskId, TaskState, TerminalEvent, WaitError,
 };
 use git_agent_shared::{Environment, paths};
+use gitagent_runtime::blocking::{self, BlockingError};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};

@@ -26,11 +26,11 @@ mod request;
 pub use request::{AgentTask, Layers};
 
 use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
-use crate::trace::Event;
 use gitagent_provider::{
     FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, ToolSpec,
     Usage,
 };
+use gitagent_runtime::trace::Event;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -255,7 +255,9 @@ pub async fn run_node(
         return Ok(Node::Final(conversation.outcome));
     }
     (ctx.trace)(
-        Event::new("validation").with("decision", "repair").with("errors", crate::trace::Value::List(errors.clone())),
+        Event::new("validation")
+            .with("decision", "repair")
+            .with("errors", gitagent_runtime::trace::Value::List(errors.clone())),
     );
     let repair =
         crate::prompt::render("repair", include_str!("prompts/repair.md.j2"), serde_json::json!({ "errors": errors }))?;

@@ -23,7 +23,7 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
     }
     let path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
     let env_path = path.clone();
-    let mut config = crate::blocking::run_to_end(CONFIG_FILE_WORK, move || ConfigFile::load(&env_path))
+    let mut config = gitagent_runtime::blocking::run_to_end(CONFIG_FILE_WORK, move || ConfigFile::load(&env_path))
         .await?
         .map_err(CommandError::failed)?;
     let new_value = match (args.unset, args.value) {
@@ -47,7 +47,9 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
         }
     };
     config.index.remote = new_value;
-    crate::blocking::run_to_end(CONFIG_FILE_WORK, move || config.save(&path)).await?.map_err(CommandError::failed)
+    gitagent_runtime::blocking::run_to_end(CONFIG_FILE_WORK, move || config.save(&path))
+        .await?
+        .map_err(CommandError::failed)
 }
 
 /// Refuses a value no machine could fetch from: anything but an

@@ -98,8 +98,8 @@ pub enum CommandError {
     Failed(String),
 }
 
-impl From<crate::blocking::BlockingError> for CommandError {
-    fn from(error: crate::blocking::BlockingError) -> Self {
+impl From<gitagent_runtime::blocking::BlockingError> for CommandError {
+    fn from(error: gitagent_runtime::blocking::BlockingError) -> Self {
         Self::failed(error)
     }
 }

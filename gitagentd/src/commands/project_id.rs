@@ -10,7 +10,7 @@ pub async fn run(services: &Arc<Services>, invocation: &Invocation, output: &Out
     // A few stat calls when the repository is known; opening it otherwise.
     let services = Arc::clone(services);
     let cwd = invocation.cwd.clone();
-    let identity = crate::blocking::run_to_end("the project identity", move || {
+    let identity = gitagent_runtime::blocking::run_to_end("the project identity", move || {
         ProjectIdentity::resolve_cached(&cwd, &services.identities)
     })
     .await?

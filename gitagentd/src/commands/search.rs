@@ -79,7 +79,7 @@ pub async fn run(
     let rev = args.rev.clone();
     let remote = args.remote.clone();
     let head_scopes = scopes.clone();
-    let (selection, remote) = crate::blocking::run_to_end("the search scope", move || match remote {
+    let (selection, remote) = gitagent_runtime::blocking::run_to_end("the search scope", move || match remote {
         Some(remote) => search::select_remote(&remote, rev.as_deref(), &cwd, &env, &scopes)
             .map(|(selection, source)| (selection, Some(source))),
         None => search::select_source(&cwd, &env, &scopes, rev.as_deref()).map(|selection| (selection, None)),
@@ -209,7 +209,7 @@ impl HeadRevision<'_> {
             return Ok(());
         }
         let (cwd, head_env, scopes) = (self.root, env.clone(), self.scopes);
-        let selected = crate::blocking::run_to_end("the search scope", move || {
+        let selected = gitagent_runtime::blocking::run_to_end("the search scope", move || {
             search::select_source(&cwd, &head_env, &scopes, Some("HEAD"))
         })
         .await?;
@@ -316,11 +316,12 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
             return Err(CommandError::Usage(format!("--format must be text or json with --ls, got {format:?}")));
         }
         let remote = args.remote.clone();
-        let (repo_dir, indexes) = crate::blocking::run_to_end("the search index list", move || match remote {
-            Some(remote) => search::list_remote_indexes(&remote, &cwd, &env).map(|(dir, list)| (Some(dir), list)),
-            None => search::list_indexes(&cwd, &env).map(|list| (None, list)),
-        })
-        .await??;
+        let (repo_dir, indexes) =
+            gitagent_runtime::blocking::run_to_end("the search index list", move || match remote {
+                Some(remote) => search::list_remote_indexes(&remote, &cwd, &env).map(|(dir, list)| (Some(dir), list)),
+                None => search::list_indexes(&cwd, &env).map(|list| (None, list)),
+            })
+            .await??;
         if format == "json" {
             output.stdout(render::to_json_line(&indexes));
         } else {
@@ -343,7 +344,7 @@ async fn list(invocation: &Invocation, output: &Output, args: &SearchArgs, query
     let no_tests = args.no_tests;
     let rev = args.rev.clone();
     let remote = args.remote.clone();
-    let listing = crate::blocking::run_to_end("the search index files", move || match remote {
+    let listing = gitagent_runtime::blocking::run_to_end("the search index files", move || match remote {
         Some(remote) => search::list_remote_files(&remote, &cwd, &env, &scopes, rev.as_deref(), no_tests),
         None => search::list_files(&cwd, &env, &scopes, rev.as_deref(), no_tests),
     })
@@ -393,7 +394,8 @@ async fn list_remotes(
         )));
     }
     let root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(SearchError::from)?;
-    let remotes = crate::blocking::run_to_end("the remote list", move || search::remote::list(&root)).await?;
+    let remotes =
+        gitagent_runtime::blocking::run_to_end("the remote list", move || search::remote::list(&root)).await?;
     output.stdout(match format {
         "json" => render::to_json_line(&remotes),
         "completion" => search::remote::format_completion(&remotes).into_bytes(),

@@ -83,7 +83,7 @@ pub async fn run_shared(
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
         let transfer = phase_transfer(&progress, SharedPhase::Transfer);
-        return crate::blocking::run_to_end("the index sync repository", move || {
+        return gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
             // The same lock as a normal run, but never a new lock file.
             let cancelled = || flag.load(std::sync::atomic::Ordering::Relaxed);
             let _lock = super::take_lock(&lock_path, true, &cancelled).map_err(Box::new)?;
@@ -106,7 +106,7 @@ pub async fn run_shared(
         let fetch_transfer = Arc::clone(&transfer);
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
-        let planned = crate::blocking::run_to_end("the index sync repository", move || {
+        let planned = gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
             report(SharedPhase::Fetching);
             let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
             let tip = repo.fetch_reporting(&flag, &TransferReport(fetch_transfer))?;

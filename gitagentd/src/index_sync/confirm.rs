@@ -42,7 +42,7 @@ pub struct Confirmation {
 pub async fn configured_remote(env: &Environment) -> Result<Option<String>, SyncError> {
     let config_path = paths::config_file(env).map_err(|error| io_error(Path::new("~"), error))?;
     let path = config_path.clone();
-    let config = crate::blocking::run_to_end("the configuration file", move || ConfigFile::load(&path))
+    let config = gitagent_runtime::blocking::run_to_end("the configuration file", move || ConfigFile::load(&path))
         .await
         .map_err(|_| SyncError::Cancelled)?
         .map_err(|error| io_error(&config_path, error))?;
@@ -113,7 +113,7 @@ impl Confirmation {
         };
         let this = self.clone();
         let token = cancel.clone();
-        crate::blocking::run_to_end("the imported revision index", move || {
+        gitagent_runtime::blocking::run_to_end("the imported revision index", move || {
             let gained = this.publish_locally(&records, &token)?;
             *this.imported.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(records);
             Ok(gained)
@@ -189,7 +189,7 @@ impl Confirmation {
     /// Returns whether a publication ran.
     pub async fn publish(&self, cancel: &CancellationToken) -> Result<bool, SyncError> {
         let this = self.clone();
-        let export = crate::blocking::run_to_end("the revision index", move || {
+        let export = gitagent_runtime::blocking::run_to_end("the revision index", move || {
             local::load(&this.candidate).ok().filter(|export| !this.already_shared(&export.records))
         })
         .await

@@ -158,7 +158,7 @@ pub async fn migrate(
         let report = Arc::clone(&progress);
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
-        let planned = crate::blocking::run_to_end("the index sync repository", move || {
+        let planned = gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
             report(MigratePhase::Fetching)?;
             let repo = SyncRepo::open(repo_endpoint.remote.clone(), repo_endpoint.dir.clone())?;
             let tip = fetch(&repo, &report, &flag)?;
@@ -197,7 +197,7 @@ async fn dry_run_migration(
     let dir = endpoint.dir.clone();
     let interrupt = interrupt_on(cancel);
     let flag = Arc::clone(&interrupt.flag);
-    crate::blocking::run_to_end("the index sync repository", move || {
+    gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
         let scratch = disposable_dir()?;
         progress(MigratePhase::Fetching)?;
         // A commit a stopped run left unpushed lives in this machine's sync

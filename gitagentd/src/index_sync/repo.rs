@@ -863,8 +863,8 @@ pub async fn push_reporting(
     observer: TransferObserver,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<PushOutcome, SyncError> {
-    use crate::subprocess::{Helper, StreamObserver, Toolchain};
-    let git = crate::subprocess::find_executable(env, "git").ok_or(SyncError::GitMissing)?;
+    use gitagent_runtime::subprocess::{Helper, StreamObserver, Toolchain};
+    let git = gitagent_runtime::subprocess::find_executable(env, "git").ok_or(SyncError::GitMissing)?;
     let failed =
         |message: String| SyncError::Push { remote: remote.sanitized.clone(), message: remote.sanitize_text(&message) };
     let refspec = format!("{commit}:refs/heads/{branch}");
@@ -911,7 +911,7 @@ fn push_messages(stderr: &str) -> String {
 
 /// Splits `git push --progress` stderr into its `\r`- or `\n`-ended
 /// updates and hands each new detail to `observer`.
-fn push_progress_reader(sanitized: String, observer: TransferObserver) -> Arc<crate::subprocess::StreamFn> {
+fn push_progress_reader(sanitized: String, observer: TransferObserver) -> Arc<gitagent_runtime::subprocess::StreamFn> {
     let state = std::sync::Mutex::new((Vec::<u8>::new(), String::new()));
     Arc::new(move |bytes: &[u8]| {
         let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -108,7 +108,7 @@ impl Endpoint {
     pub(crate) async fn lock(&self, cancel: &CancellationToken) -> Result<store::FileLock, SyncError> {
         let path = self.lock_path();
         let token = cancel.clone();
-        crate::blocking::run_to_end("the index sync lock", move || {
+        gitagent_runtime::blocking::run_to_end("the index sync lock", move || {
             store::lock_blocking(&path, &|| token.is_cancelled())
         })
         .await
@@ -129,7 +129,7 @@ impl Endpoint {
         // A commit a stopped run made but never pushed goes first (pull
         // with rebase semantics), before this search reads the remote.
         let endpoint = self.clone();
-        let pending = crate::blocking::run_to_end("the index sync repository", move || {
+        let pending = gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
             SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?.pending()
         })
         .await
@@ -141,7 +141,7 @@ impl Endpoint {
         let reused = self.reusable();
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
-        let (records, observation) = crate::blocking::run_to_end("the index sync repository", move || {
+        let (records, observation) = gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
             let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
             let (tip, observation) = match reused {
                 Some(tip) => (tip, None),
@@ -198,7 +198,7 @@ impl Endpoint {
             let fetch_transfer = Arc::clone(&transfer);
             let interrupt = interrupt_on(cancel);
             let flag = Arc::clone(&interrupt.flag);
-            let staged = crate::blocking::run_to_end("the index sync repository", move || {
+            let staged = gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
                 let repo = SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?;
                 let (tip, observed_at) = match reused {
                     Some(tip) => (tip, None),
@@ -279,7 +279,7 @@ impl Endpoint {
             repo::push_reporting(&self.dir, &self.remote, &self.env, &branch, commit, transfer, cancel).await?;
         if outcome == PushOutcome::Pushed {
             let endpoint = self.clone();
-            crate::blocking::run_to_end("the index sync repository", move || {
+            gitagent_runtime::blocking::run_to_end("the index sync repository", move || {
                 SyncRepo::open(endpoint.remote.clone(), endpoint.dir.clone())?.pushed(&branch, commit)
             })
             .await

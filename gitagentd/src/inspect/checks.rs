@@ -20,8 +20,8 @@
 
 use super::git::GitEnv;
 use super::prepare::{Mode, PreparedScope};
-use crate::subprocess::{Helper, SubprocessError, Toolchain};
 use git_agent_shared::environment::vars;
+use gitagent_runtime::subprocess::{Helper, SubprocessError, Toolchain};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -937,7 +937,7 @@ mod tests {
 
     #[tokio::test]
     async fn golangci_runs_pinned_with_the_allow_listed_environment() {
-        use crate::subprocess::tests::{assert_no_credentials, caller_env, recorded_argv, recorded_env};
+        use gitagent_runtime::subprocess::testing::{assert_no_credentials, caller_env, recorded_argv, recorded_env};
         let fixture = Fixture::new();
         fixture.write("go.mod", "module example.test/m\n");
         fixture.write("pkg/a.go", "package pkg\n");

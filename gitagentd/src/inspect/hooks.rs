@@ -17,8 +17,8 @@
 //! task status and stores the report unchanged.
 
 use super::metrics::InspectionMetrics;
-use crate::subprocess::{Helper, SubprocessError, Toolchain};
 use git_agent_shared::Environment;
+use gitagent_runtime::subprocess::{Helper, SubprocessError, Toolchain};
 use gtmpl::{FuncError, Value as TemplateValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -226,7 +226,7 @@ pub async fn run_post_inspection(
 ) -> Result<(), HookError> {
     let data = serde_json::to_value(payload).map_err(HookError::Encode)?;
     let stdin = serde_json::to_vec(payload).map_err(HookError::Encode)?;
-    let shell = crate::subprocess::find_executable(env, "sh").unwrap_or_else(|| PathBuf::from("/bin/sh"));
+    let shell = gitagent_runtime::subprocess::find_executable(env, "sh").unwrap_or_else(|| PathBuf::from("/bin/sh"));
     for (position, source) in hooks.iter().enumerate() {
         let index = position + 1;
         let script = render(source, &data, index)?;

@@ -9,7 +9,7 @@
 //! the same sink is counted without further wiring. It keeps counters,
 //! tool names and skill names, never arguments or outputs.
 
-use crate::trace::{Event, Value};
+use gitagent_runtime::trace::{Event, Value};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

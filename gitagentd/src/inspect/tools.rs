@@ -14,8 +14,8 @@
 use super::git::GitEnv;
 use super::patch;
 use super::prepare::{self, PrepareError, PreparedScope};
-use crate::subprocess;
 use crate::tools::{Tool, ToolError, ToolFuture, ToolOutput, blocking, parse_arguments, schema};
+use gitagent_runtime::subprocess;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -854,7 +854,7 @@ mod tests {
 
     #[test]
     fn go_doc_runs_pinned_without_credentials() {
-        use crate::subprocess::tests::{
+        use gitagent_runtime::subprocess::testing::{
             assert_no_credentials, caller_env, recorded_argv, recorded_env, recording_helper,
         };
         let dir = tempfile::tempdir().unwrap();

@@ -452,9 +452,10 @@ where
             };
             let started = Instant::now();
             let build_range = range.clone();
-            let inputs = crate::blocking::run("the embedding input reader", &cancel, move |_| build(build_range))
-                .await
-                .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+            let inputs =
+                gitagent_runtime::blocking::run("the embedding input reader", &cancel, move |_| build(build_range))
+                    .await
+                    .map_err(|error| EmbeddingError::Client(error.to_string()))?;
             let vectors = client.embed(&settings, &inputs, &cancel).await?;
             Ok::<_, EmbeddingError>((range, vectors, started.elapsed()))
         });

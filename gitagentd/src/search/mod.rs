@@ -111,7 +111,7 @@ pub enum SearchError {
     )]
     TooLarge { root: PathBuf, reason: String },
     #[error("a search worker failed: {0}")]
-    Worker(#[from] crate::blocking::BlockingError),
+    Worker(#[from] gitagent_runtime::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
     /// A warm-only search found a chunk without a vector (or no chunk at
@@ -592,7 +592,7 @@ async fn fetch_promised(
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, SearchError> {
-    Ok(crate::blocking::run_to_end("search", work).await?)
+    Ok(gitagent_runtime::blocking::run_to_end("search", work).await?)
 }
 
 impl SearchService {

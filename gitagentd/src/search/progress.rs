@@ -505,9 +505,9 @@ fn terminal_text(update: &Update) -> String {
 }
 
 /// The console diagnostic line(s) of one event, in the one console form
-/// of trace events ([`crate::trace::render_event`]).
+/// of trace events ([`gitagent_runtime::trace::render_event`]).
 pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> String {
-    let mut event = crate::trace::Event::new(kind);
+    let mut event = gitagent_runtime::trace::Event::new(kind);
     for (key, value) in fields {
         event = match value {
             Field::Str(text) => event.with(*key, text.as_str()),
@@ -516,7 +516,7 @@ pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> Str
         };
     }
     let at = jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    crate::trace::render_event(&timefmt::format_clock(at), &event, false)
+    gitagent_runtime::trace::render_event(&timefmt::format_clock(at), &event, false)
 }
 
 impl super::remote::FetchReporter for Feedback {

@@ -263,7 +263,7 @@ impl Promisor {
         ids: &[ObjectId],
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<(), RevisionError> {
-        use crate::subprocess::{Helper, Toolchain};
+        use gitagent_runtime::subprocess::{Helper, Toolchain};
         if ids.is_empty() {
             return Ok(());
         }
@@ -277,8 +277,8 @@ impl Promisor {
                 self.remote
             )),
         };
-        let git =
-            crate::subprocess::find_executable(&self.env, "git").ok_or_else(|| failed("git is not on PATH".into()))?;
+        let git = gitagent_runtime::subprocess::find_executable(&self.env, "git")
+            .ok_or_else(|| failed("git is not on PATH".into()))?;
         let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
         let mut helper = Helper::new(&git, &self.env, Toolchain::None);
         for (name, value) in crate::index_sync::repo::push_network_env(&self.env) {

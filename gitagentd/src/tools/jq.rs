@@ -99,9 +99,9 @@ fn resolve<'a>(root: &'a Value, pointer: &str) -> Result<&'a Value, ToolError> {
     }
     let (resolved, value) = pointer
         .match_indices('/')
+        .rev()
         .map(|(at, _)| &pointer[..at])
-        .filter_map(|prefix| root.pointer(prefix).map(|value| (prefix, value)))
-        .last()
+        .find_map(|prefix| root.pointer(prefix).map(|value| (prefix, value)))
         .unwrap_or(("", root));
     let shown = if resolved.is_empty() { "the document" } else { resolved };
     let detail = match value {

@@ -184,7 +184,7 @@ where
             return Err(ToolError::Cancelled);
         }
         let guard = cancel.clone();
-        crate::blocking::run(tool, &cancel, move |_| work(arguments, &guard))
+        gitagent_runtime::blocking::run(tool, &cancel, move |_| work(arguments, &guard))
             .await
             .map_err(|error| ToolError::Recoverable(format!("{tool} failed: {error}")))?
     })

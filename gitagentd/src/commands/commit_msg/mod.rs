@@ -20,9 +20,9 @@ use crate::agent::{AgentTask, OutputRules};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::tools::commit::CommitTools;
 use crate::tools::{self, RepoFiles, ToolRegistry};
-use crate::trace::Event;
 use git_agent_shared::cli::MessageArgs;
 use gitagent_git::{AmendContext, AmendLimits, FileSource, Repository, StagedContext, StagedLimits, SubmoduleChange};
+use gitagent_runtime::trace::Event;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -297,5 +297,5 @@ fn user_prompt(prepared: &Prepared, hint: Option<&str>) -> Result<String, Comman
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, CommandError> + Send + 'static,
 ) -> Result<T, CommandError> {
-    crate::blocking::run_to_end("the repository reader", work).await?
+    gitagent_runtime::blocking::run_to_end("the repository reader", work).await?
 }

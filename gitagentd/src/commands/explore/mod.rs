@@ -25,12 +25,12 @@ use crate::agent::{self, AgentTask, Layers, Limits, OutputRules, RunContext};
 use crate::guidance::{self, Family, WorktreeReader};
 use crate::services::Services;
 use crate::tools::{self, RepoFiles, ToolRegistry};
-use crate::trace::Event;
 use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
 use git_agent_shared::task_record::TaskId;
 use gitagent_git::{GitError, Repository};
 use gitagent_provider::{self as provider, Item, ProviderFlags, RunOptions, TextFormat};
+use gitagent_runtime::trace::Event;
 use serde::Serialize;
 use session::{Session, SessionStore};
 use std::collections::HashMap;
@@ -195,7 +195,7 @@ async fn project(
 ) -> Result<Project, CommandError> {
     let metadata_root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
     let (root, services) = (root.to_path_buf(), Arc::clone(services));
-    crate::blocking::run("the project identity", cancel, move |_| {
+    gitagent_runtime::blocking::run("the project identity", cancel, move |_| {
         let project = git_agent_shared::identity::ProjectIdentity::resolve_cached(&root, &services.identities)
             .map_err(CommandError::failed)?;
         let id = project.id();
@@ -213,7 +213,7 @@ async fn read_parent(
 ) -> Result<Session, CommandError> {
     let store = SessionStore::new(&project.metadata_dir);
     let (id, root) = (id.to_string(), root.to_path_buf());
-    crate::blocking::run("the explore session", cancel, move |_| {
+    gitagent_runtime::blocking::run("the explore session", cancel, move |_| {
         store.read_for_follow_up(&id, &root).map_err(CommandError::failed)
     })
     .await?
@@ -261,9 +261,11 @@ impl Conversation {
             return false;
         }
         let (invocation, root) = (self.invocation.clone(), self.root.clone());
-        crate::blocking::run("the index remote setting", cancel, move |_| retrieval::needs_sync(&invocation, &root))
-            .await
-            .unwrap_or(false)
+        gitagent_runtime::blocking::run("the index remote setting", cancel, move |_| {
+            retrieval::needs_sync(&invocation, &root)
+        })
+        .await
+        .unwrap_or(false)
     }
 
     async fn answer(
@@ -368,7 +370,8 @@ impl Conversation {
             });
         }
         let store = SessionStore::new(&self.project.metadata_dir);
-        let persisted = crate::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions)).await?;
+        let persisted =
+            gitagent_runtime::blocking::run("the explore sessions", cancel, move |_| store.create(&sessions)).await?;
         match persisted {
             Ok(()) => {}
             // A read-only HOME costs the follow-ups, not the answer.
@@ -403,7 +406,7 @@ fn clean_root(cwd: &Path) -> PathBuf {
 /// else an ordinary folder.
 async fn open_root(root: &Path, cancel: &CancellationToken) -> Result<Arc<RepoFiles>, CommandError> {
     let root = root.to_path_buf();
-    crate::blocking::run("the exploration root", cancel, move |_| {
+    gitagent_runtime::blocking::run("the exploration root", cancel, move |_| {
         if !root.is_dir() {
             return Err(CommandError::Failed(format!("{}: not a folder", root.display())));
         }
@@ -432,7 +435,7 @@ async fn record_disposition(
     let ids: Vec<String> = items.iter().map(|item| item.item_id.clone()).collect();
     let (root, project) = (root.to_path_buf(), Arc::clone(project));
     let (parent_id, depth) = parent.map_or((None, 0), |parent| (Some(parent.id.clone()), parent.depth + 1));
-    let recorded = crate::blocking::run("the explore log", cancel, move |_| {
+    let recorded = gitagent_runtime::blocking::run("the explore log", cancel, move |_| {
         let disposition = log::Disposition {
             project_id: &project.id,
             workspace: &root,
@@ -551,7 +554,7 @@ async fn assemble(
     }
     let guidance = {
         let root = files.root().to_path_buf();
-        crate::blocking::run("the guidance reader", cancel, move |_| {
+        gitagent_runtime::blocking::run("the guidance reader", cancel, move |_| {
             guidance::resolve(&root, &[], Family::Auto, &WorktreeReader::new(&root))
         })
         .await?

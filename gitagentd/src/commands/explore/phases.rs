@@ -9,7 +9,7 @@
 //! Without `--debug` the reporter drops them; they never touch stdout.
 
 use super::super::generation::TraceSink;
-use crate::trace::Event;
+use gitagent_runtime::trace::Event;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -110,7 +110,7 @@ fn int(event: &Event, key: &str) -> i64 {
         .iter()
         .find(|(name, _)| name == key)
         .and_then(|(_, value)| match value {
-            crate::trace::Value::Int(number) => Some(*number),
+            gitagent_runtime::trace::Value::Int(number) => Some(*number),
             _ => None,
         })
         .unwrap_or(0)
@@ -122,7 +122,7 @@ fn text(event: &Event, key: &str) -> String {
         .iter()
         .find(|(name, _)| name == key)
         .and_then(|(_, value)| match value {
-            crate::trace::Value::Text(text) => Some(text.clone()),
+            gitagent_runtime::trace::Value::Text(text) => Some(text.clone()),
             _ => None,
         })
         .unwrap_or_default()
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn phase_events_carry_whole_milliseconds() {
-        let rendered = crate::trace::render_event(
+        let rendered = gitagent_runtime::trace::render_event(
             "00:00:00",
             &event("setup", Duration::from_micros(2_700), Duration::from_millis(9)),
             false,

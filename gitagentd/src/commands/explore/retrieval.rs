@@ -99,7 +99,7 @@ pub async fn probe(
     cancel: &CancellationToken,
 ) -> Result<Probe, CommandError> {
     let (env_invocation, root_owned, question_owned) = (invocation.clone(), root.to_path_buf(), question.to_string());
-    let request = crate::blocking::run("the explore search scope", cancel, move |_| {
+    let request = gitagent_runtime::blocking::run("the explore search scope", cancel, move |_| {
         request(&env_invocation, &root_owned, &question_owned, false)
     })
     .await??;
@@ -180,7 +180,7 @@ pub async fn deferred_sync(
     cancel: &CancellationToken,
 ) -> Result<(), CommandError> {
     let (env_invocation, root_owned) = (invocation.clone(), root.to_path_buf());
-    let request = crate::blocking::run("the explore search scope", cancel, move |_| {
+    let request = gitagent_runtime::blocking::run("the explore search scope", cancel, move |_| {
         request(&env_invocation, &root_owned, "", true)
     })
     .await??;

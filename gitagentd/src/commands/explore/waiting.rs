@@ -7,7 +7,7 @@
 //! stdout.
 
 use super::super::Output;
-use crate::trace::Event;
+use gitagent_runtime::trace::Event;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 // Tokio's clock, so tests can pause it.

@@ -15,9 +15,9 @@ use crate::agent::{self, AgentError, AgentTask, Layers, Limits, Outcome, OutputR
 use crate::guidance::{self, Family, Guidance, WorktreeReader};
 use crate::services::Services;
 use crate::skills::SkillsManager;
-use crate::trace::{Console, Event};
 use git_agent_shared::cli::MessageArgs;
 use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions};
+use gitagent_runtime::trace::{Console, Event};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -102,9 +102,11 @@ pub async fn provider_with_key(
 ) -> Result<Provider, CommandError> {
     // Resolving reads `~/.codex/auth.json`: off the runtime.
     let (env, flags) = (invocation.env.clone(), settings.provider_flags.clone());
-    let config = crate::blocking::run_to_end("the provider settings", move || provider::config::resolve(&env, &flags))
-        .await?
-        .map_err(CommandError::failed)?;
+    let config = gitagent_runtime::blocking::run_to_end("the provider settings", move || {
+        provider::config::resolve(&env, &flags)
+    })
+    .await?
+    .map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(prompt_cache_key);
     Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
@@ -161,7 +163,7 @@ impl ProjectContext {
         let (guidance, skills) = {
             let root = root.to_path_buf();
             let (env, cwd) = (invocation.env.clone(), invocation.cwd.clone());
-            crate::blocking::run("the guidance reader", cancel, move |_| {
+            gitagent_runtime::blocking::run("the guidance reader", cancel, move |_| {
                 let guidance = guidance::resolve(&root, &paths, family, &WorktreeReader::new(&root));
                 (guidance, SkillsManager::discover(&env, &cwd))
             })

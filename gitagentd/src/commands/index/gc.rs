@@ -25,13 +25,14 @@ pub async fn run(
     let metadata_root = paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
     let local_root = metadata_root.clone();
     let config_path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
-    let config = crate::blocking::run_to_end("the configuration file", move || ConfigFile::load(&config_path))
-        .await?
-        .map_err(CommandError::failed)?;
+    let config =
+        gitagent_runtime::blocking::run_to_end("the configuration file", move || ConfigFile::load(&config_path))
+            .await?
+            .map_err(CommandError::failed)?;
     let options = Options { dry_run: args.dry_run, crash_at: services.search.crash_at(), stop_at: None };
     let progress_output = output.clone();
     let interactive = invocation.stderr_is_terminal;
-    let summary: LocalSummary = crate::blocking::run("the index gc", cancel, move |interrupt| {
+    let summary: LocalSummary = gitagent_runtime::blocking::run("the index gc", cancel, move |interrupt| {
         let mut progress = |line: String| {
             if interactive {
                 progress_output.progress(line);

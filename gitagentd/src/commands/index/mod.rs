@@ -90,7 +90,8 @@ async fn sync(invocation: &Invocation, output: &Output, cancel: &CancellationTok
     let progress = progress_reporter(output, invocation.stderr_is_terminal, sync_update);
     let scan_root = metadata_root.clone();
     let inventory =
-        crate::blocking::run_to_end("the local index inventory", move || local::inventory(&scan_root)).await?;
+        gitagent_runtime::blocking::run_to_end("the local index inventory", move || local::inventory(&scan_root))
+            .await?;
     let mut skipped = inventory.skipped.clone();
     let published = endpoint.publish_from(Arc::new(inventory), progress, cancel).await.map_err(CommandError::failed)?;
     skipped.extend(published.skipped.iter().cloned());
@@ -179,7 +180,7 @@ fn progress_line(output: &Output, interactive: bool) -> Arc<dyn Fn(String) + Sen
 /// is unset (sync and migrate need it; gc does not).
 async fn configured_remote(invocation: &Invocation) -> Result<String, CommandError> {
     let path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
-    let config = crate::blocking::run_to_end("the configuration file", move || ConfigFile::load(&path))
+    let config = gitagent_runtime::blocking::run_to_end("the configuration file", move || ConfigFile::load(&path))
         .await?
         .map_err(CommandError::failed)?;
     if config.index.remote.is_empty() {

@@ -13,9 +13,9 @@ use crate::agent::{AgentTask, OutputRules};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::services::Services;
 use crate::tools::{self, ToolRegistry};
-use crate::trace::Event;
 use git_agent_shared::cli::PrMessageArgs;
 use gitagent_git::range::{History, PrContext, PrLimits};
+use gitagent_runtime::trace::Event;
 use std::path::Path;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -37,7 +37,7 @@ pub async fn run(
     };
     let reporter = Reporter::new(invocation, output, settings.debug);
     let cwd = invocation.cwd.clone();
-    let (root, context) = crate::blocking::run("the repository reader", cancel, move |_| {
+    let (root, context) = gitagent_runtime::blocking::run("the repository reader", cancel, move |_| {
         let history = History::discover(&cwd)?;
         Ok::<_, gitagent_git::range::HistoryError>((
             history.root().to_path_buf(),

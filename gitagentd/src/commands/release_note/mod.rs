@@ -16,11 +16,11 @@ use crate::agent::{AgentTask, OutputRules};
 use crate::release::{self, Document, OutFile, RangeRequest, ReleaseContext};
 use crate::services::Services;
 use crate::tools::{self, RepoFiles, ToolRegistry};
-use crate::trace::Event;
 use git_agent_shared::cli::ReleaseNoteArgs;
 use gitagent_git::range::{EvidenceLimits, History};
 use gitagent_git::{FileSource, Repository};
 use gitagent_provider::TextFormat;
+use gitagent_runtime::trace::Event;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -111,7 +111,7 @@ async fn prepare_context(
     request: RangeRequest,
 ) -> Result<(PathBuf, ReleaseContext), CommandError> {
     let cwd = invocation.cwd.clone();
-    crate::blocking::run("the repository reader", cancel, move |interrupt| {
+    gitagent_runtime::blocking::run("the repository reader", cancel, move |interrupt| {
         let history = History::discover(&cwd).map_err(CommandError::failed)?;
         let range = release::resolve_range(&history, &request).map_err(CommandError::failed)?;
         let context =
@@ -136,7 +136,7 @@ async fn assemble(
     let project = ProjectContext::resolve(invocation, root, Vec::new(), settings.family, cancel).await?;
     let repo = {
         let root = root.to_path_buf();
-        crate::blocking::run_to_end("the repository reader", move || Repository::discover(&root))
+        gitagent_runtime::blocking::run_to_end("the repository reader", move || Repository::discover(&root))
             .await?
             .map_err(CommandError::failed)?
     };

@@ -29,7 +29,6 @@ use crate::commands::generation::{self, EnvironmentContext};
 use crate::guidance::{self, Family, IndexReader, WorktreeReader};
 use crate::skills::SkillsManager;
 use crate::tools::{RepoFiles, ToolRegistry};
-use crate::trace::{Event, Value};
 use git_agent_shared::environment::vars;
 use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
@@ -37,6 +36,7 @@ use git_agent_shared::task_record::{
 };
 use gitagent_git::Repository;
 use gitagent_provider::{self as provider, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
+use gitagent_runtime::trace::{Event, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +64,7 @@ pub enum InspectionError {
     #[error(transparent)]
     Repository(#[from] gitagent_git::GitError),
     #[error("an inspection worker failed: {0}")]
-    Worker(#[from] crate::blocking::BlockingError),
+    Worker(#[from] gitagent_runtime::blocking::BlockingError),
     #[error(transparent)]
     Skills(#[from] crate::skills::SkillsError),
     #[error(transparent)]
@@ -140,9 +140,10 @@ impl ProviderEngine {
         };
         // Resolving reads `~/.codex/auth.json`: off the runtime.
         let env = request.env.clone();
-        let config =
-            crate::blocking::run("the provider settings", &cancel, move |_| provider::config::resolve(&env, &flags))
-                .await??;
+        let config = gitagent_runtime::blocking::run("the provider settings", &cancel, move |_| {
+            provider::config::resolve(&env, &flags)
+        })
+        .await??;
         secrets.learn(&config);
         let provider = Provider::shared(&self.http, config, run_options(request)).await?;
 
@@ -326,7 +327,7 @@ async fn assemble(
     let (repo, guidance, skills, docs) = {
         let prepared = Arc::clone(&prepared);
         let (env, cwd) = (request.env.clone(), request.cwd.clone());
-        crate::blocking::run("the guidance reader", cancel, move |_| {
+        gitagent_runtime::blocking::run("the guidance reader", cancel, move |_| {
             let repo = Repository::discover(&prepared.root)?;
             let paths = if prepared.mode == Mode::Codebase { Vec::new() } else { prepared.paths.clone() };
             let guidance = match prepared.mode {

@@ -22,7 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// Rechecks the launch fingerprint on the blocking pool.
 async fn recheck(prepared: &Arc<PreparedScope>, git_env: &GitEnv, drift: &DriftSlot) -> Result<(), ToolError> {
     let (prepared, git_env) = (Arc::clone(prepared), git_env.clone());
-    match crate::blocking::run_to_end("the snapshot check", move || prepare::recheck(&prepared, &git_env)).await {
+    match gitagent_runtime::blocking::run_to_end("the snapshot check", move || prepare::recheck(&prepared, &git_env))
+        .await
+    {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(drift.stop_with(&error)),
         Err(error) => Err(ToolError::Recoverable(format!("the snapshot check failed: {error}"))),

@@ -13,9 +13,9 @@
 use super::super::branch::{self, BranchError, ChildResult, Policy};
 use super::super::metrics::{BranchMetric, UsageMetric};
 use crate::agent::{self, AgentError, AgentTask, Node, OutputRules, RunContext};
-use crate::trace::Event;
 use git_agent_shared::task_record::TaskCommand;
 use gitagent_provider::{self as provider, Item, Provider, Usage};
+use gitagent_runtime::trace::Event;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

@@ -432,15 +432,18 @@ pub async fn read_bounded(pipe: Option<impl AsyncRead + Unpin>, limit: usize) ->
     (captured.kept, captured.truncated)
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
+/// Recording helpers and a credential-laden caller environment, for the
+/// tests of every module that runs helpers (the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
+pub mod testing {
+    use git_agent_shared::Environment;
     use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
 
     /// A fake helper named `name` in `dir/bin` that writes its environment
     /// to `dir/<name>.env` and its arguments, one a line, to
     /// `dir/<name>.argv`, then prints `stdout`. Returns the `bin` folder.
-    pub(crate) fn recording_helper(dir: &Path, name: &str, stdout: &str) -> PathBuf {
+    pub fn recording_helper(dir: &Path, name: &str, stdout: &str) -> PathBuf {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         let script = bin.join(name);
@@ -458,20 +461,20 @@ pub(crate) mod tests {
     }
 
     /// The variables a recording helper saw.
-    pub(crate) fn recorded_env(dir: &Path, name: &str) -> Vec<(String, String)> {
+    pub fn recorded_env(dir: &Path, name: &str) -> Vec<(String, String)> {
         let text = std::fs::read_to_string(dir.join(format!("{name}.env"))).unwrap();
         text.lines().filter_map(|line| line.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     /// The arguments a recording helper got, or `None` when it never ran.
-    pub(crate) fn recorded_argv(dir: &Path, name: &str) -> Option<Vec<String>> {
+    pub fn recorded_argv(dir: &Path, name: &str) -> Option<Vec<String>> {
         let text = std::fs::read_to_string(dir.join(format!("{name}.argv"))).ok()?;
         Some(text.lines().map(str::to_string).collect())
     }
 
     /// A caller environment full of credentials next to ordinary
     /// variables, with `bin` first on PATH.
-    pub(crate) fn caller_env(bin: &Path) -> Environment {
+    pub fn caller_env(bin: &Path) -> Environment {
         let pairs = [
             ("PATH", format!("{}:/usr/bin:/bin", bin.display())),
             ("HOME", "/home/caller".into()),
@@ -499,13 +502,20 @@ pub(crate) mod tests {
 
     /// Asserts that no credential and no variable outside the allow-list
     /// reached a helper.
-    pub(crate) fn assert_no_credentials(seen: &[(String, String)]) {
+    pub fn assert_no_credentials(seen: &[(String, String)]) {
         for (name, value) in seen {
             assert!(!name.starts_with("OPENAI_") && !name.starts_with("CODEX_"), "{name} reached the helper");
             assert!(!value.contains("secret"), "{name}={value} reached the helper");
             assert!(!matches!(name.as_str(), "GIT_ASKPASS" | "SSH_AUTH_SOCK" | "CONTEXT7_API_KEY"), "{name}");
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn value<'a>(seen: &'a [(String, String)], name: &str) -> Option<&'a str> {
         seen.iter().find(|(seen, _)| seen == name).map(|(_, value)| value.as_str())

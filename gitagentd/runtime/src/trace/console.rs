@@ -112,7 +112,7 @@ pub fn render_event(time: &str, event: &Event, color: bool) -> String {
 }
 
 fn preview(text: &str) -> (String, bool) {
-    let cut = crate::bounded::floor_char_boundary(text, PREVIEW_BYTES);
+    let cut = git_agent_shared::bounded::floor_char_boundary(text, PREVIEW_BYTES);
     let mut preview = &text[..cut];
     let mut truncated = cut < text.len();
     if let Some((index, _)) = preview.match_indices('\n').nth(PREVIEW_LINES - 1) {

@@ -1,0 +1,9 @@
+//! How gitagentd's work runs, below every command: [`blocking`] (the one
+//! way to run blocking work off the async runtime, cancellable through its
+//! interrupt), [`subprocess`] (child processes: a minimal environment,
+//! bounded output, deadlines, whole process groups killed) and [`trace`]
+//! (a command's step events and their console rendering).
+
+pub mod blocking;
+pub mod subprocess;
+pub mod trace;
