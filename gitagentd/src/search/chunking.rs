@@ -33,8 +33,8 @@
 //!   under which a vector is shared, so a chunk whose input did not change
 //!   keeps its vector under any chunker version.
 
-use super::golang;
 use super::syntax::{self, markdown};
+use gitagent_golang as golang;
 use sha2::{Digest, Sha256};
 
 /// The version of the rules above, written into every index manifest: an

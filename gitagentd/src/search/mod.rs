@@ -12,7 +12,7 @@
 //! to date ([`refresh`]), embedding what is missing; publish; release the
 //! single flight; then embed (or recall) the query, rank ([`query`]) and
 //! record the query in the index's history. Module map: [`discovery`],
-//! [`textkind`], [`paths`] choose files; [`chunking`] and [`golang`] cut
+//! [`textkind`], [`paths`] choose files; [`chunking`] and `gitagent_golang` cut
 //! them; [`bodies`] snapshots their text; [`embeddings`] talks to the
 //! endpoint; [`store`] owns the on-disk format; [`ranking`] scores;
 //! [`history`] remembers queries; [`output`] renders; [`progress`]
@@ -23,7 +23,6 @@ pub mod cache;
 pub mod chunking;
 pub mod discovery;
 pub mod embeddings;
-pub mod golang;
 pub mod history;
 pub mod live;
 pub mod migrate;

@@ -106,7 +106,7 @@ fn outline_kind(path: &str) -> &'static str {
 /// follow.
 fn go_outline(text: &str) -> Outline {
     let mut outline = Outline::default();
-    let Some(file) = crate::search::golang::scan(text) else { return outline };
+    let Some(file) = gitagent_golang::scan(text) else { return outline };
     let lines: Vec<&str> = text.lines().collect();
     for decl in file.decls {
         let names: Vec<String> = match decl.kind {
