@@ -4,7 +4,6 @@
 //! never see the wire types, which stay in `rpc`.
 
 mod activity;
-pub mod agent;
 pub mod args;
 pub mod bounded;
 pub mod commands;
@@ -12,7 +11,6 @@ mod control;
 #[cfg(test)]
 mod golden;
 pub mod grpc_authority;
-pub mod guidance;
 pub mod index_gc;
 pub mod index_sync;
 pub mod inspect;
@@ -20,16 +18,13 @@ pub mod listener;
 mod logging;
 pub mod memory;
 pub mod message;
-pub mod prompt;
 pub mod release;
 mod rpc;
 pub mod search;
 pub mod services;
-pub mod skills;
 mod socket;
 pub mod task_http;
 pub mod tasks;
-pub mod tools;
 
 use anyhow::Context;
 use args::{DaemonArgs, DaemonCommand, ServeArgs};

@@ -117,8 +117,8 @@ impl CommandError {
     }
 }
 
-impl From<crate::prompt::PromptError> for CommandError {
-    fn from(error: crate::prompt::PromptError) -> Self {
+impl From<gitagent_agent::prompt::PromptError> for CommandError {
+    fn from(error: gitagent_agent::prompt::PromptError) -> Self {
         Self::failed(error)
     }
 }

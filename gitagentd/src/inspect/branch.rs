@@ -10,9 +10,9 @@
 //! or cite, and the merged report goes through the ordinary validators.
 
 use super::report::{self, Finding, Opportunity, ReviewReport, SimplifyReport};
-use crate::tools::{Tool, ToolFuture, ToolOutput, schema};
 use git_agent_shared::cli::Depth;
 use git_agent_shared::task_record::TaskCommand;
+use gitagent_agent::tools::{Tool, ToolFuture, ToolOutput, schema};
 use gitagent_provider::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -94,7 +94,7 @@ impl Tool for BranchHelp {
         schema::strict::<schema::NoArguments>()
     }
     fn call(&self, arguments: &str, _cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let parsed = crate::tools::parse_arguments::<schema::NoArguments>(BRANCH_HELP, arguments);
+        let parsed = gitagent_agent::tools::parse_arguments::<schema::NoArguments>(BRANCH_HELP, arguments);
         let command = self.0;
         Box::pin(async move {
             parsed?;

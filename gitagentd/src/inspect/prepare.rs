@@ -23,7 +23,7 @@ pub const PREPARED_DIFF_MAX_LINES: usize = 1200;
 /// Entries of each context-pack list shown in the prompt.
 pub const MAX_PROMPT_PACK_ENTRIES: usize = 128;
 /// Bytes of an operator hint kept in the prompt.
-pub use crate::prompt::{MAX_OPERATOR_HINT_BYTES, OperatorHint};
+pub use gitagent_agent::prompt::{MAX_OPERATOR_HINT_BYTES, OperatorHint};
 const HEADER_BYTES: usize = 8 * 1024;
 
 /// What an inspection covers.

@@ -260,7 +260,7 @@ fn validate_item(
 
 /// A repository-relative path that stays inside the repository.
 pub fn valid_evidence_path(path: &str) -> bool {
-    crate::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty())
+    gitagent_agent::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty())
 }
 
 /// Where the validator reads evidence from.

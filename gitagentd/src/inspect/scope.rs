@@ -395,7 +395,7 @@ fn initialized_submodules(repo: &gix::Repository, root: &Path, base: &Flat, inde
 }
 
 fn is_clean_nested_path(path: &str) -> bool {
-    crate::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty() && clean == path)
+    gitagent_agent::tools::clean_relative(path).is_ok_and(|clean| !clean.is_empty() && clean == path)
 }
 
 impl Workspace {

@@ -14,7 +14,7 @@
 use super::git::GitEnv;
 use super::patch;
 use super::prepare::{self, PrepareError, PreparedScope};
-use crate::tools::{Tool, ToolError, ToolFuture, ToolOutput, blocking, parse_arguments, schema};
+use gitagent_agent::tools::{Tool, ToolError, ToolFuture, ToolOutput, blocking, parse_arguments, schema};
 use gitagent_runtime::subprocess;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -222,7 +222,7 @@ impl Tool for ReviewDiffForPaths {
             }
             let mut cleaned = Vec::new();
             for path in &args.paths {
-                let clean = crate::tools::clean_relative(path)?;
+                let clean = gitagent_agent::tools::clean_relative(path)?;
                 if clean.is_empty() {
                     return Err(ToolError::Recoverable(format!("{path:?} names no path; use review_diff for all")));
                 }

@@ -16,11 +16,11 @@ mod view;
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{AgentTask, OutputRules};
 use crate::message::{self, MessageMode, ValidationContext};
-use crate::tools::commit::CommitTools;
-use crate::tools::{self, RepoFiles, ToolRegistry};
 use git_agent_shared::cli::MessageArgs;
+use gitagent_agent::tools::commit::CommitTools;
+use gitagent_agent::tools::{self, RepoFiles, ToolRegistry};
+use gitagent_agent::{AgentTask, OutputRules};
 use gitagent_git::{AmendContext, AmendLimits, FileSource, Repository, StagedContext, StagedLimits, SubmoduleChange};
 use gitagent_runtime::trace::Event;
 use std::sync::Arc;

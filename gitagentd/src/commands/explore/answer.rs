@@ -4,7 +4,7 @@
 //! name existing paths beneath the exploration root with line ranges
 //! inside the file.
 
-use crate::tools::{RepoFiles, ToolError};
+use gitagent_agent::tools::{RepoFiles, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

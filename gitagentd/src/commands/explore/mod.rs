@@ -4,7 +4,7 @@
 //! its top) or an ordinary folder; every path the model sees or returns
 //! is relative to it. The agent loop gets the shared repository tools
 //! rooted there and, in a repository, the history tools of
-//! [`crate::tools::history`]; its answer follows a strict schema, and
+//! [`gitagent_agent::tools::history`]; its answer follows a strict schema, and
 //! references are checked against the files (one repair pass) before it
 //! is accepted. Stdout is exactly one newline-terminated JSON object
 //! `{"id", "items"}`; progress (a slow model's wait included, see
@@ -21,13 +21,13 @@ mod waiting;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{self, AgentTask, Layers, Limits, OutputRules, RunContext};
-use crate::guidance::{self, Family, WorktreeReader};
 use crate::services::Services;
-use crate::tools::{self, RepoFiles, ToolRegistry};
 use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
 use git_agent_shared::task_record::TaskId;
+use gitagent_agent::guidance::{self, Family, WorktreeReader};
+use gitagent_agent::tools::{self, RepoFiles, ToolRegistry};
+use gitagent_agent::{self as agent, AgentTask, Layers, Limits, OutputRules, RunContext};
 use gitagent_git::{GitError, Repository};
 use gitagent_provider::{self as provider, Item, ProviderFlags, RunOptions, TextFormat};
 use gitagent_runtime::trace::Event;

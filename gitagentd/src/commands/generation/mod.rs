@@ -11,11 +11,11 @@ mod pprof;
 pub use pprof::DiagnosticsServer;
 
 use super::{CommandError, Invocation, Output};
-use crate::agent::{self, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
-use crate::guidance::{self, Family, Guidance, WorktreeReader};
 use crate::services::Services;
-use crate::skills::SkillsManager;
 use git_agent_shared::cli::MessageArgs;
+use gitagent_agent::guidance::{self, Family, Guidance, WorktreeReader};
+use gitagent_agent::skills::SkillsManager;
+use gitagent_agent::{self as agent, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
 use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions};
 use gitagent_runtime::trace::{Console, Event};
 use serde_json::json;
@@ -209,8 +209,8 @@ pub fn data_frame_prompt(
     hint: Option<&str>,
 ) -> Result<String, CommandError> {
     let data = data.replace(&format!("</{frame}"), &format!("<\\/{frame}"));
-    let prompt =
-        crate::prompt::render(name, template, json!({ "prepared_context": data })).map_err(CommandError::failed)?;
+    let prompt = gitagent_agent::prompt::render(name, template, json!({ "prepared_context": data }))
+        .map_err(CommandError::failed)?;
     with_operator_hint(prompt, hint)
 }
 
@@ -231,8 +231,8 @@ pub struct EnvironmentContext<'a> {
 }
 
 /// Layer 3: the environment context.
-pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, crate::prompt::PromptError> {
-    crate::prompt::render(
+pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, gitagent_agent::prompt::PromptError> {
+    gitagent_agent::prompt::render(
         "environment",
         include_str!("prompts/environment.md.j2"),
         json!({
@@ -250,8 +250,8 @@ pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, crate::pr
 
 /// `prompt` with the `--append-prompt` hint appended as escaped data.
 pub fn with_operator_hint(prompt: String, hint: Option<&str>) -> Result<String, CommandError> {
-    let hint = hint.and_then(crate::prompt::OperatorHint::new);
-    crate::prompt::OperatorHint::append(hint.as_ref(), prompt).map_err(CommandError::failed)
+    let hint = hint.and_then(gitagent_agent::prompt::OperatorHint::new);
+    gitagent_agent::prompt::OperatorHint::append(hint.as_ref(), prompt).map_err(CommandError::failed)
 }
 
 /// Writes trace events to the caller's stderr: `llm.usage` always, the

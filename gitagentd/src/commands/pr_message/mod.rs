@@ -9,11 +9,11 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{AgentTask, OutputRules};
 use crate::message::{self, MessageMode, ValidationContext};
 use crate::services::Services;
-use crate::tools::{self, ToolRegistry};
 use git_agent_shared::cli::PrMessageArgs;
+use gitagent_agent::tools::{self, ToolRegistry};
+use gitagent_agent::{AgentTask, OutputRules};
 use gitagent_git::range::{History, PrContext, PrLimits};
 use gitagent_runtime::trace::Event;
 use std::path::Path;

@@ -12,11 +12,11 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::agent::{AgentTask, OutputRules};
 use crate::release::{self, Document, OutFile, RangeRequest, ReleaseContext};
 use crate::services::Services;
-use crate::tools::{self, RepoFiles, ToolRegistry};
 use git_agent_shared::cli::ReleaseNoteArgs;
+use gitagent_agent::tools::{self, RepoFiles, ToolRegistry};
+use gitagent_agent::{AgentTask, OutputRules};
 use gitagent_git::range::{EvidenceLimits, History};
 use gitagent_git::{FileSource, Repository};
 use gitagent_provider::TextFormat;

@@ -24,16 +24,16 @@ mod tree;
 use super::engine::{EngineFailure, EngineFuture, EngineOutcome, InspectionEngine, InspectionRequest, LeafTurn};
 use super::prepare::{Mode, PreparedScope};
 use super::report;
-use crate::agent::{AgentError, AgentTask, Layers, Limits, OutputRules};
 use crate::commands::generation::{self, EnvironmentContext};
-use crate::guidance::{self, Family, IndexReader, WorktreeReader};
-use crate::skills::SkillsManager;
-use crate::tools::{RepoFiles, ToolRegistry};
 use git_agent_shared::environment::vars;
 use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
     FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
 };
+use gitagent_agent::guidance::{self, Family, IndexReader, WorktreeReader};
+use gitagent_agent::skills::SkillsManager;
+use gitagent_agent::tools::{RepoFiles, ToolRegistry};
+use gitagent_agent::{AgentError, AgentTask, Layers, Limits, OutputRules};
 use gitagent_git::Repository;
 use gitagent_provider::{self as provider, HostedSearch, HttpClients, Provider, ProviderFlags, RunOptions, TextFormat};
 use gitagent_runtime::trace::{Event, Value};
@@ -60,15 +60,15 @@ pub enum InspectionError {
     #[error(transparent)]
     Provider(#[from] provider::ProviderError),
     #[error(transparent)]
-    Family(#[from] crate::guidance::UnknownFamily),
+    Family(#[from] gitagent_agent::guidance::UnknownFamily),
     #[error(transparent)]
     Repository(#[from] gitagent_git::GitError),
     #[error("an inspection worker failed: {0}")]
     Worker(#[from] gitagent_runtime::blocking::BlockingError),
     #[error(transparent)]
-    Skills(#[from] crate::skills::SkillsError),
+    Skills(#[from] gitagent_agent::skills::SkillsError),
     #[error(transparent)]
-    Prompt(#[from] crate::prompt::PromptError),
+    Prompt(#[from] gitagent_agent::prompt::PromptError),
     /// The authoritative repository state changed (the rerun message).
     #[error("{0}")]
     Drift(String),
@@ -397,18 +397,18 @@ fn follow_up_history(
     prepared: &PreparedScope,
     follow_up: &super::engine::FollowUp,
     parent: &[provider::Item],
-) -> Result<Vec<provider::Item>, crate::prompt::PromptError> {
+) -> Result<Vec<provider::Item>, gitagent_agent::prompt::PromptError> {
     let context = match prepared.rendered_prompt_context() {
         Some(json) => json.replace("</prepared_review_context", "<\\/prepared_review_context"),
         None => String::new(),
     };
-    let fresh = crate::prompt::render(
+    let fresh = gitagent_agent::prompt::render(
         "follow-up-context",
         include_str!("prompts/follow-up-context.md.j2"),
         serde_json::json!({"command": command.as_str(), "prepared_context": context}),
     )?;
     let report = serde_json::to_string(&follow_up.previous_report).unwrap_or_default();
-    let ask = crate::prompt::render(
+    let ask = gitagent_agent::prompt::render(
         "follow-up",
         include_str!("prompts/follow-up.md.j2"),
         serde_json::json!({
@@ -439,9 +439,9 @@ fn registry(
         (Mode::Base | Mode::Commit, Some(commit)) => RepoFiles::commit(repo.with_pinned_head(commit)),
         _ => RepoFiles::new(repo, gitagent_git::FileSource::Worktree),
     });
-    let mut shared = crate::tools::repository::tools(&files);
+    let mut shared = gitagent_agent::tools::repository::tools(&files);
     shared.extend(tools::doc_tools(docs));
-    shared.extend(crate::tools::skills::tools(skills));
+    shared.extend(gitagent_agent::tools::skills::tools(skills));
     let mut registry = ToolRegistry::new();
     if mode == Mode::Codebase {
         registry.extend(shared);
@@ -473,7 +473,7 @@ pub fn user_prompt(
     command: TaskCommand,
     prepared: &PreparedScope,
     hint: Option<&super::prepare::OperatorHint>,
-) -> Result<String, crate::prompt::PromptError> {
+) -> Result<String, gitagent_agent::prompt::PromptError> {
     let mission = match command {
         TaskCommand::Review => include_str!("prompts/mission-review.md"),
         TaskCommand::Simplify => include_str!("prompts/mission-simplify.md"),
@@ -486,12 +486,12 @@ pub fn user_prompt(
         ),
         None => (include_str!("prompts/scope-codebase.md"), String::new()),
     };
-    let prompt = crate::prompt::render(
+    let prompt = gitagent_agent::prompt::render(
         "inspection-user",
         include_str!("prompts/user.md.j2"),
         serde_json::json!({"mission": mission.trim(), "scope": scope.trim(), "prepared_context": context}),
     )?;
-    crate::prompt::OperatorHint::append(hint, prompt)
+    gitagent_agent::prompt::OperatorHint::append(hint, prompt)
 }
 
 /// Live status for task watchers and the tool events a failure

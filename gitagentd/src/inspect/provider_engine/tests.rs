@@ -101,7 +101,7 @@ async fn staged_assembly_reads_guidance_and_files_from_the_index() {
     let read = task.tools.get("read_file").expect("read_file");
     let refused = read.call(&read_file_args(r#""worktree""#), CancellationToken::new()).await;
     assert!(
-        matches!(&refused, Err(crate::tools::ToolError::Recoverable(message)) if message.contains("refused")),
+        matches!(&refused, Err(gitagent_agent::tools::ToolError::Recoverable(message)) if message.contains("refused")),
         "{refused:?}"
     );
     let staged = read.call(&read_file_args("null"), CancellationToken::new()).await.expect("index read");
@@ -137,7 +137,7 @@ async fn drift_during_a_batch_is_caught_by_the_batch_guard() {
 
     // A change made while the calls ran (after their own checks passed).
     fixture.write("src/lib.rs", "changed while the batch ran\n");
-    assert_eq!(guard().await, Err(crate::tools::ToolError::Cancelled));
+    assert_eq!(guard().await, Err(gitagent_agent::tools::ToolError::Cancelled));
     assert!(stop.is_cancelled());
     let message = drift.take().unwrap_or_default();
     assert!(message.starts_with("authoritative repository state changed since launch; rerun command"), "{message}");
@@ -165,7 +165,7 @@ async fn drift_before_a_tool_call_or_validation_stops_the_loop() {
 
     fixture.write("src/lib.rs", "changed after launch\n");
     let result = read.call(&read_file_args("null"), CancellationToken::new()).await;
-    assert_eq!(result, Err(crate::tools::ToolError::Cancelled));
+    assert_eq!(result, Err(gitagent_agent::tools::ToolError::Cancelled));
     assert!(stop.is_cancelled());
     let message = drift.take().unwrap_or_default();
     assert!(message.starts_with("authoritative repository state changed since launch; rerun command"), "{message}");

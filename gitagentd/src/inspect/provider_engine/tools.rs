@@ -2,7 +2,7 @@
 //! `jq`) over the scope's source, the diff-mode tools in diff modes, the
 //! documentation tools whose executables are on the caller's PATH, and
 //! `skills_read` when `skills-mgr` is installed. All of them are
-//! [`crate::tools::Tool`]s; the inspection-specific ones live in
+//! [`gitagent_agent::tools::Tool`]s; the inspection-specific ones live in
 //! [`crate::inspect::tools`].
 //!
 //! In diff modes every call first rechecks the launch fingerprint (the
@@ -14,7 +14,7 @@
 use crate::inspect::git::GitEnv;
 use crate::inspect::prepare::{self, PreparedScope};
 pub use crate::inspect::tools::{DriftSlot, diff_tools, doc_tools};
-use crate::tools::{BatchGuard, Tool, ToolError, ToolFuture};
+use gitagent_agent::tools::{BatchGuard, Tool, ToolError, ToolFuture};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -132,11 +132,11 @@ mod tests {
     }
 
     /// The envelope the model would see for one call.
-    async fn envelope_of(registry: &crate::tools::ToolRegistry, tool: &str, arguments: &Value) -> String {
+    async fn envelope_of(registry: &gitagent_agent::tools::ToolRegistry, tool: &str, arguments: &Value) -> String {
         let handler = registry.get(tool).unwrap_or_else(|| panic!("{tool} is offered"));
         match handler.call(&arguments.to_string(), CancellationToken::new()).await {
-            Ok(output) => crate::tools::success_envelope(tool, &output),
-            Err(ToolError::Recoverable(message)) => crate::tools::error_envelope(tool, &message),
+            Ok(output) => gitagent_agent::tools::success_envelope(tool, &output),
+            Err(ToolError::Recoverable(message)) => gitagent_agent::tools::error_envelope(tool, &message),
             Err(ToolError::Cancelled) => panic!("{tool} {arguments}: cancelled"),
         }
     }

@@ -12,8 +12,8 @@
 
 use super::super::branch::{self, BranchError, ChildResult, Policy};
 use super::super::metrics::{BranchMetric, UsageMetric};
-use crate::agent::{self, AgentError, AgentTask, Node, OutputRules, RunContext};
 use git_agent_shared::task_record::TaskCommand;
+use gitagent_agent::{self as agent, AgentError, AgentTask, Node, OutputRules, RunContext};
 use gitagent_provider::{self as provider, Item, Provider, Usage};
 use gitagent_runtime::trace::Event;
 use std::future::Future;
@@ -139,7 +139,7 @@ impl<'a> Tree<'a> {
         let mut task = self.task.clone();
         task.history = history;
         let control = if branching {
-            task.tools.extend([Arc::new(branch::BranchHelp(self.command)) as Arc<dyn crate::tools::Tool>]);
+            task.tools.extend([Arc::new(branch::BranchHelp(self.command)) as Arc<dyn gitagent_agent::tools::Tool>]);
             Some(branch::spec(self.command, self.policy))
         } else {
             None

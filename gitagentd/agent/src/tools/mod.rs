@@ -157,7 +157,7 @@ pub fn success_envelope(tool: &str, output: &ToolOutput) -> String {
 
 /// The envelope of a failed call; long messages are capped.
 pub fn error_envelope(tool: &str, message: &str) -> String {
-    let bounded = crate::bounded::bound(message, 4 * 1024, 40);
+    let bounded = git_agent_shared::bounded::bound(message, 4 * 1024, 40);
     let envelope =
         Envelope { ok: false, tool, data: None, error: Some(bounded.text.trim_end()), truncated: bounded.truncated };
     serde_json::to_string(&envelope).unwrap_or_default()

@@ -46,7 +46,7 @@ impl OperatorHint {
         if text.is_empty() {
             return None;
         }
-        let end = crate::bounded::floor_char_boundary(text, MAX_OPERATOR_HINT_BYTES);
+        let end = git_agent_shared::bounded::floor_char_boundary(text, MAX_OPERATOR_HINT_BYTES);
         let escaped = text[..end].replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
         Some(Self { escaped, truncated: end < text.len() })
     }

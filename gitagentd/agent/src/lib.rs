@@ -1,4 +1,9 @@
-//! The bounded agent loop every generation task runs (spec "Agent loop
+//! The model's side of every command: the bounded agent loop every
+//! generation task runs, the tools it offers ([`tools`]), the prompt
+//! templates ([`prompt`]), project guidance ([`guidance`]) and skills
+//! ([`skills`]).
+//!
+//! The loop (spec "Agent loop (spec "Agent loop
 //! lifecycle", steps 10-19): it sends the assembled request, validates
 //! each batch of tool calls before running any, runs admitted calls
 //! concurrently and appends their outputs in provider order, turns
@@ -21,7 +26,11 @@
 mod batch;
 pub mod controls;
 pub use batch::BatchError;
+pub mod guidance;
+pub mod prompt;
 mod request;
+pub mod skills;
+pub mod tools;
 
 pub use request::{AgentTask, Layers};
 

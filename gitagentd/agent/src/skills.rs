@@ -1,7 +1,7 @@
 //! Delegation to the `skills-mgr` executable, found on the caller's PATH.
 //! git-agent never discovers or parses skills itself: `skills-mgr list`
 //! output becomes a prompt layer verbatim and `skills-mgr get` answers the
-//! `skills_read` tool. The executable runs through [`crate::subprocess`]:
+//! `skills_read` tool. The executable runs through [`gitagent_runtime::subprocess`]:
 //! no shell, in the command's working directory, with the caller's
 //! allow-listed environment (no credentials), a 20 s limit and bounded
 //! output; cancellation kills it. The model chooses the locator and range

@@ -1,7 +1,7 @@
 //! Guidance blocks for nested AGENTS/CLAUDE layouts read from a real
 //! work tree, compared with golden files (`UPDATE_GOLDEN=1` rewrites).
 
-use gitagentd::guidance::{self, Family, WorktreeReader};
+use gitagent_agent::guidance::{self, Family, WorktreeReader};
 use std::path::{Path, PathBuf};
 
 fn layout(root: &Path, files: &[(&str, &str)]) {

@@ -164,7 +164,11 @@ impl Root {
 
     /// The HEAD commit's patch versus its first parent: the whole diff for
     /// the repository, the paths beneath a folder rendered relative to it.
-    fn head_patch(&self, max_bytes: usize, max_lines: usize) -> Result<crate::bounded::BoundedText, ToolError> {
+    fn head_patch(
+        &self,
+        max_bytes: usize,
+        max_lines: usize,
+    ) -> Result<git_agent_shared::bounded::BoundedText, ToolError> {
         let repo = self.repo()?;
         let Self::Folder(files) = self else {
             return repo.diff(DiffScope::HeadCommit, &[], max_bytes, max_lines).map_err(git_error);
@@ -179,7 +183,7 @@ impl Root {
                 break;
             }
         }
-        Ok(crate::bounded::bound(&text, max_bytes, max_lines))
+        Ok(git_agent_shared::bounded::bound(&text, max_bytes, max_lines))
     }
 }
 
@@ -228,7 +232,7 @@ impl Tool for HeadShow {
                 "commit {}\nParents: {parents}\nAuthor: {} <{}>\nDate:   {}\n\n{message}\n{}",
                 head.sha, head.author, head.author_email, head.date, diff.text
             );
-            let bounded = crate::bounded::bound(&show, max_bytes, max_lines);
+            let bounded = git_agent_shared::bounded::bound(&show, max_bytes, max_lines);
             let truncated = bounded.truncated || diff.truncated;
             let output = if folder {
                 json!({ "show": bounded.text, "changed_beneath_root": true })
@@ -329,7 +333,7 @@ impl Tool for ShowFileAtRev {
             if content[..content.len().min(8000)].contains(&0) {
                 return Ok(ToolOutput::new(json!({ "path": path, "rev": rev, "binary": true, "content": "" }), false));
             }
-            let bounded = crate::bounded::bound(&String::from_utf8_lossy(&content), max_bytes, max_lines);
+            let bounded = git_agent_shared::bounded::bound(&String::from_utf8_lossy(&content), max_bytes, max_lines);
             Ok(ToolOutput::new(json!({ "path": path, "rev": rev, "content": bounded.text }), bounded.truncated))
         })
     }

@@ -3,8 +3,8 @@
 //! folders, escaping symlinks), and worktree versus index versus HEAD.
 
 use git_agent_tests::{GitRepo, TestEnv};
+use gitagent_agent::tools::{self, RepoFiles, ToolError, ToolOutput, ToolRegistry};
 use gitagent_git::{FileSource, Repository};
-use gitagentd::tools::{self, RepoFiles, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -66,7 +66,7 @@ impl Tool for Jq {
             });
             let truncated = formatted.len() > max_bytes || lines > max_lines;
             if truncated {
-                data["value_preview"] = json!(crate::bounded::bound(&formatted, max_bytes, max_lines).text);
+                data["value_preview"] = json!(git_agent_shared::bounded::bound(&formatted, max_bytes, max_lines).text);
             } else {
                 data["value"] = value.clone();
             }

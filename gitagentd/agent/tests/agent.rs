@@ -3,11 +3,11 @@
 //! validation and the deadline.
 
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
+use gitagent_agent::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
+use gitagent_agent::{self as agent, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
 use gitagent_provider::{
     Credentials, HostedSearch, Provider, ProviderConfig, ProviderError, RunOptions, Secret, StreamLimits,
 };
-use gitagentd::agent::{self, AgentError, AgentTask, BatchError, Layers, Limits, RunContext};
-use gitagentd::tools::{Tool, ToolFuture, ToolOutput, ToolRegistry, schema};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -124,7 +124,7 @@ async fn a_failing_batch_guard_stops_the_loop_after_the_batch_joins() {
     tools.guard_batches(Arc::new(move || {
         // The guard sees the batch finished: both calls are logged.
         seen.lock().unwrap().push(ran.lock().unwrap().len());
-        Box::pin(async { Err(gitagentd::tools::ToolError::Cancelled) })
+        Box::pin(async { Err(gitagent_agent::tools::ToolError::Cancelled) })
     }));
     let result =
         tokio::time::timeout(Duration::from_secs(20), run(&fake, &task(tools, Limits::default(), "go".into()), None))
@@ -421,7 +421,7 @@ async fn a_failed_snapshot_check_refuses_a_lone_control_call() {
     let fake = FakeOpenAi::start();
     fake.push(Reply::Events(events::tool_calls(&[("c1", "branch", "{}")], json!({}))));
     let (mut tools, _log) = rendezvous_tools(2);
-    tools.guard_batches(Arc::new(|| Box::pin(async { Err(gitagentd::tools::ToolError::Cancelled) })));
+    tools.guard_batches(Arc::new(|| Box::pin(async { Err(gitagent_agent::tools::ToolError::Cancelled) })));
     let result = run_with_control(&fake, &task(tools, Limits::default(), "go".into())).await;
     assert!(matches!(result, Err(AgentError::Cancelled)), "{result:?}");
 }

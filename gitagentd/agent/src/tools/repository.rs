@@ -199,7 +199,7 @@ fn read_file(files: &RepoFiles, args: ReadArgs) -> Result<ToolOutput, ToolError>
         if kept == max_lines || content.len() + rendered.len() > max_bytes {
             let room = max_bytes.saturating_sub(content.len());
             if kept < max_lines && room > 0 {
-                content.push_str(&rendered[..crate::bounded::floor_char_boundary(&rendered, room)]);
+                content.push_str(&rendered[..git_agent_shared::bounded::floor_char_boundary(&rendered, room)]);
                 last = number;
             }
             truncated = true;
@@ -289,7 +289,7 @@ fn grep(files: &RepoFiles, args: GrepArgs, cancel: &CancellationToken) -> Result
                     truncated = true;
                     break 'files;
                 }
-                let cut = crate::bounded::floor_char_boundary(line, 1000);
+                let cut = git_agent_shared::bounded::floor_char_boundary(line, 1000);
                 matches.push(json!({"path": path, "line": index + 1, "text": &line[..cut]}));
             }
         }
