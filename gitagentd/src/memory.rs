@@ -21,14 +21,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-// The collection entry point of the mimalloc library linked through the
-// `mimalloc` crate (its `extended` bindings would add a dependency for this
-// one function).
-extern crate mimalloc;
-unsafe extern "C" {
-    fn mi_collect(force: bool);
-}
-
 /// Turns transparent huge pages off for this process (and the helpers it
 /// starts): the daemon's heap is returned in 4 KiB pages when it goes idle
 /// instead of pinned in 2 MiB ones. Best effort: a kernel without the
@@ -55,20 +47,7 @@ thread_local! {
     static COLLECTED_GENERATION: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Returns this thread's free pages, and the arenas' purgeable memory, to
-/// the system.
-fn collect() {
-    // SAFETY: mi_collect only walks the allocator's own structures.
-    unsafe { mi_collect(true) };
-}
-
-/// Returns what the calling thread freed, and the arenas' purgeable
-/// memory, to the system now: after a large transient (publishing an
-/// index) and before the next phase makes memory resident (mapping its
-/// vectors), so the two never add up in the peak.
-pub fn release_freed() {
-    collect();
-}
+use gitagent_runtime::memory::collect;
 
 /// The runtime workers' park hook: a worker that goes idle after a trim
 /// was asked for collects its own heap (only the owning thread can).

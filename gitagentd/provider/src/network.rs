@@ -319,6 +319,33 @@ fn caller_certificates<C, E: std::fmt::Display>(
     Ok(certificates)
 }
 
+/// The invocation's proxies and CA locations as `git push` (curl) reads
+/// them, so a push takes the same route and trusts the same CAs as the
+/// fetch before it: the proxy variables in curl's lower-case spelling
+/// (curl ignores an upper-case `HTTP_PROXY`), `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` as `GIT_SSL_CAINFO` and `GIT_SSL_CAPATH`.
+pub fn git_network_env(env: &Environment) -> Vec<(String, String)> {
+    use git_agent_shared::environment::vars;
+    let mut out = Vec::new();
+    let families = [
+        (vars::HTTP_PROXY_LOWER, vars::HTTP_PROXY),
+        (vars::HTTPS_PROXY_LOWER, vars::HTTPS_PROXY),
+        (vars::ALL_PROXY_LOWER, vars::ALL_PROXY),
+        (vars::NO_PROXY_LOWER, vars::NO_PROXY),
+    ];
+    for (lower, upper) in families {
+        if let Some(value) = env.get(lower).or_else(|| env.get(upper)) {
+            out.push((lower.to_string(), value.trim().to_string()));
+        }
+    }
+    for (variable, git_name) in [(vars::SSL_CERT_FILE, "GIT_SSL_CAINFO"), (vars::SSL_CERT_DIR, "GIT_SSL_CAPATH")] {
+        if let Some(path) = env.absolute_dir(variable) {
+            out.push((git_name.to_string(), path.display().to_string()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,12 @@
 //! way to run blocking work off the async runtime, cancellable through its
 //! interrupt), [`subprocess`] (child processes: a minimal environment,
 //! bounded output, deadlines, whole process groups killed) and [`trace`]
-//! (a command's step events and their console rendering).
+//! (a command's step events and their console rendering), [`output`] (what
+//! a command sends back to its caller) and [`memory`] (freed memory
+//! returned to the system).
 
 pub mod blocking;
+pub mod memory;
+pub mod output;
 pub mod subprocess;
 pub mod trace;

@@ -20,7 +20,6 @@ use git_agent_shared::Environment;
 use git_agent_shared::cli::{self, Command};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// One command line as the caller ran it.
@@ -35,57 +34,7 @@ pub struct Invocation {
     pub stderr_is_terminal: bool,
 }
 
-/// What a command sends back to the caller, in order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    Stdout(Vec<u8>),
-    Stderr(Vec<u8>),
-    Progress(String),
-    /// Asks the client to run `git commit [--amend] --file -` in the
-    /// caller's context with this message.
-    GitCommit {
-        repository_root: PathBuf,
-        message: String,
-        amend: bool,
-    },
-    Exit(i32),
-}
-
-/// The caller's side of a running command. Sends never fail loudly: a
-/// caller that went away cancels the command through its token instead.
-#[derive(Debug, Clone)]
-pub struct Output {
-    tx: mpsc::UnboundedSender<Event>,
-}
-
-impl Output {
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<Event>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Self { tx }, rx)
-    }
-
-    pub fn stdout(&self, bytes: impl Into<Vec<u8>>) {
-        let _ = self.tx.send(Event::Stdout(bytes.into()));
-    }
-
-    pub fn stderr(&self, bytes: impl Into<Vec<u8>>) {
-        let _ = self.tx.send(Event::Stderr(bytes.into()));
-    }
-
-    pub fn progress(&self, text: impl Into<String>) {
-        let _ = self.tx.send(Event::Progress(text.into()));
-    }
-
-    /// Hands the commit itself to the client, so the user's hooks, signing
-    /// and terminal apply.
-    pub fn git_commit(&self, repository_root: PathBuf, message: String, amend: bool) {
-        let _ = self.tx.send(Event::GitCommit { repository_root, message, amend });
-    }
-
-    fn exit(&self, code: i32) {
-        let _ = self.tx.send(Event::Exit(code));
-    }
-}
+pub use gitagent_runtime::output::{Event, Output};
 
 /// Why a command failed, and so how it exits.
 #[derive(Debug, thiserror::Error)]

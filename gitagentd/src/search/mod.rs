@@ -894,7 +894,7 @@ impl SearchService {
             let cancelled = move || token.is_cancelled();
             let vectors = spool.finish().map_err(|source| RefreshError::Snapshot { dir: temp_dir, source })?;
             // Freed pages return to the system when the daemon goes idle
-            // (`crate::memory`).
+            // (`gitagent_runtime::memory`).
             refresh::finish(prepared, vectors, reporter.as_ref(), &cancelled)
         });
         let (live, ()) = tokio::join!(publication, warming);

@@ -15,8 +15,8 @@
 
 use super::discovery::SkipReason;
 use super::refresh::Reporter;
-use crate::commands::Output;
 use git_agent_shared::timefmt;
+use gitagent_runtime::output::Output;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -571,12 +571,12 @@ mod tests {
     }
 
     /// Progress lines and debug events of one search's feedback.
-    fn drain(events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::commands::Event>) -> Vec<String> {
+    fn drain(events: &mut tokio::sync::mpsc::UnboundedReceiver<gitagent_runtime::output::Event>) -> Vec<String> {
         let mut out = Vec::new();
         while let Ok(event) = events.try_recv() {
             match event {
-                crate::commands::Event::Progress(text) => out.push(text),
-                crate::commands::Event::Stderr(bytes) => out.push(String::from_utf8(bytes).unwrap()),
+                gitagent_runtime::output::Event::Progress(text) => out.push(text),
+                gitagent_runtime::output::Event::Stderr(bytes) => out.push(String::from_utf8(bytes).unwrap()),
                 _ => {}
             }
         }

@@ -1029,7 +1029,7 @@ pub fn finish(
     drop(live);
     // Publication's transients go back before the new view maps its
     // vectors in (computing their norms reads every one).
-    crate::memory::release_freed();
+    gitagent_runtime::memory::release_freed();
     reporter.timing("persist", started.elapsed());
     reporter.cpu("persist", thread_cpu().saturating_sub(started_cpu));
     Ok(Arc::new(LiveIndex::build(Arc::new(published), &request.model, request.dimensions, contents, rejected, None)))

@@ -281,7 +281,7 @@ impl Promisor {
             .ok_or_else(|| failed("git is not on PATH".into()))?;
         let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
         let mut helper = Helper::new(&git, &self.env, Toolchain::None);
-        for (name, value) in crate::index_sync::repo::push_network_env(&self.env) {
+        for (name, value) in gitagent_provider::network::git_network_env(&self.env) {
             helper = helper.env(&name, value);
         }
         for name in ["SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"] {
