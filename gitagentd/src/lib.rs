@@ -20,7 +20,6 @@ pub mod memory;
 pub mod message;
 pub mod release;
 mod rpc;
-pub mod search;
 pub mod services;
 mod socket;
 pub mod task_http;

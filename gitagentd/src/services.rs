@@ -20,7 +20,7 @@ pub struct Services {
     /// connection pools, by every command and the inspection engine.
     pub http_clients: Arc<gitagent_provider::HttpClients>,
     /// The search index single flight, mapped index cache and query history.
-    pub search: crate::search::SearchService,
+    pub search: gitagent_search::SearchService,
     /// The open explore batches, where concurrent questions meet.
     pub explore: Arc<crate::commands::ExploreBatcher>,
 }

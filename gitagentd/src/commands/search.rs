@@ -3,11 +3,11 @@
 //! and writes the result on stdout only when the command succeeds.
 
 use super::{CommandError, Invocation, Output};
-use crate::search::{self, SearchError, SearchRequest, output as render, progress::Feedback, settings};
 use crate::services::Services;
 use git_agent_shared::cli::SearchArgs;
 use git_agent_shared::environment::vars;
 use git_agent_shared::timefmt;
+use gitagent_search::{self as search, SearchError, SearchRequest, output as render, progress::Feedback, settings};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::search::store::{Publication, RecordToWrite, Snapshot, VectorData};
+use gitagent_search::store::{Publication, RecordToWrite, Snapshot, VectorData};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -337,7 +337,7 @@ fn a_stored_vector_read_before_gc_publishes_after_it() {
     let hashes: Vec<_> = (0..4)
         .map(|i| {
             let input = record("f.rs", &format!("input-{i}")).embedding_input_hash;
-            crate::search::chunking::parse_hash(&input).unwrap()
+            gitagent_search::chunking::parse_hash(&input).unwrap()
         })
         .collect();
     let wanted: HashSet<_> = hashes.iter().copied().collect();

@@ -15,10 +15,10 @@ use super::manifest::{SyncRecord, Target};
 use super::merge;
 use super::repo::SyncError;
 use super::sync::Endpoint;
-use crate::search::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
-use crate::search::{Selection, revision};
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::{Environment, giturl, paths, timefmt};
+use gitagent_search::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
+use gitagent_search::{Selection, revision};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -241,7 +241,7 @@ mod tests {
         let mut endpoint = world.machine("b");
         // An unreachable remote: any publication attempt fails.
         endpoint.remote =
-            crate::search::remote::Remote::new("/nonexistent/index.git", Path::new("/"), &world.root, &endpoint.env)
+            gitagent_search::remote::Remote::new("/nonexistent/index.git", Path::new("/"), &world.root, &endpoint.env)
                 .unwrap();
         let metadata_dir = world.root.join("b").join(".git-agent").join("a".repeat(64));
         let confirmation = confirmation(endpoint, &metadata_dir);

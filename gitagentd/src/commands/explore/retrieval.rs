@@ -14,9 +14,9 @@
 
 use super::phases::Phases;
 use super::{CommandError, Invocation, Output};
-use crate::search::{self, SearchError, SearchRequest, progress::Feedback, settings};
 use crate::services::Services;
 use git_agent_shared::environment::vars;
+use gitagent_search::{self as search, SearchError, SearchRequest, progress::Feedback, settings};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

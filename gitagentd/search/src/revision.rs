@@ -253,7 +253,7 @@ impl TreeSource {
 impl Promisor {
     /// `git fetch` of `ids` from the promisor remote, the way a partial
     /// clone fetches a missing object (no refs or `FETCH_HEAD` written, no
-    /// negotiation, never a prompt), through [`crate::subprocess`]:
+    /// negotiation, never a prompt), through [`gitagent_runtime::subprocess`]:
     /// cancelled with the search. The error is git's last lines, with
     /// credentials removed.
     pub async fn fetch(

@@ -330,7 +330,7 @@ pub trait FileWork: Sync {
 }
 
 /// No work: a plain walk.
-pub(crate) struct NoFileWork;
+pub struct NoFileWork;
 
 impl FileWork for NoFileWork {
     type State = ();

@@ -9,13 +9,13 @@ use super::{Parse, outline_with, parse_facts};
 use std::path::PathBuf;
 
 fn fixtures() -> Vec<(String, String)> {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/search/syntax/testdata/chunking");
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/syntax/testdata/chunking");
     let mut files: Vec<(String, String)> = std::fs::read_dir(&folder)
         .expect("the chunking fixtures")
         .map(|entry| {
             let path = entry.expect("a fixture").path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let text = crate::search::chunking::normalize(std::fs::read_to_string(&path).expect("a UTF-8 fixture"));
+            let text = crate::chunking::normalize(std::fs::read_to_string(&path).expect("a UTF-8 fixture"));
             (name, text)
         })
         .collect();

@@ -1149,9 +1149,9 @@ fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, path: &str) -> bool
 }
 
 #[cfg(test)]
-pub(in crate::search) mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::search::spool::VectorSpool;
+    use crate::spool::VectorSpool;
     use sha2::{Digest, Sha256};
 
     struct Quiet;
@@ -1164,7 +1164,7 @@ pub(in crate::search) mod tests {
 
     /// A filesystem-mode request over `root` with test model settings; the
     /// overlap tests adjust it for a remote tree.
-    pub(in crate::search) fn request(root: &Path, metadata: &Path) -> RefreshRequest {
+    pub(crate) fn request(root: &Path, metadata: &Path) -> RefreshRequest {
         RefreshRequest {
             root: root.to_path_buf(),
             metadata_dir: metadata.to_path_buf(),
@@ -1445,7 +1445,7 @@ pub(in crate::search) mod tests {
             let record = IndexRecord {
                 chunk_id: format!("c{:06}", old.len() + 1),
                 path: "demo.go".into(),
-                source: crate::search::live::FILESYSTEM_SOURCE.into(),
+                source: crate::live::FILESYSTEM_SOURCE.into(),
                 start_line: chunk.start_line.into(),
                 end_line: chunk.end_line.into(),
                 content_hash: hex(&Sha256::digest(go_chunks.body(chunk).as_bytes())),
@@ -1463,7 +1463,7 @@ pub(in crate::search) mod tests {
             IndexRecord {
                 chunk_id: "c000004".into(),
                 path: "src/lib.rs".into(),
-                source: crate::search::live::FILESYSTEM_SOURCE.into(),
+                source: crate::live::FILESYSTEM_SOURCE.into(),
                 start_line: 1,
                 end_line: 5,
                 content_hash: hex(&Sha256::digest(rust.trim_end().as_bytes())),

@@ -9,12 +9,12 @@
 //! faster must leave that file unchanged; a change of chunk policy
 //! rewrites it with `UPDATE_GOLDEN=1` and shows the difference in review.
 
-use crate::search::chunking::{self, ChunkedFile};
+use crate::chunking::{self, ChunkedFile};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/search/syntax/testdata")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/syntax/testdata")
 }
 
 fn hex(bytes: &[u8]) -> String {

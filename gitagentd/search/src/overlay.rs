@@ -661,14 +661,14 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::live::LiveIndex;
-    use crate::search::packstream::ChunkReader;
-    use crate::search::packstream::tests::git;
-    use crate::search::refresh::{self, RefreshRequest, Reporter};
-    use crate::search::remote::{self, Freshness, Remote, Resolved};
-    use crate::search::revision::{self, TreeSource};
-    use crate::search::spool::VectorSpool;
-    use crate::search::store::Manifest;
+    use crate::live::LiveIndex;
+    use crate::packstream::ChunkReader;
+    use crate::packstream::tests::git;
+    use crate::refresh::{self, RefreshRequest, Reporter};
+    use crate::remote::{self, Freshness, Remote, Resolved};
+    use crate::revision::{self, TreeSource};
+    use crate::spool::VectorSpool;
+    use crate::store::Manifest;
     use git_agent_shared::Environment;
     use std::sync::atomic::AtomicU64;
     use std::time::{Duration, Instant, SystemTime};

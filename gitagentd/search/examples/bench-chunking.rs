@@ -9,10 +9,10 @@
 //! `ranking::for_each_term_hash`) with each thread's word memo and without
 //! it (`for_each_term_hash_direct`), alternating file by file.
 //!
-//! `cargo run --release -p gitagentd --example bench-chunking -- <dir>...`
+//! `cargo run --release -p gitagent-search --example bench-chunking -- <dir>...`
 
-use gitagentd::search::syntax::{self, Parse};
-use gitagentd::search::{chunking, ranking};
+use gitagent_search::syntax::{self, Parse};
+use gitagent_search::{chunking, ranking};
 
 /// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
 /// daemon's.

@@ -43,9 +43,9 @@ use std::time::Duration;
 pub const INDEX_VERSION: u32 = 3;
 pub const LEGACY_INDEX_VERSION: u32 = 2;
 pub const SHARED_STORE_VERSION: &str = "shared-v1";
-pub(crate) const CATALOG_VERSION: u32 = 1;
-pub(crate) const STORE_DIR: &str = "vector-store";
-pub(crate) const DEFAULT_PAYLOAD: &str = "vectors.f32";
+pub const CATALOG_VERSION: u32 = 1;
+pub const STORE_DIR: &str = "vector-store";
+pub const DEFAULT_PAYLOAD: &str = "vectors.f32";
 pub const MANIFEST: &str = "manifest.json";
 pub const RECORDS: &str = "vectors.index.json";
 pub const LOCAL_PAYLOAD: &str = "vectors.f32";
@@ -68,7 +68,7 @@ pub enum StoreError {
     Cancelled,
 }
 
-pub(crate) fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+pub fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
     move |source| StoreError::Io { action, path: path.to_path_buf(), source }
 }
 
@@ -155,12 +155,12 @@ pub struct IndexRecord {
 /// `catalog-<generation>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Catalog {
-    pub(crate) version: u32,
-    pub(crate) generation: u64,
+pub struct Catalog {
+    pub version: u32,
+    pub generation: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub(crate) payload: String,
-    pub(crate) entries: Option<HashMap<String, CatalogEntry>>,
+    pub payload: String,
+    pub entries: Option<HashMap<String, CatalogEntry>>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -501,11 +501,11 @@ fn validate_record(
     Some(VectorLoc::Shared { offset: entry.offset })
 }
 
-pub(crate) fn catalog_name(generation: u64) -> String {
+pub fn catalog_name(generation: u64) -> String {
     format!("catalog-{generation:020}.json")
 }
 
-pub(crate) fn catalog_generation(name: &str) -> Option<u64> {
+pub fn catalog_generation(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("catalog-")?.strip_suffix(".json")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -513,7 +513,7 @@ pub(crate) fn catalog_generation(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-pub(crate) fn payload_generation(name: &str) -> Option<u64> {
+pub fn payload_generation(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("vectors-")?.strip_suffix(".f32")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -523,7 +523,7 @@ pub(crate) fn payload_generation(name: &str) -> Option<u64> {
 
 /// The payload file a catalog refers to; `None` when its name is not one
 /// the store writes (a catalog that cannot be trusted).
-pub(crate) fn catalog_payload(catalog: &Catalog) -> Option<&str> {
+pub fn catalog_payload(catalog: &Catalog) -> Option<&str> {
     if catalog.payload.is_empty() {
         return Some(DEFAULT_PAYLOAD);
     }
@@ -534,7 +534,7 @@ pub(crate) fn catalog_payload(catalog: &Catalog) -> Option<&str> {
 }
 
 /// The newest valid catalog generation and the next generation number.
-pub(crate) fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
+pub fn load_catalog(store: &Path) -> Result<(Catalog, u64), StoreError> {
     let mut generations: Vec<(u64, String)> = match fs::read_dir(store) {
         Ok(entries) => entries
             .filter_map(|entry| {
@@ -620,7 +620,7 @@ impl CrashPoint {
     }
 }
 
-pub(crate) fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
+pub fn crash_if(configured: Option<CrashPoint>, point: CrashPoint) {
     if configured == Some(point) {
         tracing::warn!(?point, "fault injection: killing the daemon during index publication or migration");
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
@@ -1003,7 +1003,7 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir).and_then(|file| file.sync_all()).map_err(io_error("sync", dir))
 }
 

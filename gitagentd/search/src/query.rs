@@ -390,11 +390,11 @@ mod tests {
 #[cfg(test)]
 mod ranking_tests {
     use super::*;
-    use crate::search::bodies::{BodyWriter, body_ref};
-    use crate::search::chunking::{self, hex};
-    use crate::search::discovery::FileStat;
-    use crate::search::live::FileContent;
-    use crate::search::store::{self, IndexRecord, Manifest, Publication, RecordToWrite, VectorData};
+    use crate::bodies::{BodyWriter, body_ref};
+    use crate::chunking::{self, hex};
+    use crate::discovery::FileStat;
+    use crate::live::FileContent;
+    use crate::store::{self, IndexRecord, Manifest, Publication, RecordToWrite, VectorData};
     use std::collections::{HashMap, HashSet};
 
     const DIMENSIONS: usize = 8;

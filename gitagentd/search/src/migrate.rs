@@ -295,7 +295,7 @@ fn remove_any(path: &Path, is_dir: bool) -> Result<(), MigrateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::store::load;
+    use crate::store::load;
 
     fn manifest(created: &str) -> Manifest {
         Manifest {

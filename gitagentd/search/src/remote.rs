@@ -184,12 +184,12 @@ impl Remote {
     }
 
     /// The URL as the user gave it (may hold credentials): for transports only.
-    pub(crate) fn raw_url(&self) -> &str {
+    pub fn raw_url(&self) -> &str {
         &self.raw
     }
 
     /// The `core.sshCommand` transports of this remote use.
-    pub(crate) fn ssh_client(&self) -> &str {
+    pub fn ssh_client(&self) -> &str {
         &self.ssh_command
     }
 
@@ -202,7 +202,7 @@ impl Remote {
     /// from the invocation's proxies and CA locations (reqwest would
     /// otherwise read the daemon's own environment); `None` for other
     /// transports. A bad setting fails here, before any connection.
-    pub(crate) fn transport_options(
+    pub fn transport_options(
         &self,
         repo: &gix::Repository,
         url: &gix::Url,
@@ -229,7 +229,7 @@ impl Remote {
         Ok(Some(Box::new(options)))
     }
 
-    pub(crate) fn sanitize_text(&self, text: &str) -> String {
+    pub fn sanitize_text(&self, text: &str) -> String {
         let mut text = text.replace(&self.raw, &self.sanitized);
         if let Some(at) = self.raw.find('@')
             && let Some(scheme_end) = self.raw.find("://")
@@ -815,7 +815,7 @@ const TRANSFER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// the pack bytes read (`read pack`), the objects indexed (`indexing`, out
 /// of the count the pack header announces) and the deltas resolved.
 #[derive(Default)]
-pub(crate) struct Totals {
+pub struct Totals {
     bytes: gix::progress::StepShared,
     objects: gix::progress::StepShared,
     expected_objects: AtomicUsize,
@@ -861,7 +861,7 @@ impl Totals {
     /// `receiving objects from <url>: 120/4000 objects, 1.2 MiB`, with
     /// the resolved deltas once resolution has started and the files
     /// chunked meanwhile once there are any.
-    pub(crate) fn detail(&self, verb: &str, sanitized: &str) -> String {
+    pub fn detail(&self, verb: &str, sanitized: &str) -> String {
         let objects = self.objects.load(Ordering::Relaxed);
         let expected = self.expected_objects.load(Ordering::Relaxed);
         let bytes = self.bytes.load(Ordering::Relaxed);
@@ -894,7 +894,7 @@ fn format_bytes(bytes: usize) -> String {
 }
 
 /// Marks the transfer finished when dropped.
-pub(crate) struct FinishOnDrop<'a>(pub(crate) &'a Totals);
+pub struct FinishOnDrop<'a>(pub &'a Totals);
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
@@ -904,7 +904,7 @@ impl Drop for FinishOnDrop<'_> {
 
 /// Reports the transfer's totals each time they change, at most every
 /// [`TRANSFER_REPORT_EVERY`], until gix's receive returns.
-pub(crate) fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporter) {
+pub fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn FetchReporter) {
     let lock = || totals.signal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     loop {
         let mut signal = lock();
@@ -933,7 +933,7 @@ pub(crate) fn report_transfer(totals: &Totals, sanitized: &str, reporter: &dyn F
 /// One node of gix's progress tree during a fetch. The nodes that count
 /// pack bytes, indexed objects and resolved deltas share their counters
 /// with [`Totals`]; every change wakes the reporting thread.
-pub(crate) struct TransferProgress {
+pub struct TransferProgress {
     totals: Arc<Totals>,
     id: gix::progress::Id,
     name: Option<String>,
@@ -943,7 +943,7 @@ pub(crate) struct TransferProgress {
 }
 
 impl TransferProgress {
-    pub(crate) fn new(totals: Arc<Totals>) -> Self {
+    pub fn new(totals: Arc<Totals>) -> Self {
         Self::node(totals, gix::progress::UNKNOWN, None)
     }
 
@@ -1031,7 +1031,7 @@ impl gix::progress::NestedProgress for TransferProgress {
 
 /// An error and its causes on one line (gix keeps the transport's reason
 /// in the sources).
-pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -1047,7 +1047,7 @@ pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// The only credentials a fetch uses: those of the `--remote` URL. No
 /// helper runs and nothing is ever prompted for; approvals are not stored.
-pub(crate) fn credentials(
+pub fn credentials(
     action: gix::credentials::helper::Action,
     account: Option<&(String, String)>,
 ) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
@@ -1147,7 +1147,7 @@ fn quote(value: &str) -> String {
 
 /// gix's HTTP transport uses the process-wide rustls provider, as every
 /// client of the daemon does ([`provider::network::install_tls_provider`]).
-pub(crate) fn install_tls_provider() {
+pub fn install_tls_provider() {
     provider::network::install_tls_provider();
 }
 
@@ -1418,7 +1418,7 @@ mod tests {
 
     #[test]
     fn a_server_that_filters_keeps_blobs_too_large_to_search_and_the_walk_calls_them_oversized() {
-        use crate::search::discovery::{MAX_FILE_BYTES, SkipReason};
+        use crate::discovery::{MAX_FILE_BYTES, SkipReason};
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());
@@ -1461,10 +1461,10 @@ mod tests {
     fn walk_cache(
         remote: &Remote,
         commit: gix::ObjectId,
-    ) -> (Vec<String>, Vec<(String, crate::search::discovery::SkipReason)>) {
+    ) -> (Vec<String>, Vec<(String, crate::discovery::SkipReason)>) {
         let repo = revision::open(&remote.repo_dir()).unwrap();
         let source = revision::TreeSource::new(repo, commit).unwrap();
-        let walk = revision::walk_with(&source, &[], &crate::search::discovery::NoFileWork).unwrap().walk;
+        let walk = revision::walk_with(&source, &[], &crate::discovery::NoFileWork).unwrap().walk;
         let files = walk.files.iter().map(|file| file.path.clone()).collect();
         let skips = walk.skips.iter().map(|skip| (skip.path.clone(), skip.reason)).collect();
         (files, skips)
@@ -1472,7 +1472,7 @@ mod tests {
 
     #[test]
     fn ignore_files_over_the_size_limit_are_fetched_from_a_server_that_filters() {
-        use crate::search::discovery::{MAX_FILE_BYTES, SkipReason};
+        use crate::discovery::{MAX_FILE_BYTES, SkipReason};
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());

@@ -619,7 +619,7 @@ impl<'a> ExtendedBufRead<'a> for TeeReader<'a> {
 }
 
 #[cfg(test)]
-pub(in crate::search) mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::path::Path;
     use std::process::{Command, Stdio};
@@ -688,7 +688,7 @@ pub(in crate::search) mod tests {
 
     /// Runs `git` in `dir` with a private identity and `input` on stdin; its
     /// stdout. Also the overlap tests' way to build repositories and packs.
-    pub(in crate::search) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    pub(crate) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
         let mut child = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
             .args(args)
@@ -711,7 +711,7 @@ pub(in crate::search) mod tests {
 
     /// A repository whose history makes `git pack-objects` write deltas:
     /// one large file edited over several commits, and near copies.
-    pub(crate) fn repository_with_deltas(root: &Path) {
+    pub fn repository_with_deltas(root: &Path) {
         git(root, &["init", "-q", "-b", "main"], None);
         let base: String = (0..400).map(|line| format!("fn line_{line}() -> usize {{ {line} }}\n")).collect();
         std::fs::create_dir_all(root.join("src")).unwrap();
