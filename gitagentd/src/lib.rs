@@ -11,8 +11,6 @@ mod control;
 #[cfg(test)]
 mod golden;
 pub mod grpc_authority;
-pub mod index_gc;
-pub mod index_sync;
 pub mod inspect;
 pub mod listener;
 mod logging;

@@ -107,7 +107,7 @@ pub async fn run(
     let started = std::time::Instant::now();
     // index.remote: import the revision's shared records first, publish after.
     let confirmation =
-        crate::index_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions, began)
+        gitagent_sync::confirm::prepare(&invocation.env, &selection, &embedding.model, embedding.dimensions, began)
             .await
             .map_err(index_remote_failed)?
             .map(|confirmation| confirmation.with_crash_at(services.search.crash_at()));
@@ -205,7 +205,7 @@ impl HeadRevision<'_> {
             return Ok(());
         }
         let env = &self.invocation.env;
-        if crate::index_sync::confirm::configured_remote(env).await.map_err(CommandError::failed)?.is_none() {
+        if gitagent_sync::confirm::configured_remote(env).await.map_err(CommandError::failed)?.is_none() {
             return Ok(());
         }
         let (cwd, head_env, scopes) = (self.root, env.clone(), self.scopes);
@@ -219,7 +219,7 @@ impl HeadRevision<'_> {
         };
         let settings = &template.settings;
         let confirmation =
-            crate::index_sync::confirm::prepare(env, &head, &settings.model, settings.dimensions, self.began)
+            gitagent_sync::confirm::prepare(env, &head, &settings.model, settings.dimensions, self.began)
                 .await
                 .map_err(index_remote_failed)?;
         let Some(confirmation) =

@@ -1,17 +1,17 @@
 //! `git-agent index gc [--dry-run]`: resolves the metadata root and the
 //! optional `index.remote`, runs the local phase of [`crate::index_gc`] on
 //! the blocking pool and then, when `index.remote` is set, the shared
-//! cleanup ([`crate::index_gc::shared`]); reports progress on stderr and
+//! cleanup ([`gitagent_sync::gc::shared`]); reports progress on stderr and
 //! writes the one summary line.
 
 use super::super::{CommandError, Invocation, Output};
-use crate::index_gc::shared::{self, SharedPhase};
-use crate::index_gc::{self, LocalSummary, Options};
-use crate::index_sync::sync::Endpoint;
 use crate::services::Services;
 use git_agent_shared::cli::IndexGcArgs;
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::paths;
+use gitagent_sync::gc::shared::{self, SharedPhase};
+use gitagent_sync::gc::{self as index_gc, LocalSummary, Options};
+use gitagent_sync::sync::Endpoint;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

@@ -5,13 +5,13 @@
 mod gc;
 
 use super::{CommandError, Invocation, Output};
-use crate::index_sync::local;
-use crate::index_sync::migrate::{self, MigratePhase};
-use crate::index_sync::sync::{Endpoint, Phase};
 use crate::services::Services;
 use git_agent_shared::cli::{IndexArgs, IndexCommand};
 use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY};
 use git_agent_shared::paths;
+use gitagent_sync::local;
+use gitagent_sync::migrate::{self, MigratePhase};
+use gitagent_sync::sync::{Endpoint, Phase};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

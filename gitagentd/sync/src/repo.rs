@@ -241,7 +241,7 @@ impl SyncRepo {
     /// Every blob of `commit`'s tree (none without a commit) and the schema
     /// its `schema.json` declares: `None` for an empty tree, which is how a
     /// new remote starts; a non-empty tree without `schema.json` fails.
-    pub(crate) fn files_and_schema(
+    pub fn files_and_schema(
         &self,
         commit: Option<ObjectId>,
     ) -> Result<(BTreeMap<String, ObjectId>, Option<SchemaVersion>), SyncError> {
@@ -259,7 +259,7 @@ impl SyncRepo {
 
     /// Every blob of `commit`'s tree by path; symlinks, submodules and
     /// executable files refuse the tree.
-    pub(crate) fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
+    pub fn tree_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
         let commit = self.repo.find_commit(commit).map_err(|error| self.git_error(error))?;
         let tree = commit.tree().map_err(|error| self.git_error(error))?;
         let mut recorder = gix::traverse::tree::Recorder::default();
@@ -279,13 +279,13 @@ impl SyncRepo {
         Ok(files)
     }
 
-    pub(crate) fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
+    pub fn blob(&self, id: ObjectId) -> Result<Vec<u8>, SyncError> {
         let object = self.repo.find_blob(id).map_err(|error| self.git_error(error))?;
         Ok(object.data.clone())
     }
 
     /// The logical size of a blob, read from its object header.
-    pub(crate) fn blob_size(&self, id: ObjectId) -> Result<u64, SyncError> {
+    pub fn blob_size(&self, id: ObjectId) -> Result<u64, SyncError> {
         Ok(self.repo.find_header(id).map_err(|error| self.git_error(error))?.size())
     }
 
@@ -336,7 +336,7 @@ impl SyncRepo {
 
     /// Where the derived current-HEAD pack catalog is cached: below
     /// `.git`, never committed.
-    pub(crate) fn catalog_path(&self) -> PathBuf {
+    pub fn catalog_path(&self) -> PathBuf {
         self.dir.join(".git").join("git-agent").join("pack-catalog")
     }
 
@@ -344,7 +344,7 @@ impl SyncRepo {
     /// fully verified, or read from a catalog that was), replacing the
     /// previous HEAD's; atomic and private. A failure only costs the next
     /// run a rebuild, so it is logged, not returned.
-    pub(crate) fn cache_catalog(&self, head: ObjectId, packs: &[catalog::ValidatedPack]) {
+    pub fn cache_catalog(&self, head: ObjectId, packs: &[catalog::ValidatedPack]) {
         let Some(head) = commit_bytes(head) else { return };
         let path = self.catalog_path();
         remove_abandoned_temporaries(&path);
@@ -385,7 +385,7 @@ impl SyncRepo {
 
     /// The files of `commit`'s first parent (none for a root commit): the
     /// tree a commit of this machine was made on.
-    pub(crate) fn parent_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
+    pub fn parent_files(&self, commit: ObjectId) -> Result<BTreeMap<String, ObjectId>, SyncError> {
         let parent = self
             .repo
             .find_commit(commit)
@@ -504,7 +504,7 @@ pub struct Staged<'repo> {
 impl<'repo> Staged<'repo> {
     /// Stages `files` (a tree of `schema`) on top of `base`; every path must
     /// be one the schema allows.
-    pub(crate) fn from_files(
+    pub fn from_files(
         repo: &'repo SyncRepo,
         base: &RemoteTip,
         schema: SchemaVersion,
@@ -526,17 +526,17 @@ impl<'repo> Staged<'repo> {
         Ok(staged)
     }
 
-    pub(crate) fn repo(&self) -> &'repo SyncRepo {
+    pub fn repo(&self) -> &'repo SyncRepo {
         self.repo
     }
 
     /// Every file of the staged tree and its blob.
-    pub(crate) fn files(&self) -> &BTreeMap<String, ObjectId> {
+    pub fn files(&self) -> &BTreeMap<String, ObjectId> {
         &self.files
     }
 
     /// Drops `path` from the staged tree.
-    pub(crate) fn remove(&mut self, path: &str) {
+    pub fn remove(&mut self, path: &str) {
         if self.files.remove(path).is_some() {
             self.changed = true;
             // The catalog describes the packs of the tree; rebuild it.
@@ -572,11 +572,11 @@ impl<'repo> Staged<'repo> {
         &self.base.branch
     }
 
-    pub(crate) fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, SyncError> {
         self.files.get(path).map(|id| self.repo.blob(*id)).transpose()
     }
 
-    pub(crate) fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
+    pub fn write(&mut self, path: String, bytes: &[u8]) -> Result<(), SyncError> {
         let id = self.repo.repo.write_blob(bytes).map_err(|error| self.repo.git_error(error))?.detach();
         if self.files.insert(path, id) != Some(id) {
             self.changed = true;
@@ -601,7 +601,7 @@ impl<'repo> Staged<'repo> {
 
     /// How many packs this staging fully decoded and verified.
     #[cfg(test)]
-    pub(crate) fn decoded_packs(&self) -> usize {
+    pub fn decoded_packs(&self) -> usize {
         self.decoded_packs
     }
 
@@ -622,7 +622,7 @@ impl<'repo> Staged<'repo> {
     /// staging: from the derived catalog cached for the tip when it
     /// describes this tree exactly, else from every pack, fully verified
     /// (and then cached for the tip).
-    pub(crate) fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
+    pub fn catalog(&mut self) -> Result<&mut PackCatalog, SyncError> {
         if self.catalog.is_none() {
             let catalog = match self.cached_catalog() {
                 Some(catalog) => catalog,
@@ -636,7 +636,7 @@ impl<'repo> Staged<'repo> {
     /// Decodes and verifies every pack of the tree (strict validation never
     /// trusts the cache) and returns their catalog. An unchanged tip tree's
     /// catalog is cached for the next run.
-    pub(crate) fn verify_packs(&mut self) -> Result<PackCatalog, SyncError> {
+    pub fn verify_packs(&mut self) -> Result<PackCatalog, SyncError> {
         let mut catalog = PackCatalog::default();
         let mut validated = Vec::new();
         for (model_key, digest) in self.pack_files() {

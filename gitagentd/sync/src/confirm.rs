@@ -219,7 +219,7 @@ impl Confirmation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index_sync::sync::tests::{World, record, target};
+    use crate::sync::tests::{World, record, target};
 
     /// A confirmation of `target()` on `endpoint`, its local index under
     /// `metadata_dir`.

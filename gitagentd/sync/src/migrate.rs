@@ -214,7 +214,7 @@ async fn dry_run_migration(
 }
 
 /// A private temporary directory, removed when dropped.
-pub(crate) fn disposable_dir() -> Result<tempfile::TempDir, SyncError> {
+pub fn disposable_dir() -> Result<tempfile::TempDir, SyncError> {
     let base = std::env::temp_dir();
     tempfile::Builder::new()
         .prefix("git-agent-index-")
@@ -412,4 +412,4 @@ fn cancelled(interrupt: &AtomicBool) -> Result<(), SyncError> {
 
 #[cfg(test)]
 #[path = "migrate_tests.rs"]
-pub(crate) mod tests;
+pub mod tests;

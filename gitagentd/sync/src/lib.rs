@@ -10,10 +10,12 @@
 //! - [`merge`]: the merge rules of concurrent writers;
 //! - [`tree`]: the allowed paths of the work tree (anything else is an unsafe tree);
 //! - [`repo`] and [`sync`]: the dedicated Git repository and one fetch-commit-push round trip;
-//! - [`migrate`] and [`validate`]: `index migrate --to v2` and the strict check of a whole v2 tree.
+//! - [`migrate`] and [`validate`]: `index migrate --to v2` and the strict check of a whole v2 tree;
+//! - [`gc`]: `index gc`, the local store's and the sync repository's garbage collection.
 
 pub mod catalog;
 pub mod confirm;
+pub mod gc;
 pub mod keys;
 pub mod local;
 pub mod manifest;

@@ -2,15 +2,15 @@
 //! the real `git`.
 
 use super::*;
-use crate::index_sync::FormatError;
-use crate::index_sync::manifest::SyncRecord;
-use crate::index_sync::schema::SchemaVersion;
+use crate::FormatError;
+use crate::manifest::SyncRecord;
+use crate::schema::SchemaVersion;
 use std::path::Path;
 use std::process::Command;
 
-pub(crate) const MODEL: &str = "text-embedding-3-small";
+pub const MODEL: &str = "text-embedding-3-small";
 
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+pub fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -26,15 +26,15 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
-pub(crate) struct World {
+pub struct World {
     _tmp: tempfile::TempDir,
-    pub(crate) root: PathBuf,
-    pub(crate) remote: PathBuf,
+    pub root: PathBuf,
+    pub remote: PathBuf,
 }
 
 impl World {
     /// An empty bare remote whose default branch is `branch`.
-    pub(crate) fn new(branch: &str) -> Self {
+    pub fn new(branch: &str) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
         let remote = root.join("remote.git");
@@ -44,7 +44,7 @@ impl World {
     }
 
     /// Machine `name`: its own home and metadata root.
-    pub(crate) fn machine(&self, name: &str) -> Endpoint {
+    pub fn machine(&self, name: &str) -> Endpoint {
         let home = self.root.join(name);
         std::fs::create_dir_all(&home).unwrap();
         let env = Environment::new(
@@ -59,7 +59,7 @@ impl World {
     }
 
     /// Commits `files` to `branch` of the remote from a scratch clone.
-    pub(crate) fn seed(&self, branch: &str, files: &[(&str, &[u8])]) {
+    pub fn seed(&self, branch: &str, files: &[(&str, &[u8])]) {
         let work = self.root.join("seed");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
@@ -74,13 +74,13 @@ impl World {
         git(&work, &["push", "-q", self.remote.to_str().unwrap(), &format!("HEAD:refs/heads/{branch}")]);
     }
 
-    pub(crate) fn remote_files(&self, branch: &str) -> Vec<String> {
+    pub fn remote_files(&self, branch: &str) -> Vec<String> {
         let listing = git(&self.remote, &["ls-tree", "-r", "--name-only", branch]);
         listing.lines().map(str::to_string).collect()
     }
 }
 
-pub(crate) fn target() -> Target {
+pub fn target() -> Target {
     Target {
         origin: "github.com/acme/widgets".into(),
         revision: "0123456789abcdef0123456789abcdef01234567".into(),
@@ -89,7 +89,7 @@ pub(crate) fn target() -> Target {
     }
 }
 
-pub(crate) fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
+pub fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     SyncRecord {
         chunk_id: format!("{path}#1"),
         path: path.into(),
@@ -107,7 +107,7 @@ pub(crate) fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     }
 }
 
-pub(crate) fn export(records: Vec<SyncRecord>) -> Vec<Export> {
+pub fn export(records: Vec<SyncRecord>) -> Vec<Export> {
     vec![Export { target: target(), records }]
 }
 
@@ -197,7 +197,7 @@ async fn schema_v2_remotes_get_packs_and_manifests() {
     world.machine("a").publish(export(records.clone()), &cancel).await.unwrap();
     let files = world.remote_files("main");
     assert!(files.contains(&target().manifest_path(SchemaVersion::V2).unwrap()), "{files:?}");
-    let model_key = crate::index_sync::keys::hex(&target().model_key());
+    let model_key = crate::keys::hex(&target().model_key());
     assert_eq!(files.iter().filter(|path| path.starts_with(&format!("packs/{model_key}/"))).count(), 1);
     assert_eq!(world.machine("b").import(target(), &cancel).await.unwrap().unwrap(), records);
 }

@@ -105,7 +105,7 @@ impl Endpoint {
     }
 
     /// Takes the sync repository lock (one user per machine at a time).
-    pub(crate) async fn lock(&self, cancel: &CancellationToken) -> Result<store::FileLock, SyncError> {
+    pub async fn lock(&self, cancel: &CancellationToken) -> Result<store::FileLock, SyncError> {
         let path = self.lock_path();
         let token = cancel.clone();
         gitagent_runtime::blocking::run_to_end("the index sync lock", move || {
@@ -268,7 +268,7 @@ impl Endpoint {
     /// remote accepts it, records it as the new tracking tip. A rejection
     /// means another machine pushed first: the caller refetches and replans.
     /// The push's transport progress goes to `transfer`.
-    pub(crate) async fn push_commit(
+    pub async fn push_commit(
         &self,
         branch: String,
         commit: gix::ObjectId,
@@ -335,7 +335,7 @@ pub enum Phase {
 /// A fetch's sanitized transfer totals handed to the observer a push
 /// reports to, so that sync, migrate and gc's shared phase report both
 /// transfers the same way (as their phase's bracketed suffix).
-pub(crate) struct TransferReport(pub(crate) repo::TransferObserver);
+pub struct TransferReport(pub repo::TransferObserver);
 
 impl gitagent_search::remote::FetchReporter for TransferReport {
     fn fetching(&self, detail: &str) {
@@ -345,7 +345,7 @@ impl gitagent_search::remote::FetchReporter for TransferReport {
 
 /// The observer of a fetch's or push's transport details that reports each
 /// one to `progress` as the phase `transfer` makes of it.
-pub(crate) fn phase_transfer<P: 'static>(
+pub fn phase_transfer<P: 'static>(
     progress: &Arc<dyn Fn(P) + Send + Sync>,
     transfer: fn(String) -> P,
 ) -> repo::TransferObserver {
@@ -354,8 +354,8 @@ pub(crate) fn phase_transfer<P: 'static>(
 }
 
 /// An interrupt flag for gix that follows `cancel` while it lives.
-pub(crate) struct Interrupt {
-    pub(crate) flag: Arc<AtomicBool>,
+pub struct Interrupt {
+    pub flag: Arc<AtomicBool>,
     watcher: tokio::task::JoinHandle<()>,
 }
 
@@ -365,7 +365,7 @@ impl Drop for Interrupt {
     }
 }
 
-pub(crate) fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
+pub fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
     let flag = Arc::new(AtomicBool::new(cancel.is_cancelled()));
     let watched = Arc::clone(&flag);
     let token = cancel.clone();
@@ -378,4 +378,4 @@ pub(crate) fn interrupt_on(cancel: &CancellationToken) -> Interrupt {
 
 #[cfg(test)]
 #[path = "sync_tests.rs"]
-pub(crate) mod tests;
+pub mod tests;

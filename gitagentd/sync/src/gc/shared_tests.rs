@@ -1,10 +1,10 @@
 //! GC-005 against a bare remote built with the real `git`.
 
 use super::*;
-use crate::index_sync::manifest::Target;
-use crate::index_sync::migrate::tests::{push_on_top, push_to, remote_bytes, remote_state};
-use crate::index_sync::sync::Export;
-use crate::index_sync::sync::tests::{World, git, record, target};
+use crate::manifest::Target;
+use crate::migrate::tests::{push_on_top, push_to, remote_bytes, remote_state};
+use crate::sync::Export;
+use crate::sync::tests::{World, git, record, target};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -145,9 +145,9 @@ async fn v1_mixed_and_unsafe_trees_fail_without_cleanup() {
     assert!(error.to_string().contains("index migrate --to v2"), "{error}");
 
     // A mixed tree (a v1 manifest left in a v2 tree) and an unrelated file.
-    crate::index_sync::migrate::migrate(&a, false, Arc::new(|_| Ok(())), &cancel).await.unwrap();
+    crate::migrate::migrate(&a, false, Arc::new(|_| Ok(())), &cancel).await.unwrap();
     let v1 = revision(2).manifest_path(SchemaVersion::V1).unwrap();
-    let snapshot = crate::index_sync::manifest::encode_v1(&revision(2), &[record("b", "h2", [0.0, 1.0, 0.0])]).unwrap();
+    let snapshot = crate::manifest::encode_v1(&revision(2), &[record("b", "h2", [0.0, 1.0, 0.0])]).unwrap();
     push_on_top(&world, &[(v1.as_str(), &snapshot)], &[]);
     let tip = remote_state(&world);
     let error = run_shared(&a, false, quiet(), &cancel, None).await.unwrap_err();

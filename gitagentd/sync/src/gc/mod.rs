@@ -248,11 +248,7 @@ fn with_lifecycle_lock<T>(
 }
 
 /// An exclusive lock; in a dry run only on an existing lock file.
-pub(crate) fn take_lock(
-    path: &Path,
-    dry_run: bool,
-    cancelled: &dyn Fn() -> bool,
-) -> Result<Option<LockGuard>, GcError> {
+pub fn take_lock(path: &Path, dry_run: bool, cancelled: &dyn Fn() -> bool) -> Result<Option<LockGuard>, GcError> {
     if !dry_run {
         return Ok(Some(LockGuard::Store(store::lock_blocking(path, cancelled)?)));
     }
@@ -275,7 +271,7 @@ pub(crate) fn take_lock(
     }
 }
 
-pub(crate) enum LockGuard {
+pub enum LockGuard {
     Store(#[allow(dead_code)] FileLock),
     Existing(#[allow(dead_code)] nix::fcntl::Flock<File>),
 }

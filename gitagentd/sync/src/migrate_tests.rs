@@ -3,8 +3,8 @@
 //! migrated by one machine and read by another.
 
 use super::*;
-use crate::index_sync::sync::tests::{World, git, record, target};
-use crate::index_sync::sync::{Export, Published};
+use crate::sync::tests::{World, git, record, target};
+use crate::sync::{Export, Published};
 
 fn no_progress() -> Progress {
     Arc::new(|_| Ok(()))
@@ -26,23 +26,23 @@ fn exports() -> Vec<Export> {
 }
 
 /// The logical size of every file of the remote's `main` tree.
-pub(crate) fn remote_bytes(world: &World) -> u64 {
+pub fn remote_bytes(world: &World) -> u64 {
     let listing = git(&world.remote, &["ls-tree", "-r", "-l", "main"]);
     listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
 }
 
-pub(crate) fn remote_state(world: &World) -> String {
+pub fn remote_state(world: &World) -> String {
     git(&world.remote, &["for-each-ref", "--format=%(refname) %(objectname)"])
 }
 
 /// Commits `writes` and `removals` on top of the remote's `main` from a
 /// scratch clone, as another (older) client would.
-pub(crate) fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
+pub fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
     push_to(&world.root, &world.remote, writes, removals);
 }
 
 /// [`push_on_top`] from a scratch folder below `root`.
-pub(crate) fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: &[(&str, &[u8])], removals: &[&str]) {
+pub fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: &[(&str, &[u8])], removals: &[&str]) {
     let work = root.join("on-top");
     let _ = std::fs::remove_dir_all(&work);
     git(root, &["clone", "-q", remote.to_str().unwrap(), work.to_str().unwrap()]);

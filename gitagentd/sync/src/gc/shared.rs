@@ -14,12 +14,12 @@
 //! sync repository nor the remote changes. Only the current tree changes:
 //! no history is rewritten and no Git object is pruned.
 
-use crate::index_sync::FormatError;
-use crate::index_sync::migrate::disposable_dir;
-use crate::index_sync::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
-use crate::index_sync::schema::SchemaVersion;
-use crate::index_sync::sync::{Endpoint, PUSH_ATTEMPTS, TransferReport, interrupt_on, phase_transfer};
-use crate::index_sync::validate;
+use crate::FormatError;
+use crate::migrate::disposable_dir;
+use crate::repo::{PushOutcome, RemoteTip, Staged, SyncError, SyncRepo};
+use crate::schema::SchemaVersion;
+use crate::sync::{Endpoint, PUSH_ATTEMPTS, TransferReport, interrupt_on, phase_transfer};
+use crate::validate;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
