@@ -11,7 +11,6 @@ mod control;
 #[cfg(test)]
 mod golden;
 pub mod grpc_authority;
-pub mod inspect;
 pub mod listener;
 mod logging;
 pub mod memory;

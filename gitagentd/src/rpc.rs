@@ -8,11 +8,11 @@
 
 use crate::activity::Activity;
 use crate::commands::{self, Event, Invocation, Output};
-use crate::inspect::provider_engine::ProviderEngine;
 use crate::services::Services;
 use crate::socket::{self, Acquired, SocketFile};
 use crate::tasks::{TaskError, TaskService, TaskStatus};
 use git_agent_shared::Environment;
+use gitagent_inspect::provider_engine::ProviderEngine;
 use gitagent_proto::PROTOCOL_VERSION;
 use gitagent_proto::v1::git_agent_server::{GitAgent, GitAgentServer};
 use gitagent_proto::v1::{self as pb, run_event};

@@ -17,14 +17,6 @@
 //! the blocking pool.
 
 use crate::activity::Activity;
-use crate::inspect::budget::{self, ChangeMetrics};
-use crate::inspect::checks;
-use crate::inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};
-use crate::inspect::follow_up::{self, Lineage, ParentTurn, TurnRecord};
-use crate::inspect::git::GitEnv;
-use crate::inspect::hooks;
-use crate::inspect::prepare::{self, Mode, OperatorHint, PrepareError};
-use crate::inspect::report;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
 use git_agent_shared::environment::vars;
 use git_agent_shared::identity::ProjectIdentity;
@@ -32,6 +24,14 @@ use git_agent_shared::task_record::{
     self, FailureDiagnostic, HEARTBEAT_INTERVAL, Record, TaskCommand, TaskId, TaskState, TerminalEvent, WaitError,
 };
 use git_agent_shared::{Environment, paths};
+use gitagent_inspect::budget::{self, ChangeMetrics};
+use gitagent_inspect::checks;
+use gitagent_inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};
+use gitagent_inspect::follow_up::{self, Lineage, ParentTurn, TurnRecord};
+use gitagent_inspect::git::GitEnv;
+use gitagent_inspect::hooks;
+use gitagent_inspect::prepare::{self, Mode, OperatorHint, PrepareError};
+use gitagent_inspect::report;
 use gitagent_runtime::blocking::{self, BlockingError};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
@@ -172,7 +172,7 @@ pub struct TaskService {
 #[cfg(any(test, feature = "test-hooks"))]
 impl Default for TaskService {
     fn default() -> Self {
-        Self::new(Arc::new(crate::inspect::engine::UnavailableEngine), Environment::default())
+        Self::new(Arc::new(gitagent_inspect::engine::UnavailableEngine), Environment::default())
     }
 }
 
@@ -619,7 +619,7 @@ impl Worker {
                         Ok(outcome) => outcome,
                         Err(_) => {
                             cancel.cancel();
-                            Err(crate::inspect::engine::EngineFailure {
+                            Err(gitagent_inspect::engine::EngineFailure {
                                 message: format!(
                                     "the {} inspection exceeded its --timeout of {}\nhint: pass a longer --timeout, or none for no deadline",
                                     self.request.command.as_str(),

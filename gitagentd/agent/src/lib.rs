@@ -27,6 +27,7 @@ mod batch;
 pub mod controls;
 pub use batch::BatchError;
 pub mod guidance;
+pub mod layers;
 pub mod prompt;
 mod request;
 pub mod skills;

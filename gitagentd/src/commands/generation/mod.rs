@@ -14,13 +14,14 @@ use super::{CommandError, Invocation, Output};
 use crate::services::Services;
 use git_agent_shared::cli::MessageArgs;
 use gitagent_agent::guidance::{self, Family, Guidance, WorktreeReader};
+pub use gitagent_agent::layers::{EnvironmentContext, environment, tool_policy, with_deadline};
 use gitagent_agent::skills::SkillsManager;
 use gitagent_agent::{self as agent, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
 use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions};
 use gitagent_runtime::trace::{Console, Event};
 use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The settings the generation flags select.
@@ -214,40 +215,6 @@ pub fn data_frame_prompt(
     with_operator_hint(prompt, hint)
 }
 
-/// Layer 2: the read-only tool policy.
-pub fn tool_policy() -> String {
-    include_str!("prompts/tool-policy.md").trim().to_string()
-}
-
-/// Layer 3 inputs.
-pub struct EnvironmentContext<'a> {
-    pub cwd: &'a std::path::Path,
-    pub repo_root: &'a std::path::Path,
-    pub command: &'a str,
-    pub mode: &'a str,
-    pub family: Family,
-    pub limits: Limits,
-    pub stdout_contract: &'a str,
-}
-
-/// Layer 3: the environment context.
-pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, gitagent_agent::prompt::PromptError> {
-    gitagent_agent::prompt::render(
-        "environment",
-        include_str!("prompts/environment.md.j2"),
-        json!({
-            "cwd": context.cwd.display().to_string(),
-            "repo_root": context.repo_root.display().to_string(),
-            "command": context.command,
-            "mode": context.mode,
-            "guidance_family": context.family.as_str(),
-            "max_steps": context.limits.max_steps,
-            "max_tool_calls": context.limits.max_tool_calls,
-            "stdout_contract": context.stdout_contract,
-        }),
-    )
-}
-
 /// `prompt` with the `--append-prompt` hint appended as escaped data.
 pub fn with_operator_hint(prompt: String, hint: Option<&str>) -> Result<String, CommandError> {
     let hint = hint.and_then(gitagent_agent::prompt::OperatorHint::new);
@@ -319,21 +286,6 @@ pub fn controls_warning(removed_bytes: usize) -> Option<String> {
     (removed_bytes > 0).then(|| {
         format!("warning: removed {removed_bytes} bytes of terminal control sequences from the model's answer\n")
     })
-}
-
-/// A token that fires when `cancel` does or when `timeout` passes, and
-/// the deadline.
-pub fn with_deadline(cancel: &CancellationToken, timeout: Duration) -> (CancellationToken, Instant) {
-    let token = cancel.child_token();
-    let deadline = Instant::now() + timeout;
-    let timer = token.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = tokio::time::sleep_until(deadline.into()) => timer.cancel(),
-            () = timer.cancelled() => {}
-        }
-    });
-    (token, deadline)
 }
 
 /// Milliseconds with three decimals, for timing events.

@@ -1,5 +1,5 @@
 //! The inspection-specific model tools, on the shared tool framework
-//! ([`crate::tools`]: the same `Tool` trait, envelope, strict schemas and
+//! ([`gitagent_agent::tools`]: the same `Tool` trait, envelope, strict schemas and
 //! caps as every other tool):
 //!
 //! - diff modes: `review_changes` (a paged, complete inventory of the
@@ -268,7 +268,7 @@ pub struct DocCommands {
     pub ctx7: Option<PathBuf>,
     pub rustup_home: Option<PathBuf>,
     /// The caller's environment; each command gets its allow-listed part
-    /// (`crate::subprocess`).
+    /// (`gitagent_runtime::subprocess`).
     pub env: git_agent_shared::Environment,
 }
 
@@ -511,7 +511,7 @@ pub fn context7_docs_argv(arguments: &str) -> Result<Vec<String>, ToolError> {
     Ok(vec!["docs".into(), "--json".into(), "--".into(), args.library_id, args.query])
 }
 
-/// Runs a documentation executable through [`crate::subprocess`]: fixed
+/// Runs a documentation executable through [`gitagent_runtime::subprocess`]: fixed
 /// argv, no shell, stdin closed, the caller's allow-listed environment for
 /// `toolchain`, stdout and stderr kept up to 64 KiB, a timeout that is a
 /// recoverable failure, cancellation that is terminal.
@@ -633,7 +633,7 @@ pub fn main_content(path: &Path) -> Result<(String, bool), ToolError> {
     let mut truncated = size > MAX_HTML_BYTES;
     let mut text = text;
     if text.len() > MAX_DOC_TEXT {
-        text.truncate(crate::bounded::floor_char_boundary(&text, MAX_DOC_TEXT));
+        text.truncate(git_agent_shared::bounded::floor_char_boundary(&text, MAX_DOC_TEXT));
         truncated = true;
     }
     Ok((text, truncated))
@@ -697,8 +697,8 @@ fn decode_entities(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::prepare::Mode;
-    use crate::inspect::tests::Fixture;
+    use crate::prepare::Mode;
+    use crate::tests::Fixture;
 
     /// The diff-mode tools over a prepared scope, by name, and the slot
     /// a drift lands in.

@@ -20,4 +20,4 @@ pub mod scope;
 pub mod tools;
 
 #[cfg(test)]
-pub(crate) mod tests;
+pub mod tests;

@@ -24,13 +24,13 @@ mod tree;
 use super::engine::{EngineFailure, EngineFuture, EngineOutcome, InspectionEngine, InspectionRequest, LeafTurn};
 use super::prepare::{Mode, PreparedScope};
 use super::report;
-use crate::commands::generation::{self, EnvironmentContext};
 use git_agent_shared::environment::vars;
 use git_agent_shared::secret::Redactor;
 use git_agent_shared::task_record::{
     FailureDiagnostic, FailureToolEvent, MAX_DIAGNOSTIC_LINES, TaskCommand, limit_text,
 };
 use gitagent_agent::guidance::{self, Family, IndexReader, WorktreeReader};
+use gitagent_agent::layers::{self as generation, EnvironmentContext};
 use gitagent_agent::skills::SkillsManager;
 use gitagent_agent::tools::{RepoFiles, ToolRegistry};
 use gitagent_agent::{AgentError, AgentTask, Layers, Limits, OutputRules};

@@ -5,7 +5,7 @@
 //! static checks), each nonblank `hooks.post_inspection` entry is parsed
 //! as a Go `text/template` (missing keys are errors; functions
 //! `format_markdown`, `json`, `shellquote`), rendered with the payload,
-//! and run with `sh -c` through [`crate::subprocess`] (the allow-listed
+//! and run with `sh -c` through [`gitagent_runtime::subprocess`] (the allow-listed
 //! environment, no credential), one after the other. Each hook gets the
 //! same compact JSON payload on stdin (schema version 2); its stdout is
 //! discarded and up to 4096 bytes of its stderr explain a failure. The

@@ -503,8 +503,8 @@ pub fn validate_final(command: TaskCommand, text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::prepare::{self, Mode, PrepareError};
-    use crate::inspect::tests::Fixture;
+    use crate::prepare::{self, Mode, PrepareError};
+    use crate::tests::Fixture;
 
     fn finding(severity: &str, aspect: &str, path: &str, start: i64, end: i64) -> Value {
         json!({

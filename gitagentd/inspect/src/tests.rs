@@ -172,15 +172,15 @@ fn target_trees_of_nested_folders_with_neighbouring_names_match_git() {
 
 #[test]
 fn union_entries_walks_both_sides_in_path_order() {
-    let blob = |byte: u8| crate::inspect::git::Blob {
+    let blob = |byte: u8| crate::git::Blob {
         mode: gix::objs::tree::EntryKind::Blob.into(),
         id: gix::hash::ObjectId::from_bytes_or_panic(&[byte; 20]),
     };
-    let old: crate::inspect::git::Flat =
+    let old: crate::git::Flat =
         [("a", 1), ("b", 2), ("d", 4)].into_iter().map(|(path, byte)| (path.to_string(), blob(byte))).collect();
-    let new: crate::inspect::git::Flat =
+    let new: crate::git::Flat =
         [("b", 2), ("c", 3), ("d", 5)].into_iter().map(|(path, byte)| (path.to_string(), blob(byte))).collect();
-    let union: Vec<(&str, Option<u8>, Option<u8>)> = crate::inspect::git::union_entries(&old, &new)
+    let union: Vec<(&str, Option<u8>, Option<u8>)> = crate::git::union_entries(&old, &new)
         .map(|(path, before, after)| {
             (path.as_str(), before.map(|b| b.id.as_bytes()[0]), after.map(|b| b.id.as_bytes()[0]))
         })

@@ -37,7 +37,7 @@ pub enum GitError {
 }
 
 impl GitError {
-    pub(crate) fn read(repo: &gix::Repository, what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+    pub fn read(repo: &gix::Repository, what: impl Into<String>, error: impl std::fmt::Display) -> Self {
         GitError::Read { path: workdir(repo), what: what.into(), message: error.to_string() }
     }
 }

@@ -3,7 +3,7 @@
 //! documentation tools whose executables are on the caller's PATH, and
 //! `skills_read` when `skills-mgr` is installed. All of them are
 //! [`gitagent_agent::tools::Tool`]s; the inspection-specific ones live in
-//! [`crate::inspect::tools`].
+//! [`gitagent_agent::tools`].
 //!
 //! In diff modes every call first rechecks the launch fingerprint (the
 //! diff-mode tools do it themselves; every other tool is wrapped in
@@ -11,9 +11,9 @@
 //! and the call reports cancellation, which stops the loop. The registry's
 //! batch guard rechecks once more after a concurrent batch has joined.
 
-use crate::inspect::git::GitEnv;
-use crate::inspect::prepare::{self, PreparedScope};
-pub use crate::inspect::tools::{DriftSlot, diff_tools, doc_tools};
+use crate::git::GitEnv;
+use crate::prepare::{self, PreparedScope};
+pub use crate::tools::{DriftSlot, diff_tools, doc_tools};
 use gitagent_agent::tools::{BatchGuard, Tool, ToolError, ToolFuture};
 use serde_json::Value;
 use std::sync::Arc;
@@ -90,8 +90,8 @@ impl Tool for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::prepare::Mode;
-    use crate::inspect::tests::Fixture;
+    use crate::prepare::Mode;
+    use crate::tests::Fixture;
     use git_agent_shared::task_record::TaskCommand;
     use serde_json::json;
 

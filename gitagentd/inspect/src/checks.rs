@@ -408,7 +408,7 @@ pub enum CheckError {
     Cancelled,
 }
 
-/// Runs the planned check through [`crate::subprocess`]: fixed argv, no
+/// Runs the planned check through [`gitagent_runtime::subprocess`]: fixed argv, no
 /// shell, the invocation's allow-listed environment with the Go toolchain
 /// pinned (local toolchain, no module download, read-only `go.mod`), a
 /// private temporary folder for results and cache. Failures of the
@@ -735,7 +735,7 @@ struct CompilerSpan {
 }
 
 /// Runs `cargo clippy --message-format=json --offline` per invocation
-/// through [`crate::subprocess`] (the Rust toolchain's allow-listed
+/// through [`gitagent_runtime::subprocess`] (the Rust toolchain's allow-listed
 /// environment, no credential), with the plan's private target folder.
 /// Missing offline dependencies make the check `skipped` with the reason;
 /// other failures are an error result; only cancellation is an `Err`.
@@ -878,7 +878,7 @@ pub fn synthetic_clippy_result(plan: &ClippyPlan) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::tests::Fixture;
+    use crate::tests::Fixture;
 
     fn fake_linter(dir: &Path) -> String {
         let bin = dir.join("bin");

@@ -1,5 +1,5 @@
 use super::*;
-use crate::inspect::metrics::{ToolCallMetric, UsageMetric};
+use crate::metrics::{ToolCallMetric, UsageMetric};
 use serde_json::json;
 use std::time::Instant;
 

@@ -2,9 +2,9 @@
 //! sanitizing, against real temporary repositories.
 
 use super::*;
-use crate::inspect::budget::{self, ChangeMetrics};
-use crate::inspect::prepare::OperatorHint;
-use crate::inspect::tests::Fixture;
+use crate::budget::{self, ChangeMetrics};
+use crate::prepare::OperatorHint;
+use crate::tests::Fixture;
 use git_agent_shared::Environment;
 use git_agent_shared::cli::Depth;
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint:
         guidance_family: None,
         env: Environment::new(vars),
         git_env: fixture.env(),
-        prompt_cache_key: crate::inspect::engine::lineage_cache_key(command, "TASKTASKTASKTASKTASKTASKTA"),
+        prompt_cache_key: crate::engine::lineage_cache_key(command, "TASKTASKTASKTASKTASKTASKTA"),
         follow_up: None,
     }
 }
@@ -258,7 +258,7 @@ fn run_options_ask_for_summaries_and_key_the_cache_by_task() {
     let key = options.prompt_cache_key.unwrap_or_default();
     assert_eq!(key.len(), 64);
     assert_eq!(options.turn_state, None);
-    assert_ne!(crate::inspect::engine::lineage_cache_key(TaskCommand::Review, "OTHEROTHEROTHEROTHEROTHERO"), key);
+    assert_ne!(crate::engine::lineage_cache_key(TaskCommand::Review, "OTHEROTHEROTHEROTHEROTHERO"), key);
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn hosted_search_is_capped_at_four_with_an_api_key_and_uncapped_with_chatgpt() {
 /// in.
 mod fan_out {
     use super::*;
-    use crate::inspect::engine::EngineFailure;
+    use crate::engine::EngineFailure;
     use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
     use serde_json::{Value, json};
     use std::collections::HashMap;
