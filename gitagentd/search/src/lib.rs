@@ -18,9 +18,10 @@
 //! [`history`] remembers queries; [`output`] renders; [`progress`]
 //! reports.
 
+pub use gitagent_chunk::{chunking, paths, syntax, textkind};
+
 pub mod bodies;
 pub mod cache;
-pub mod chunking;
 pub mod discovery;
 pub mod embeddings;
 pub mod history;
@@ -29,7 +30,6 @@ pub mod migrate;
 pub mod output;
 pub mod overlay;
 pub mod packstream;
-pub mod paths;
 pub mod progress;
 pub mod query;
 pub mod ranking;
@@ -40,8 +40,6 @@ pub mod revision;
 pub mod settings;
 pub mod spool;
 pub mod store;
-pub mod syntax;
-pub mod textkind;
 
 use cache::FolderCache;
 use embeddings::{EmbeddingError, EmbeddingSettings, EmbeddingsClient};

@@ -32,6 +32,8 @@
 //! Body term counts are computed once per file version and kept as hashed
 //! postings, so a search touches only the query's terms.
 
+use gitagent_chunk::words::for_each_word;
+pub use gitagent_chunk::words::words;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
 
@@ -75,42 +77,6 @@ pub fn for_each_term_hash(text: &str, mut visit: impl FnMut(u64)) {
 pub fn for_each_term_hash_direct(text: &str, mut visit: impl FnMut(u64)) {
     let stemmer = english();
     for_each_word(text, |word| visit(term_hash(&stemmer.stem(word))));
-}
-
-/// Calls `visit` with every word of `text` (see [`words`]), lower-cased,
-/// in order.
-fn for_each_word(text: &str, mut visit: impl FnMut(&str)) {
-    let mut word = String::new();
-    let mut flush = |word: &mut String| {
-        if !word.is_empty() {
-            visit(word);
-            word.clear();
-        }
-    };
-    let mut previous: Option<char> = None;
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        if ch.is_alphanumeric() {
-            if ch.is_uppercase()
-                && let Some(prev) = previous
-                && (prev.is_lowercase()
-                    || prev.is_numeric()
-                    || (prev.is_uppercase() && chars.peek().is_some_and(|next| next.is_lowercase())))
-            {
-                flush(&mut word);
-            }
-            if ch.is_ascii() {
-                word.push(ch.to_ascii_lowercase());
-            } else {
-                word.extend(ch.to_lowercase());
-            }
-            previous = Some(ch);
-        } else {
-            flush(&mut word);
-            previous = None;
-        }
-    }
-    flush(&mut word);
 }
 
 thread_local! {
@@ -187,14 +153,6 @@ fn english() -> Stemmer {
 pub fn terms(text: &str) -> Vec<String> {
     let stemmer = english();
     words(text).into_iter().map(|word| stemmer.stem(&word).into_owned()).collect()
-}
-
-/// The words of `text`, in order: letter/digit runs, lower-cased, split
-/// at camelCase and initialism boundaries (the terms before stemming).
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for_each_word(text, |word| out.push(word.to_string()));
-    out
 }
 
 /// English function words: they carry no evidence about which code a

@@ -743,7 +743,7 @@ fn short_lines_input(
 /// camelCase: with them in the input, cosine over whole functions rose on
 /// every corpus with such names (bench-search-quality, README).
 fn name_words(name: &str) -> Option<String> {
-    let words = super::ranking::words(name).join(" ");
+    let words = crate::words::words(name).join(" ");
     (!words.is_empty() && words != name.to_lowercase()).then_some(words)
 }
 
