@@ -3,7 +3,7 @@
 //! task table, ...) adds its handle here. Commands receive it from `rpc`.
 
 use crate::tasks::TaskService;
-use git_agent_shared::identity::IdentityCache;
+use gitagent_git::identity::IdentityCache;
 use std::sync::Arc;
 
 /// The daemon's shared services; cheap to clone behind an `Arc`.

@@ -19,11 +19,11 @@
 use crate::activity::Activity;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
 use git_agent_shared::environment::vars;
-use git_agent_shared::identity::ProjectIdentity;
 use git_agent_shared::task_record::{
     self, FailureDiagnostic, HEARTBEAT_INTERVAL, Record, TaskCommand, TaskId, TaskState, TerminalEvent, WaitError,
 };
 use git_agent_shared::{Environment, paths};
+use gitagent_git::identity::ProjectIdentity;
 use gitagent_inspect::budget::{self, ChangeMetrics};
 use gitagent_inspect::checks;
 use gitagent_inspect::engine::{DryRunEngine, EngineOutcome, InspectionEngine, InspectionRequest};

@@ -10,7 +10,6 @@ pub mod environment;
 pub mod executable;
 pub mod giturl;
 pub mod golden;
-pub mod identity;
 pub mod paths;
 pub mod private_fs;
 pub mod quote;

@@ -19,6 +19,7 @@
 pub mod amend;
 pub mod contextpack;
 pub mod history;
+pub mod identity;
 pub mod patch;
 pub mod range;
 pub mod staged;
@@ -34,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
+    #[error("{}", crate::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the Git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },
@@ -157,7 +158,7 @@ impl Repository {
     pub fn discover(start: &Path) -> Result<Self, GitError> {
         let options = gix::open::Options::isolated().strict_config(false);
         let trust = gix::sec::trust::Mapping { full: options.clone(), reduced: options };
-        if git_agent_shared::identity::find_repository_root(start).is_none() {
+        if crate::identity::find_repository_root(start).is_none() {
             return Err(GitError::NotARepository { path: start.to_path_buf() });
         }
         let repo = gix::ThreadSafeRepository::discover_opts(start, Default::default(), trust)

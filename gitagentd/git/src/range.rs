@@ -43,7 +43,7 @@ const OBJECT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// revision involved and, where there is one, the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
-    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
+    #[error("{}", crate::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },
@@ -111,7 +111,7 @@ impl std::fmt::Debug for History {
 impl History {
     /// Opens the repository whose worktree contains `start`.
     pub fn discover(start: &Path) -> Result<Self, HistoryError> {
-        let root = git_agent_shared::identity::find_repository_root(start)
+        let root = crate::identity::find_repository_root(start)
             .ok_or_else(|| HistoryError::NotARepository { path: start.to_path_buf() })?;
         Self::open(&root)
     }

@@ -78,7 +78,7 @@ pub struct FollowUpRoot {
 
 /// The cache key of a lineage that begins with `task_id`.
 pub fn lineage_cache_key(command: TaskCommand, task_id: &str) -> String {
-    git_agent_shared::identity::sha256_hex(format!("git-agent {} {task_id}", command.as_str()).as_bytes())
+    gitagent_git::identity::sha256_hex(format!("git-agent {} {task_id}", command.as_str()).as_bytes())
 }
 
 /// A validated provider report and the loop's counters.

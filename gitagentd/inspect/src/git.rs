@@ -20,7 +20,7 @@ pub const MAX_DIFF_FILE_BYTES: u64 = gitagent_git::patch::MAX_TEXT_BYTES as u64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("{}", git_agent_shared::identity::not_a_work_tree(path))]
+    #[error("{}", gitagent_git::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
     #[error("cannot open the git repository at {path}: {message}")]
     Open { path: PathBuf, message: String },
@@ -116,7 +116,7 @@ pub fn open(root: &Path, git_env: &GitEnv) -> Result<gix::Repository, GitError> 
 
 /// The worktree root of the repository containing `start`.
 pub fn discover_root(start: &Path) -> Result<PathBuf, GitError> {
-    git_agent_shared::identity::find_repository_root(start)
+    gitagent_git::identity::find_repository_root(start)
         .ok_or_else(|| GitError::NotARepository { path: start.to_path_buf() })
 }
 

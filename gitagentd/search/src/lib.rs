@@ -43,8 +43,8 @@ pub mod store;
 
 use cache::FolderCache;
 use embeddings::{EmbeddingError, EmbeddingSettings, EmbeddingsClient};
-use git_agent_shared::identity::{IdentityError, ProjectIdentity};
 use git_agent_shared::{Environment, timefmt};
+use gitagent_git::identity::{IdentityError, ProjectIdentity};
 use history::{History, HistoryError, QueryKey, Replay, StoredFilters};
 use live::LiveIndex;
 use progress::{Feedback, Field, Update};
@@ -220,9 +220,9 @@ pub fn select_source(
     rev: Option<&str>,
 ) -> Result<Selection, SearchError> {
     let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));
-    let location = git_agent_shared::identity::locate(&cwd_clean);
+    let location = gitagent_git::identity::locate(&cwd_clean);
     if rev.is_none()
-        && let git_agent_shared::identity::Location::GitDir { git_dir, work_tree } = &location
+        && let gitagent_git::identity::Location::GitDir { git_dir, work_tree } = &location
     {
         return Err(SearchError::GitDirectory { path: git_dir.clone(), work_tree: work_tree.clone() });
     }
@@ -249,7 +249,7 @@ pub fn select_source(
         if let Some(missing) = raw_scope.iter().find(|item| std::fs::symlink_metadata(cwd_clean.join(item)).is_err()) {
             return Err(paths::ScopeError::Missing(missing.clone(), cwd_clean).into());
         }
-        if location == git_agent_shared::identity::Location::Outside {
+        if location == gitagent_git::identity::Location::Outside {
             guard_unbounded_root(&identity.root, &scope, env)?;
         }
     }
@@ -259,7 +259,7 @@ pub fn select_source(
     let (index_dir, revision) = match rev {
         None => (store::filesystem_index_dir(&metadata_dir, &root_text, skipped_scope), None),
         Some(rev) => {
-            if location == git_agent_shared::identity::Location::Outside {
+            if location == gitagent_git::identity::Location::Outside {
                 return Err(revision::RevisionError::NotARepository { path: cwd_clean }.into());
             }
             let repo = revision::open(&identity.root)?;

@@ -21,8 +21,8 @@
 //! legacy folder.
 
 use super::store::{self, CrashPoint, IndexRecord, Manifest, Publication, RecordToWrite, StoreError, VectorData};
-use git_agent_shared::identity::sha256_hex;
 use git_agent_shared::private_fs;
+use gitagent_git::identity::sha256_hex;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

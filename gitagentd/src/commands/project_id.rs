@@ -3,7 +3,7 @@
 
 use super::{CommandError, Invocation, Output};
 use crate::services::Services;
-use git_agent_shared::identity::ProjectIdentity;
+use gitagent_git::identity::ProjectIdentity;
 use std::sync::Arc;
 
 pub async fn run(services: &Arc<Services>, invocation: &Invocation, output: &Output) -> Result<(), CommandError> {

@@ -196,7 +196,7 @@ async fn project(
     let metadata_root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(CommandError::failed)?;
     let (root, services) = (root.to_path_buf(), Arc::clone(services));
     gitagent_runtime::blocking::run("the project identity", cancel, move |_| {
-        let project = git_agent_shared::identity::ProjectIdentity::resolve_cached(&root, &services.identities)
+        let project = gitagent_git::identity::ProjectIdentity::resolve_cached(&root, &services.identities)
             .map_err(CommandError::failed)?;
         let id = project.id();
         Ok(Project { metadata_dir: metadata_root.join(&id), id })
@@ -290,7 +290,7 @@ impl Conversation {
         // from its first sorted item ID, shared by every sibling.
         let prompt_cache_key = match parent {
             Some(parent) => parent.prompt_cache_key.clone(),
-            None => git_agent_shared::identity::sha256_hex(format!("explore:{}", items[0].item_id).as_bytes()),
+            None => gitagent_git::identity::sha256_hex(format!("explore:{}", items[0].item_id).as_bytes()),
         };
         let provider =
             generation::provider_with_key(&self.services, &self.invocation, &settings, prompt_cache_key.clone())

@@ -165,8 +165,7 @@ pub fn needs_sync(invocation: &Invocation, root: &Path) -> bool {
     let Ok(path) = git_agent_shared::paths::config_file(&invocation.env) else { return false };
     let configured =
         git_agent_shared::config_file::ConfigFile::load(&path).is_ok_and(|config| !config.index.remote.is_empty());
-    configured
-        && git_agent_shared::identity::ProjectIdentity::resolve(root).is_ok_and(|identity| identity.origin.is_some())
+    configured && gitagent_git::identity::ProjectIdentity::resolve(root).is_ok_and(|identity| identity.origin.is_some())
 }
 
 /// The one ordinary index-only synchronization of a batch's workspace,

@@ -89,7 +89,7 @@ pub async fn provider(
     settings: &Generation,
     cache_scope: &str,
 ) -> Result<Provider, CommandError> {
-    let key = git_agent_shared::identity::sha256_hex(cache_scope.as_bytes());
+    let key = gitagent_git::identity::sha256_hex(cache_scope.as_bytes());
     provider_with_key(services, invocation, settings, key).await
 }
 

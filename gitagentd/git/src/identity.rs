@@ -3,7 +3,7 @@
 //! the SHA-256 of its normalized origin URL, so every clone of it shares
 //! one identity; anything else by the SHA-256 of its cleaned absolute path.
 
-use crate::giturl;
+use git_agent_shared::giturl;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
