@@ -70,9 +70,14 @@ fn assert_fresh(binary: &Path) {
     static NEWEST_SOURCE: std::sync::OnceLock<Option<std::time::SystemTime>> = std::sync::OnceLock::new();
     let newest = NEWEST_SOURCE.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+        // The daemon's crates: gitagentd/src and gitagentd/<crate>/src.
+        let daemon_crates =
+            std::fs::read_dir(root.join("gitagentd")).ok()?.flatten().map(|entry| entry.path().join("src"));
         ["proto", "shared/src", "gitagentd/src", "git-agent-client/src"]
             .iter()
-            .filter_map(|dir| newest_modification(&root.join(dir)))
+            .map(|dir| root.join(dir))
+            .chain(daemon_crates.filter(|dir| dir.is_dir()))
+            .filter_map(|dir| newest_modification(&dir))
             .max()
     });
     let built = std::fs::metadata(binary).and_then(|meta| meta.modified()).ok();

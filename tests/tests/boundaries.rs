@@ -17,8 +17,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("tonic", &["gitagent-proto", "git-agent-client", "gitagentd"]),
     ("rusqlite", &["gitagent-search", "gitagentd"]),
     ("tree-sitter", &["gitagent-chunk"]),
-    ("hyper", &["gitagentd", "git-agent-client"]),
-    ("axum", &["gitagent-search", "git-agent-tests"]),
+    ("hyper", &["gitagent-runtime", "gitagentd", "git-agent-client"]),
+    ("axum", &["git-agent-tests"]),
 ];
 
 /// What the client must never link, directly or through another crate.

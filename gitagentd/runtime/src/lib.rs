@@ -4,9 +4,11 @@
 //! bounded output, deadlines, whole process groups killed) and [`trace`]
 //! (a command's step events and their console rendering), [`output`] (what
 //! a command sends back to its caller) and [`memory`] (freed memory
-//! returned to the system).
+//! returned to the system); [`http`] is the one HTTP server stack of the
+//! daemon's small endpoints.
 
 pub mod blocking;
+pub mod http;
 pub mod memory;
 pub mod output;
 pub mod subprocess;

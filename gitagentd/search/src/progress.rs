@@ -431,22 +431,13 @@ impl Feedback {
         let stopped = stop.clone();
         let _guard = self.runtime.enter();
         let listener = tokio::net::UnixListener::from_std(listener)?;
-        self.runtime.spawn(async move {
-            let router = axum::Router::new().route(
-                "/progress",
-                axum::routing::get(move || {
-                    let served = Arc::clone(&served);
-                    async move {
-                        let body = super::output::to_json_line(&*lock(&served));
-                        ([(axum::http::header::CONTENT_TYPE, "application/json")], body)
-                    }
-                }),
-            );
-            let serve = axum::serve(listener, router).with_graceful_shutdown(stopped.cancelled_owned());
-            if let Err(error) = serve.await {
-                tracing::warn!(%error, "the search progress endpoint stopped");
+        let handler: gitagent_runtime::http::Handler = Arc::new(move |method, path| match (method, path) {
+            (&gitagent_runtime::http::Method::GET, "/progress") => {
+                gitagent_runtime::http::Answer::ok("application/json", super::output::to_json_line(&*lock(&served)))
             }
+            _ => gitagent_runtime::http::Answer::not_found("not found; see GET /progress\n"),
         });
+        self.runtime.spawn(gitagent_runtime::http::serve(listener, handler, stopped));
         let endpoint = serde_json::json!({
             "network": "unix",
             "address": address.display().to_string(),

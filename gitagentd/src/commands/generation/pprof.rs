@@ -5,7 +5,8 @@
 //! its `/proc/self/status` (memory and threads). No CPU or heap profiles.
 
 use super::CommandError;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use gitagent_runtime::http::{Answer, Handler, Method};
+use std::sync::Arc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The running server; it stops when dropped.
@@ -23,39 +24,20 @@ impl DiagnosticsServer {
         })?;
         let address = listener.local_addr().map_err(CommandError::failed)?;
         let stop = CancellationToken::new();
-        let token = stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = token.cancelled() => break,
-                    accepted = listener.accept() => accepted,
-                };
-                if let Ok((socket, _)) = accepted {
-                    tokio::spawn(answer(socket));
-                }
+        let handler: Handler = Arc::new(|method, path| match (method, path) {
+            (&Method::GET, "/debug/pprof/" | "/debug/pprof") => Answer::ok(TEXT, INDEX),
+            (&Method::GET, "/debug/pprof/cmdline") => Answer::ok(TEXT, std::env::args().collect::<Vec<_>>().join("\0")),
+            (&Method::GET, "/debug/pprof/status") => {
+                Answer::ok(TEXT, std::fs::read_to_string("/proc/self/status").unwrap_or_default())
             }
+            _ => Answer::not_found("not found; see /debug/pprof/\n"),
         });
+        tokio::spawn(gitagent_runtime::http::serve(listener, handler, stop.clone()));
         Ok(Self { address, _stop: stop.drop_guard() })
     }
 }
 
-async fn answer(mut socket: tokio::net::TcpStream) {
-    let mut request = vec![0u8; 4096];
-    let read = socket.read(&mut request).await.unwrap_or(0);
-    let request = String::from_utf8_lossy(&request[..read]);
-    let path = request.split_whitespace().nth(1).unwrap_or("/");
-    let (status, body) = match path {
-        "/debug/pprof/" | "/debug/pprof" => ("200 OK", INDEX.to_string()),
-        "/debug/pprof/cmdline" => ("200 OK", std::env::args().collect::<Vec<_>>().join("\0")),
-        "/debug/pprof/status" => ("200 OK", std::fs::read_to_string("/proc/self/status").unwrap_or_default()),
-        _ => ("404 Not Found", "not found; see /debug/pprof/\n".to_string()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = socket.write_all(response.as_bytes()).await;
-}
+const TEXT: &str = "text/plain; charset=utf-8";
 
 const INDEX: &str = "git-agent diagnostics (the Rust build has no Go pprof profiles)\n\n\
 /debug/pprof/cmdline  the daemon's command line\n\
@@ -64,12 +46,13 @@ const INDEX: &str = "git-agent diagnostics (the Rust build has no Go pprof profi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test]
     async fn serves_the_index_until_dropped_and_reports_bind_failures() {
         let server = DiagnosticsServer::start("127.0.0.1:0").await.unwrap();
         let mut socket = tokio::net::TcpStream::connect(server.address).await.unwrap();
-        socket.write_all(b"GET /debug/pprof/ HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        socket.write_all(b"GET /debug/pprof/ HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await.unwrap();
         let mut response = String::new();
         socket.read_to_string(&mut response).await.unwrap();
         assert!(response.starts_with("HTTP/1.1 200 OK") && response.contains("/debug/pprof/status"), "{response}");
