@@ -9,7 +9,7 @@
 //! `ranking::for_each_term_hash`) with each thread's word memo and without
 //! it (`for_each_term_hash_direct`), alternating file by file.
 //!
-//! `cargo run --release -p gitagent-search --example bench-chunking -- <dir>...`
+//! `cargo run --release -p gitagent-search --features bench --example bench-chunking -- <dir>...`
 
 use gitagent_search::syntax::{self, Parse};
 use gitagent_search::{chunking, ranking};
