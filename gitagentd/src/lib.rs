@@ -17,7 +17,6 @@ pub mod memory;
 pub mod message;
 pub mod release;
 mod rpc;
-pub mod services;
 mod socket;
 pub mod task_http;
 pub mod tasks;

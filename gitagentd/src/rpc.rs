@@ -7,8 +7,8 @@
 //! drains the work in flight.
 
 use crate::activity::Activity;
+use crate::commands::Services;
 use crate::commands::{self, Event, Invocation, Output};
-use crate::services::Services;
 use crate::socket::{self, Acquired, SocketFile};
 use crate::tasks::{TaskError, TaskService, TaskStatus};
 use git_agent_shared::Environment;

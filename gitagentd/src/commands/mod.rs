@@ -12,10 +12,11 @@ mod pr_message;
 mod project_id;
 mod release_note;
 pub(crate) mod search;
+pub mod services;
+pub use services::Services;
 
 pub use explore::ExploreBatcher;
 
-use crate::services::Services;
 use git_agent_shared::Environment;
 use git_agent_shared::cli::{self, Command};
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! newline on stdout.
 
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use gitagent_git::identity::ProjectIdentity;
 use std::sync::Arc;
 

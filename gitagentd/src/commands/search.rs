@@ -3,7 +3,7 @@
 //! and writes the result on stdout only when the command succeeds.
 
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use git_agent_shared::cli::SearchArgs;
 use git_agent_shared::environment::vars;
 use git_agent_shared::timefmt;

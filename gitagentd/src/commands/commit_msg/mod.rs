@@ -81,7 +81,7 @@ impl Prepared {
 }
 
 pub async fn run(
-    services: &crate::services::Services,
+    services: &crate::commands::Services,
     invocation: &Invocation,
     output: &Output,
     cancel: &CancellationToken,

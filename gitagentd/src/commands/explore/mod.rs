@@ -21,7 +21,7 @@ mod waiting;
 
 use super::generation::{self, EnvironmentContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
 use git_agent_shared::task_record::TaskId;

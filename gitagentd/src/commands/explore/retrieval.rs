@@ -14,7 +14,7 @@
 
 use super::phases::Phases;
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use git_agent_shared::environment::vars;
 use gitagent_search::{self as search, SearchError, SearchRequest, progress::Feedback, settings};
 use serde::Serialize;

@@ -11,7 +11,7 @@ mod pprof;
 pub use pprof::DiagnosticsServer;
 
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use git_agent_shared::cli::MessageArgs;
 use gitagent_agent::guidance::{self, Family, Guidance, WorktreeReader};
 pub use gitagent_agent::layers::{EnvironmentContext, environment, tool_policy, with_deadline};

@@ -5,7 +5,7 @@
 //! writes the one summary line.
 
 use super::super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use git_agent_shared::cli::IndexGcArgs;
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::paths;

@@ -5,7 +5,7 @@
 mod gc;
 
 use super::{CommandError, Invocation, Output};
-use crate::services::Services;
+use crate::commands::Services;
 use git_agent_shared::cli::{IndexArgs, IndexCommand};
 use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY};
 use git_agent_shared::paths;

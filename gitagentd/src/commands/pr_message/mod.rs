@@ -9,8 +9,8 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
+use crate::commands::Services;
 use crate::message::{self, MessageMode, ValidationContext};
-use crate::services::Services;
 use git_agent_shared::cli::PrMessageArgs;
 use gitagent_agent::tools::{self, ToolRegistry};
 use gitagent_agent::{AgentTask, OutputRules};

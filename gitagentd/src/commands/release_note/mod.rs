@@ -12,8 +12,8 @@
 
 use super::generation::{self, EnvironmentContext, Generation, ProjectContext, Reporter, TraceSink};
 use super::{CommandError, Invocation, Output};
+use crate::commands::Services;
 use crate::release::{self, Document, OutFile, RangeRequest, ReleaseContext};
-use crate::services::Services;
 use git_agent_shared::cli::ReleaseNoteArgs;
 use gitagent_agent::tools::{self, RepoFiles, ToolRegistry};
 use gitagent_agent::{AgentTask, OutputRules};

@@ -1,6 +1,7 @@
 //! Daemon-wide state that outlives a single command: each long-lived
 //! subsystem (the search index cache and single-flight lock, the detached
-//! task table, ...) adds its handle here. Commands receive it from `rpc`.
+//! task table, ...) adds its handle here. Commands receive it from `rpc`;
+//! it lives with them, since the explore batches are a command's own state.
 
 use crate::tasks::TaskService;
 use gitagent_git::identity::IdentityCache;
@@ -22,5 +23,5 @@ pub struct Services {
     /// The search index single flight, mapped index cache and query history.
     pub search: gitagent_search::SearchService,
     /// The open explore batches, where concurrent questions meet.
-    pub explore: Arc<crate::commands::ExploreBatcher>,
+    pub explore: Arc<super::ExploreBatcher>,
 }
