@@ -460,24 +460,8 @@ fn a_waiting_search_says_whose_build_it_waits_for() {
         fake.open_gate();
         panic!("the first search never reached the embeddings server");
     }
-    let mut waiter = {
-        let mut command = env.git_agent_in(second.path(), &["search", "--format", "brief", "backoff"]);
-        command.stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
-        command.spawn().unwrap()
-    };
-    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let stderr = std::sync::Arc::clone(&stderr);
-        let pipe = waiter.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut text = stderr.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        })
-    };
+    let (waiter, stderr, reader) =
+        spawn_reading_stderr(&env, second.path(), &["search", "--format", "brief", "backoff"]);
     // The waiter's notice is written while the build it waits for is held.
     let expected = format!("search: waiting for the index build of {}", first.path().display());
     let noticed = git_agent_tests::wait_until(std::time::Duration::from_secs(30), || {
