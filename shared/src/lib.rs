@@ -10,6 +10,7 @@ pub mod environment;
 pub mod executable;
 pub mod giturl;
 pub mod golden;
+pub mod interrupt;
 pub mod paths;
 pub mod private_fs;
 pub mod quote;

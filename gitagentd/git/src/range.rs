@@ -33,7 +33,6 @@ pub use submodule::{GitlinkMove, SubmoduleHistory};
 use gix::hash::ObjectId;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The object cache of each thread that diffs trees: commits and trees of
 /// neighbouring commits are read many times in a row.
@@ -194,20 +193,9 @@ fn summarize(id: ObjectId, commit: &gix::objs::CommitRef<'_>) -> (CommitSummary,
     (CommitSummary { sha: id.to_string(), summary, author: name, date }, message)
 }
 
-/// A flag the caller raises to stop a long preparation between commits.
-#[derive(Debug, Default)]
-pub struct Interrupt(AtomicBool);
+pub use git_agent_shared::interrupt::Interrupt;
 
-impl Interrupt {
-    pub fn raise(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    pub fn is_raised(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    fn check(&self) -> Result<(), HistoryError> {
-        if self.is_raised() { Err(HistoryError::Interrupted) } else { Ok(()) }
-    }
+/// Stops a long preparation between commits once `interrupt` is raised.
+fn check(interrupt: &Interrupt) -> Result<(), HistoryError> {
+    if interrupt.is_raised() { Err(HistoryError::Interrupted) } else { Ok(()) }
 }

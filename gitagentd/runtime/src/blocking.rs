@@ -6,7 +6,7 @@
 //! the work checks between steps is raised, so abandoned work stops early
 //! instead of running to its end.
 
-pub use gitagent_git::range::Interrupt;
+pub use git_agent_shared::interrupt::Interrupt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

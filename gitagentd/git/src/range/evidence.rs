@@ -136,7 +136,7 @@ fn evidence_of(
     limits: EvidenceLimits,
     interrupt: &Interrupt,
 ) -> Result<CommitEvidence, HistoryError> {
-    interrupt.check()?;
+    super::check(interrupt)?;
     let (commit, message, parents) = history.commit_message(id)?;
     let mut evidence = CommitEvidence {
         commit,

@@ -6,8 +6,8 @@
 //! embedding and the question goes without leads (the index is never
 //! built in the foreground). A metadata folder the user cannot write (a
 //! read-only HOME) also leaves the question without leads, with a
-//! one-line warning, instead of failing it. After a batch with warm leads is collected,
-//! its leader runs one ordinary index-only synchronization beside the
+//! one-line warning, instead of failing it. After a batch with warm leads
+//! is collected, its leader runs one ordinary index-only synchronization beside the
 //! provider conversation when an index remote is configured for a
 //! project with an origin ([`deferred_sync`]); its outcome is waited for
 //! before any session is persisted.
@@ -114,10 +114,7 @@ pub async fn probe(
         // The leads are optional: a metadata folder this user cannot
         // write (a read-only HOME) costs them, not the answer.
         Err(error) if is_unwritable(&error) => {
-            output.stderr(format!(
-                "warning: explore goes without semantic leads: {error}
-"
-            ));
+            output.stderr(format!("warning: explore goes without semantic leads: {error}\n"));
             return Ok(Probe::Cold);
         }
         Err(error) => return Err(error.into()),
