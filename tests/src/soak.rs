@@ -169,3 +169,59 @@ pub fn resident_breakdown(pid: u32) -> String {
     }
     parts.join(", ")
 }
+
+/// The memory only process `pid` holds, from `/proc/<pid>/smaps_rollup`,
+/// in KiB: its anonymous pages (heap, stacks) plus the file pages it
+/// dirtied privately (relocated data, written copies). Clean file pages
+/// (code, read-only data) are left out: they are shared with the page
+/// cache and the kernel can take them back at any time, so `VmRSS`
+/// counts them but they cost the machine nothing it cannot reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrivateMemory {
+    /// `Anonymous`.
+    pub anonymous_kib: u64,
+    /// `Private_Dirty` less the anonymous pages it also counts.
+    pub dirty_file_kib: u64,
+    /// `Rss`, for comparison.
+    pub resident_kib: u64,
+}
+
+impl PrivateMemory {
+    /// Reads process `pid`'s rollup; panics when a field is missing (a
+    /// figure of 0 would pass any bound).
+    pub fn of(pid: u32) -> Self {
+        let rollup =
+            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).expect("read the daemon's /proc smaps_rollup");
+        let field = |name: &str| -> u64 {
+            rollup
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or_else(|| panic!("the daemon's smaps_rollup has no {name} line in kB"))
+        };
+        let anonymous_kib = field("Anonymous:");
+        Self {
+            anonymous_kib,
+            dirty_file_kib: field("Private_Dirty:").saturating_sub(anonymous_kib),
+            resident_kib: field("Rss:"),
+        }
+    }
+
+    pub fn total_kib(&self) -> u64 {
+        self.anonymous_kib + self.dirty_file_kib
+    }
+}
+
+impl std::fmt::Display for PrivateMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "private {} kB ({:.1} MiB: anonymous {} kB, dirty file pages {} kB); VmRSS {} kB",
+            self.total_kib(),
+            self.total_kib() as f64 / 1024.0,
+            self.anonymous_kib,
+            self.dirty_file_kib,
+            self.resident_kib
+        )
+    }
+}
