@@ -5,16 +5,17 @@
 //! The worker refreshes the record's heartbeat, runs the engine (dry-run
 //! fixture or the provider-backed engine), runs host checks, and replaces
 //! the record with the exact terminal event *before* anyone can observe
-//! completion. SQLite (WAL) under the metadata root lists tasks per
-//! project for editors; the JSON record stays the durable contract, so
-//! `--wait` works without a daemon too.
+//! completion. The [`table`] lists tasks per project for editors; the
+//! JSON record stays the durable contract, so `--wait` works without a
+//! daemon too.
 //!
 //! The table stays bounded in a daemon that lives for weeks: a finished
 //! task leaves the live table [`LIVE_RETENTION`] after it ended (waiters
-//! and watchers then read its durable record), and at most
-//! [`OPEN_TABLES`] SQLite connections stay open, the least recently used
-//! closed first. Every SQLite statement and record read or write runs on
-//! the blocking pool.
+//! and watchers then read its durable record), and few SQLite connections
+//! stay open. Every SQLite statement and record read or write runs on the
+//! blocking pool.
+
+mod table;
 
 use crate::activity::Activity;
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
@@ -34,15 +35,15 @@ use gitagent_inspect::prepare::{self, Mode, OperatorHint, PrepareError};
 use gitagent_inspect::report;
 use gitagent_runtime::blocking::{self, BlockingError};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use table::{OpenTables, Table};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 const POLL: Duration = Duration::from_millis(100);
-const TABLE_FILE: &str = "tasks.sqlite3";
 /// `review --clippy`'s Cargo target folder, below the project's metadata.
 const CLIPPY_TARGET_DIR: &str = "clippy-target";
 
@@ -50,11 +51,6 @@ const CLIPPY_TARGET_DIR: &str = "clippy-target";
 /// `--wait` or watch that raced with the end to find it there, after which
 /// its durable record answers.
 pub const LIVE_RETENTION: Duration = Duration::from_secs(60);
-
-/// How many task tables (one per metadata root) keep an open connection.
-const OPEN_TABLES: usize = 4;
-
-type Table = Arc<Mutex<rusqlite::Connection>>;
 
 /// A task's state as the table and watchers see it. Its JSON form (the
 /// socket's HTTP task view) uses the field names of the gRPC `TaskStatus`.
@@ -135,29 +131,6 @@ enum ReportError {
     Encode(#[source] serde_json::Error),
 }
 
-/// The open task tables, most recently used first.
-#[derive(Debug, Default)]
-struct OpenTables {
-    entries: VecDeque<(PathBuf, Table)>,
-}
-
-impl OpenTables {
-    fn get(&mut self, metadata_root: &Path) -> Option<Table> {
-        let index = self.entries.iter().position(|(root, _)| root == metadata_root)?;
-        let entry = self.entries.remove(index)?;
-        let table = Arc::clone(&entry.1);
-        self.entries.push_front(entry);
-        Some(table)
-    }
-
-    /// Adds a table; the least recently used one beyond [`OPEN_TABLES`]
-    /// is closed once its last running worker lets go of it.
-    fn insert(&mut self, metadata_root: PathBuf, table: Table) {
-        self.entries.push_front((metadata_root, table));
-        self.entries.truncate(OPEN_TABLES);
-    }
-}
-
 /// The task table and the live workers of this daemon.
 #[derive(Debug)]
 pub struct TaskService {
@@ -211,21 +184,7 @@ impl TaskService {
     }
 
     async fn table(&self, metadata_root: &Path) -> Result<Table, TaskError> {
-        if let Some(table) = self.tables.lock().ok().and_then(|mut tables| tables.get(metadata_root)) {
-            return Ok(table);
-        }
-        let root = metadata_root.to_path_buf();
-        let connection = blocking::run_to_end("the task table", move || open_table(&root)).await?.map_err(|error| {
-            TaskError::Failed(format!("cannot open the task table under {}: {error}", metadata_root.display()))
-        })?;
-        let mut tables = self.tables.lock().map_err(|_| TaskError::Failed("the task table lock is poisoned".into()))?;
-        // A concurrent caller may have opened it meanwhile: keep theirs.
-        if let Some(table) = tables.get(metadata_root) {
-            return Ok(table);
-        }
-        let table = Arc::new(Mutex::new(connection));
-        tables.insert(metadata_root.to_path_buf(), Arc::clone(&table));
-        Ok(table)
+        table::open(&self.tables, metadata_root).await
     }
 
     /// Launches `review` or `simplify` as described by the invocation.
@@ -395,7 +354,7 @@ impl TaskService {
             message: String::new(),
         };
         let table = self.table(&metadata_root).await?;
-        upsert(&table, &status, &record_path, pid).await;
+        table::upsert(&table, &status, &record_path, pid).await;
         let (status_tx, status_rx) = watch::channel(status);
         if let Ok(mut live) = self.live.lock() {
             live.insert(id.to_string(), status_rx);
@@ -479,7 +438,7 @@ impl TaskService {
             .unwrap_or_default();
         let project_id = project_id.to_string();
         blocking::run_to_end("the task table", move || {
-            let rows = list_rows(&table, &project_id)
+            let rows = table::list_rows(&table, &project_id)
                 .map_err(|error| TaskError::Failed(format!("cannot list tasks: {error}")))?;
             Ok(rows
                 .into_iter()
@@ -696,7 +655,7 @@ impl Worker {
             status.updated_ms = now_ms;
         });
         let status = self.status.borrow().clone();
-        upsert(&self.table, &status, &self.record_path, std::process::id()).await;
+        table::upsert(&self.table, &status, &self.record_path, std::process::id()).await;
     }
 
     /// The replayable turn of a provider-backed success (a dry run has no
@@ -845,99 +804,10 @@ async fn write(path: &Path, record: &Record) -> Result<(), TaskError> {
         .map_err(TaskError::failed)
 }
 
-fn open_table(metadata_root: &Path) -> Result<rusqlite::Connection, Box<dyn std::error::Error + Send + Sync>> {
-    git_agent_shared::private_fs::ensure_private_dir(metadata_root)?;
-    let connection = rusqlite::Connection::open(metadata_root.join(TABLE_FILE))?;
-    connection.busy_timeout(Duration::from_secs(5))?;
-    connection.pragma_update(None, "journal_mode", "WAL")?;
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
-    connection.execute_batch(
-        "CREATE TABLE IF NOT EXISTS tasks (
-            id TEXT PRIMARY KEY,
-            command TEXT NOT NULL,
-            project_id TEXT NOT NULL,
-            record_path TEXT NOT NULL,
-            state TEXT NOT NULL,
-            phase TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            started_ms INTEGER NOT NULL,
-            updated_ms INTEGER NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS tasks_by_project ON tasks (project_id, started_ms);",
-    )?;
-    // Rows still running belong to a daemon that is gone: no worker of
-    // this process exists yet for this table.
-    connection.execute(
-        "UPDATE tasks SET state = 'failed', phase = 'dead_producer' WHERE state = 'running' AND pid != ?1",
-        [i64::from(std::process::id())],
-    )?;
-    Ok(connection)
-}
-
-/// Records a task's status in its table, on the blocking pool.
-async fn upsert(table: &Table, status: &TaskStatus, record_path: &Path, pid: u32) {
-    let table = Arc::clone(table);
-    let status = status.clone();
-    let record_path = record_path.to_path_buf();
-    let stored = blocking::run_to_end("the task table", move || upsert_blocking(&table, &status, &record_path, pid));
-    if let Err(error) = stored.await {
-        tracing::warn!(%error, "cannot update the task table");
-    }
-}
-
-fn upsert_blocking(table: &Mutex<rusqlite::Connection>, status: &TaskStatus, record_path: &Path, pid: u32) {
-    let Ok(connection) = table.lock() else { return };
-    // Every launch and phase change runs this statement: it is prepared once.
-    let result = connection.prepare_cached(
-        "INSERT INTO tasks (id, command, project_id, record_path, state, phase, pid, started_ms, updated_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-         ON CONFLICT(id) DO UPDATE SET state = excluded.state, phase = excluded.phase, updated_ms = excluded.updated_ms",
-    );
-    let result = result.and_then(|mut statement| {
-        statement.execute(rusqlite::params![
-            status.id,
-            status.command,
-            status.project_id,
-            record_path.to_string_lossy(),
-            status.state,
-            status.phase,
-            i64::from(pid),
-            status.started_ms,
-            status.updated_ms
-        ])
-    });
-    if let Err(error) = result {
-        tracing::warn!(%error, id = %status.id, "cannot update the task table");
-    }
-}
-
-fn list_rows(table: &Mutex<rusqlite::Connection>, project_id: &str) -> rusqlite::Result<Vec<(TaskStatus, PathBuf)>> {
-    let Ok(connection) = table.lock() else { return Ok(Vec::new()) };
-    let mut statement = connection.prepare(
-        "SELECT id, command, project_id, state, phase, started_ms, updated_ms, record_path
-         FROM tasks WHERE project_id = ?1 ORDER BY started_ms DESC, id",
-    )?;
-    let rows = statement.query_map([project_id], |row| {
-        Ok((
-            TaskStatus {
-                id: row.get(0)?,
-                command: row.get(1)?,
-                project_id: row.get(2)?,
-                state: row.get(3)?,
-                phase: row.get(4)?,
-                started_ms: row.get(5)?,
-                updated_ms: row.get(6)?,
-                message: String::new(),
-            },
-            PathBuf::from(row.get::<_, String>(7)?),
-        ))
-    })?;
-    rows.collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use table::OPEN_TABLES;
 
     fn status(id: &str, state: &str) -> TaskStatus {
         TaskStatus {
