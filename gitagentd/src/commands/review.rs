@@ -21,7 +21,7 @@ use gitagent_inspect::engine::{DryRunEngine, EngineFailure, EngineOutcome, Inspe
 use gitagent_inspect::follow_up::{self, Lineage, ParentTurn, TurnRecord};
 use gitagent_inspect::git::GitEnv;
 use gitagent_inspect::hooks;
-use gitagent_inspect::prepare::{self, Mode, OperatorHint, PrepareError};
+use gitagent_inspect::prepare::{self, Mode, OperatorHint, PrepareError, PreparedScope};
 use gitagent_inspect::provider_engine::ProviderEngine;
 use gitagent_inspect::report;
 use gitagent_runtime::blocking::{self, BlockingError};
@@ -383,12 +383,7 @@ impl Inspection {
             return serde_json::from_str(report_text).map_err(ReportError::DecodeSimplify);
         }
         let mut results = Vec::new();
-        let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
-        let path_var = self.request.env.get(vars::PATH).map(str::to_string);
-        let plan = blocking::run("the static check plan", cancel, move |_| {
-            checks::plan_golangci(&prepared, path_var.as_deref(), &git_env)
-        })
-        .await??;
+        let plan = self.plan_check(cancel, checks::plan_golangci).await?;
         if let Some(plan) = plan {
             self.task.publish(&format!("running_static_checks {}", checks::GOLANGCI_LINT), None);
             if self.dry_run {
@@ -397,18 +392,15 @@ impl Inspection {
                 results
                     .push(checks::run_golangci(&plan, &self.request.env, cancel).await.map_err(ReportError::Checks)?);
             }
-            let prepared = Arc::clone(&self.request.prepared);
-            let git_env = self.request.git_env.clone();
-            blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+            self.recheck_drift(cancel).await?;
         }
         if self.args.clippy {
-            let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
-            let path_var = self.request.env.get(vars::PATH).map(str::to_string);
             let target = self.clippy_target.clone();
-            let plan = blocking::run("the static check plan", cancel, move |_| {
-                checks::plan_clippy(&prepared, path_var.as_deref(), &git_env, &target)
-            })
-            .await??;
+            let plan = self
+                .plan_check(cancel, move |prepared, path_var, git_env| {
+                    checks::plan_clippy(prepared, path_var, git_env, &target)
+                })
+                .await?;
             if let Some(plan) = plan {
                 self.task.publish(&format!("running_static_checks {}", checks::CLIPPY), None);
                 if self.dry_run {
@@ -416,12 +408,30 @@ impl Inspection {
                 } else {
                     results.push(checks::run_clippy(&plan, &self.request.env, cancel).await?);
                 }
-                let prepared = Arc::clone(&self.request.prepared);
-                let git_env = self.request.git_env.clone();
-                blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+                self.recheck_drift(cancel).await?;
             }
         }
         let report = report::final_review_report(report_text, results)?;
         serde_json::to_value(report).map_err(ReportError::Encode)
+    }
+
+    /// A static check's plan for the prepared scope, on the blocking pool.
+    async fn plan_check<P: Send + 'static>(
+        &self,
+        cancel: &CancellationToken,
+        plan: impl FnOnce(&PreparedScope, Option<&str>, &GitEnv) -> Result<Option<P>, checks::PlanError> + Send + 'static,
+    ) -> Result<Option<P>, ReportError> {
+        let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+        let path_var = self.request.env.get(vars::PATH).map(str::to_string);
+        let plan =
+            blocking::run("the static check plan", cancel, move |_| plan(&prepared, path_var.as_deref(), &git_env));
+        Ok(plan.await??)
+    }
+
+    /// Fails when the scope changed while a static check ran.
+    async fn recheck_drift(&self, cancel: &CancellationToken) -> Result<(), ReportError> {
+        let (prepared, git_env) = (Arc::clone(&self.request.prepared), self.request.git_env.clone());
+        blocking::run("the drift recheck", cancel, move |_| prepare::recheck(&prepared, &git_env)).await??;
+        Ok(())
     }
 }
