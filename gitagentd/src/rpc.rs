@@ -10,9 +10,8 @@ use crate::activity::Activity;
 use crate::commands::Services;
 use crate::commands::{self, Event, Invocation, Output};
 use crate::socket::{self, Acquired, SocketFile};
-use crate::tasks::{TaskError, TaskService, TaskStatus};
+use crate::tasks::{TaskError, TaskStatus};
 use git_agent_shared::Environment;
-use gitagent_inspect::provider_engine::ProviderEngine;
 use gitagent_proto::PROTOCOL_VERSION;
 use gitagent_proto::v1::git_agent_server::{GitAgent, GitAgentServer};
 use gitagent_proto::v1::{self as pb, run_event};
@@ -49,7 +48,6 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     let Acquired { listener, path, lock, bound, .. } = acquired;
     let lock = Arc::new(Mutex::new(lock));
     let shutdown = CancellationToken::new();
-    let http_clients = Arc::new(gitagent_provider::HttpClients::default());
     let daemon = Arc::new(Daemon {
         build: options.build,
         started: Instant::now(),
@@ -57,13 +55,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         options_idle: options.idle,
         auto_started: options.auto_started,
         activity: Arc::new(Activity::default()),
-        services: Arc::new(Services {
-            identities: Default::default(),
-            tasks: Arc::new(TaskService::new(Arc::new(ProviderEngine::new(Arc::clone(&http_clients))), options.env)),
-            http_clients,
-            search: Default::default(),
-            explore: Default::default(),
-        }),
+        services: Arc::new(Services::new(options.env)),
         shutdown: shutdown.clone(),
     });
 
@@ -315,12 +307,8 @@ impl GitAgent for Daemon {
     ) -> Result<Response<pb::LaunchTaskReply>, Status> {
         let (invocation, client_build) = invocation_from_wire(request.into_inner().invocation)?;
         self.check_build(&client_build)?;
-        let launched = self
-            .services
-            .tasks
-            .launch(&self.activity, &invocation.cwd, &invocation.args, &invocation.env)
-            .await
-            .map_err(task_status)?;
+        let launched =
+            commands::review::launch(&self.services, &self.activity, &invocation).await.map_err(task_status)?;
         Ok(Response::new(pb::LaunchTaskReply { command: launched.command, id: launched.id, pid: launched.pid }))
     }
 

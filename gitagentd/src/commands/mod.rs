@@ -11,6 +11,7 @@ mod index;
 mod pr_message;
 mod project_id;
 mod release_note;
+pub(crate) mod review;
 pub(crate) mod search;
 pub mod services;
 pub use services::Services;
