@@ -14,7 +14,7 @@
 use super::git::GitEnv;
 use super::patch;
 use super::prepare::{self, PrepareError, PreparedScope};
-use gitagent_agent::tools::{Tool, ToolError, ToolFuture, ToolOutput, blocking, parse_arguments, schema};
+use gitagent_agent::tools::{BlockingTool, Tool, ToolError, ToolFuture, ToolOutput, parse_arguments, schema};
 use gitagent_runtime::subprocess;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -98,21 +98,17 @@ struct PageArgs {
 }
 
 /// `review_changes`: one page of the complete prepared inventory.
+#[derive(Clone)]
 struct ReviewChanges(Arc<ReviewScope>);
 
-impl Tool for ReviewChanges {
-    fn name(&self) -> &'static str {
-        "review_changes"
-    }
-    fn description(&self) -> &'static str {
-        "Return one page of the authoritative changed-path inventory with status and line stats."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<PageArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let scope = Arc::clone(&self.0);
-        blocking(self.name(), arguments, cancel, move |args: PageArgs, _| review_changes(&scope, &args))
+impl BlockingTool for ReviewChanges {
+    const NAME: &'static str = "review_changes";
+    const DESCRIPTION: &'static str =
+        "Return one page of the authoritative changed-path inventory with status and line stats.";
+    type Args = PageArgs;
+
+    fn run(&self, args: PageArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        review_changes(&self.0, &args)
     }
 }
 
@@ -168,23 +164,16 @@ struct DiffArgs {
 }
 
 /// `review_diff`: the authoritative diff, capped.
+#[derive(Clone)]
 struct ReviewDiff(Arc<ReviewScope>);
 
-impl Tool for ReviewDiff {
-    fn name(&self) -> &'static str {
-        "review_diff"
-    }
-    fn description(&self) -> &'static str {
-        "Return the authoritative review diff with caps."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<DiffArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let scope = Arc::clone(&self.0);
-        blocking(self.name(), arguments, cancel, move |args: DiffArgs, _| {
-            diff(&scope, None, args.max_bytes, args.max_lines, "review_diff")
-        })
+impl BlockingTool for ReviewDiff {
+    const NAME: &'static str = "review_diff";
+    const DESCRIPTION: &'static str = "Return the authoritative review diff with caps.";
+    type Args = DiffArgs;
+
+    fn run(&self, args: DiffArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        diff(&self.0, None, args.max_bytes, args.max_lines, Self::NAME)
     }
 }
 
@@ -202,34 +191,31 @@ struct PathsDiffArgs {
 }
 
 /// `review_diff_for_paths`: the authoritative diff of selected paths.
+#[derive(Clone)]
 struct ReviewDiffForPaths(Arc<ReviewScope>);
 
-impl Tool for ReviewDiffForPaths {
-    fn name(&self) -> &'static str {
-        "review_diff_for_paths"
-    }
-    fn description(&self) -> &'static str {
-        "Return the authoritative review diff for selected repository-relative paths with caps."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<PathsDiffArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let scope = Arc::clone(&self.0);
-        blocking(self.name(), arguments, cancel, move |args: PathsDiffArgs, _| {
-            if args.paths.is_empty() {
-                return Err(ToolError::Recoverable("paths is required".into()));
+impl BlockingTool for ReviewDiffForPaths {
+    const NAME: &'static str = "review_diff_for_paths";
+    const DESCRIPTION: &'static str =
+        "Return the authoritative review diff for selected repository-relative paths with caps.";
+    type Args = PathsDiffArgs;
+
+    fn run(&self, args: PathsDiffArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        if args.paths.is_empty() {
+            return Err(ToolError::Recoverable("paths is required".into()));
+        }
+        let mut cleaned = Vec::new();
+        for path in &args.paths {
+            let clean = gitagent_agent::tools::clean_relative(path)?;
+            if clean.is_empty() {
+                return Err(ToolError::Recoverable(format!(
+                    "{path:?} names no path; use {} for all",
+                    ReviewDiff::NAME
+                )));
             }
-            let mut cleaned = Vec::new();
-            for path in &args.paths {
-                let clean = gitagent_agent::tools::clean_relative(path)?;
-                if clean.is_empty() {
-                    return Err(ToolError::Recoverable(format!("{path:?} names no path; use review_diff for all")));
-                }
-                cleaned.push(clean);
-            }
-            diff(&scope, Some(cleaned), args.max_bytes, args.max_lines, "review_diff_for_paths")
-        })
+            cleaned.push(clean);
+        }
+        diff(&self.0, Some(cleaned), args.max_bytes, args.max_lines, Self::NAME)
     }
 }
 

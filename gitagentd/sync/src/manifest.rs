@@ -86,21 +86,47 @@ impl Target {
 }
 
 /// One shared vector record: the local record's metadata plus its vector.
-#[derive(Debug, Clone, PartialEq)]
+/// Schema v1 stores it as it is, the vector as JSON numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SyncRecord {
     pub chunk_id: String,
     pub path: String,
     pub source: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub blob: String,
     pub start_line: i64,
     pub end_line: i64,
     pub content_hash: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub embedding_input_hash: String,
     pub embedding_model: String,
     pub dimensions: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub mtime_unix_nano: i64,
+    #[serde(with = "wide_vector")]
     pub vector: Vec<f32>,
+}
+
+/// A vector as schema v1 writes it: each value widened to f64, and read
+/// back as f32.
+mod wide_vector {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(vector: &[f32], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(vector.iter().map(|value| f64::from(*value)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
+        let wide = Vec::<f64>::deserialize(deserializer)?;
+        if wide.iter().any(|value| !value.is_finite()) {
+            return Err(D::Error::custom("a vector holds a non-finite value"));
+        }
+        Ok(wide.into_iter().map(|value| value as f32).collect())
+    }
 }
 
 impl SyncRecord {
@@ -143,29 +169,6 @@ fn is_zero(value: &i64) -> bool {
     *value == 0
 }
 
-/// A schema-v1 record: the local record's fields with its vector inline.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecordV1 {
-    pub chunk_id: String,
-    pub path: String,
-    pub source: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub blob: String,
-    pub start_line: i64,
-    pub end_line: i64,
-    pub content_hash: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub embedding_input_hash: String,
-    pub embedding_model: String,
-    pub dimensions: i64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub size: i64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub mtime_unix_nano: i64,
-    pub vector: Vec<f64>,
-}
-
 /// `indexes/<origin>/<revision>/<model-key[..16]>.json` in schema v1.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -175,7 +178,7 @@ pub struct SnapshotV1 {
     pub revision: String,
     pub model: String,
     pub dimensions: i64,
-    pub records: Vec<RecordV1>,
+    pub records: Vec<SyncRecord>,
 }
 
 /// A schema-v2 record: metadata and a reference into the manifest's pack
@@ -234,32 +237,12 @@ pub fn decode_v1(bytes: &[u8], path: &str, target: &Target) -> Result<Vec<SyncRe
         SchemaVersion::V1,
         (&snapshot.origin, &snapshot.revision, &snapshot.model, snapshot.dimensions),
     )?;
-    let mut records = Vec::with_capacity(snapshot.records.len());
-    for (index, record) in snapshot.records.into_iter().enumerate() {
-        if record.vector.iter().any(|value| !value.is_finite()) {
-            return Err(malformed(path, format!("record {index} has a non-finite vector value")));
-        }
-        let record = SyncRecord {
-            chunk_id: record.chunk_id,
-            path: record.path,
-            source: record.source,
-            blob: record.blob,
-            start_line: record.start_line,
-            end_line: record.end_line,
-            content_hash: record.content_hash,
-            embedding_input_hash: record.embedding_input_hash,
-            embedding_model: record.embedding_model,
-            dimensions: record.dimensions,
-            size: record.size,
-            mtime_unix_nano: record.mtime_unix_nano,
-            vector: record.vector.iter().map(|value| *value as f32).collect(),
-        };
+    for (index, record) in snapshot.records.iter().enumerate() {
         if !record.is_compatible(&target.model, target.dimensions) {
             return Err(malformed(path, format!("record {index} is incompatible with {}", target.model)));
         }
-        records.push(record);
     }
-    merge::merge_strict(Vec::new(), records, &target.model, target.dimensions)
+    merge::merge_strict(Vec::new(), snapshot.records, &target.model, target.dimensions)
 }
 
 /// The bytes of the schema-v1 snapshot of `records` (merged and sorted first).
@@ -272,24 +255,7 @@ pub fn encode_v1(target: &Target, records: &[SyncRecord]) -> Result<Vec<u8>, For
         revision: target.revision.clone(),
         model: target.model.clone(),
         dimensions: target.dimensions,
-        records: records
-            .into_iter()
-            .map(|record| RecordV1 {
-                chunk_id: record.chunk_id,
-                path: record.path,
-                source: record.source,
-                blob: record.blob,
-                start_line: record.start_line,
-                end_line: record.end_line,
-                content_hash: record.content_hash,
-                embedding_input_hash: record.embedding_input_hash,
-                embedding_model: record.embedding_model,
-                dimensions: record.dimensions,
-                size: record.size,
-                mtime_unix_nano: record.mtime_unix_nano,
-                vector: record.vector.iter().map(|value| f64::from(*value)).collect(),
-            })
-            .collect(),
+        records,
     };
     Ok(compact_json(&snapshot))
 }

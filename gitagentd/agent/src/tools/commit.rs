@@ -8,12 +8,13 @@
 
 use super::history::{DiffAgainstParent, HeadShow, Root, ShowFileAtRev, git_error};
 use super::schema::{self, NoArguments};
-use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
+use super::{BlockingTool, Tool, ToolError, ToolOutput};
 use gitagent_git::{DiffScope, Repository};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Inventory tools list at most this many paths.
 const MAX_ENTRIES: usize = 2000;
@@ -46,7 +47,7 @@ pub fn select(repo: &Repository, choice: CommitTools) -> Vec<Arc<dyn Tool>> {
         Arc::new(StagedPaths(Arc::clone(&repo))),
         Arc::new(StagedStatus(Arc::clone(&repo))),
         Arc::new(StagedStat(Arc::clone(&repo))),
-        Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::Staged }),
+        Arc::new(StagedDiff(Arc::clone(&repo))),
     ];
     if choice.staged_diff_for_paths {
         out.push(Arc::new(StagedDiffForPaths(Arc::clone(&repo))));
@@ -55,8 +56,8 @@ pub fn select(repo: &Repository, choice: CommitTools) -> Vec<Arc<dyn Tool>> {
     out.push(Arc::new(HeadShow(Root::Repository(Arc::clone(&repo)))));
     out.push(Arc::new(DiffAgainstParent(Root::Repository(Arc::clone(&repo)))));
     if choice.amend {
-        out.push(Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::FinalAmended }));
-        out.push(Arc::new(ScopeDiff { repo: Arc::clone(&repo), kind: DiffTool::AmendDelta }));
+        out.push(Arc::new(FinalAmendedDiff(Arc::clone(&repo))));
+        out.push(Arc::new(AmendDelta(Arc::clone(&repo))));
     }
     out.push(Arc::new(ShowFileAtRev(Root::Repository(repo))));
     out
@@ -69,40 +70,33 @@ fn capped<T>(mut items: Vec<T>) -> (Vec<T>, bool) {
     (items, truncated)
 }
 
-macro_rules! staged_inventory_tool {
-    ($type:ident, $name:literal, $description:literal, |$repo:ident| $body:expr) => {
-        struct $type(Arc<Repository>);
+#[derive(Clone)]
+struct StagedPaths(Arc<Repository>);
 
-        impl Tool for $type {
-            fn name(&self) -> &'static str {
-                $name
-            }
-            fn description(&self) -> &'static str {
-                $description
-            }
-            fn parameters(&self) -> Value {
-                schema::strict::<NoArguments>()
-            }
-            fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-                let $repo = Arc::clone(&self.0);
-                blocking($name, arguments, cancel, move |_: NoArguments, _| $body)
-            }
-        }
-    };
+impl BlockingTool for StagedPaths {
+    const NAME: &'static str = "git_staged_paths";
+    const DESCRIPTION: &'static str = "Paths with staged changes (at most 2000).";
+    type Args = NoArguments;
+
+    fn run(&self, _: NoArguments, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let paths: Vec<String> = self.0.staged_changes().map_err(git_error)?.into_iter().map(|c| c.path).collect();
+        let (paths, truncated) = capped(paths);
+        Ok(ToolOutput::new(json!({ "paths": paths }), truncated))
+    }
 }
 
-staged_inventory_tool!(StagedPaths, "git_staged_paths", "Paths with staged changes (at most 2000).", |repo| {
-    let paths: Vec<String> = repo.staged_changes().map_err(git_error)?.into_iter().map(|c| c.path).collect();
-    let (paths, truncated) = capped(paths);
-    Ok(ToolOutput::new(json!({ "paths": paths }), truncated))
-});
+#[derive(Clone)]
+struct StagedStatus(Arc<Repository>);
 
-staged_inventory_tool!(
-    StagedStatus,
-    "git_staged_status",
-    "Index status letter (A, M, D, T) of every staged path versus HEAD (at most 2000).",
-    |repo| {
-        let status: Vec<Value> = repo
+impl BlockingTool for StagedStatus {
+    const NAME: &'static str = "git_staged_status";
+    const DESCRIPTION: &'static str =
+        "Index status letter (A, M, D, T) of every staged path versus HEAD (at most 2000).";
+    type Args = NoArguments;
+
+    fn run(&self, _: NoArguments, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let status: Vec<Value> = self
+            .0
             .staged_changes()
             .map_err(git_error)?
             .iter()
@@ -111,16 +105,21 @@ staged_inventory_tool!(
         let (status, truncated) = capped(status);
         Ok(ToolOutput::new(json!({ "status": status }), truncated))
     }
-);
+}
 
-staged_inventory_tool!(
-    StagedStat,
-    "git_staged_stat",
-    "Added and deleted lines of every staged path (at most 2000).",
-    |repo| {
-        let changes = repo.staged_changes().map_err(git_error)?;
+#[derive(Clone)]
+struct StagedStat(Arc<Repository>);
+
+impl BlockingTool for StagedStat {
+    const NAME: &'static str = "git_staged_stat";
+    const DESCRIPTION: &'static str = "Added and deleted lines of every staged path (at most 2000).";
+    type Args = NoArguments;
+
+    fn run(&self, _: NoArguments, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let changes = self.0.staged_changes().map_err(git_error)?;
         let (changes, truncated) = capped(changes);
-        let stats: Vec<Value> = repo
+        let stats: Vec<Value> = self
+            .0
             .patches(&changes, 0)
             .map_err(git_error)?
             .iter()
@@ -128,66 +127,52 @@ staged_inventory_tool!(
             .collect();
         Ok(ToolOutput::new(json!({ "stats": stats }), truncated))
     }
-);
-
-/// The whole-scope diff tools.
-#[derive(Debug, Clone, Copy)]
-enum DiffTool {
-    Staged,
-    FinalAmended,
-    AmendDelta,
 }
 
-impl DiffTool {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Staged => "git_staged_diff",
-            Self::FinalAmended => "git_final_amended_diff",
-            Self::AmendDelta => "git_amend_delta",
-        }
-    }
+/// The diff of a whole scope, capped: what the three scope-diff tools
+/// return.
+fn scope_diff(repo: &Repository, scope: DiffScope, args: schema::CapArgs) -> Result<ToolOutput, ToolError> {
+    let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
+    let diff = repo.diff(scope, &[], max_bytes, max_lines).map_err(git_error)?;
+    Ok(ToolOutput::new(json!({ "diff": diff.text }), diff.truncated))
+}
 
-    fn description(self) -> &'static str {
-        match self {
-            Self::Staged => "The staged diff versus HEAD, capped.",
-            Self::FinalAmended => {
-                "Authoritative in amend mode: the final amended commit (staged changes overlaid on HEAD) versus HEAD's first parent, capped."
-            }
-            Self::AmendDelta => "Diagnostic only in amend mode: the staged changes versus HEAD, capped.",
-        }
-    }
+#[derive(Clone)]
+struct StagedDiff(Arc<Repository>);
 
-    fn scope(self) -> DiffScope {
-        match self {
-            Self::Staged | Self::AmendDelta => DiffScope::Staged,
-            Self::FinalAmended => DiffScope::Amended,
-        }
+impl BlockingTool for StagedDiff {
+    const NAME: &'static str = "git_staged_diff";
+    const DESCRIPTION: &'static str = "The staged diff versus HEAD, capped.";
+    type Args = schema::CapArgs;
+
+    fn run(&self, args: schema::CapArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        scope_diff(&self.0, DiffScope::Staged, args)
     }
 }
 
-struct ScopeDiff {
-    repo: Arc<Repository>,
-    kind: DiffTool,
+#[derive(Clone)]
+struct FinalAmendedDiff(Arc<Repository>);
+
+impl BlockingTool for FinalAmendedDiff {
+    const NAME: &'static str = "git_final_amended_diff";
+    const DESCRIPTION: &'static str = "Authoritative in amend mode: the final amended commit (staged changes overlaid on HEAD) versus HEAD's first parent, capped.";
+    type Args = schema::CapArgs;
+
+    fn run(&self, args: schema::CapArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        scope_diff(&self.0, DiffScope::Amended, args)
+    }
 }
 
-impl Tool for ScopeDiff {
-    fn name(&self) -> &'static str {
-        self.kind.name()
-    }
-    fn description(&self) -> &'static str {
-        self.kind.description()
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<schema::CapArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let repo = Arc::clone(&self.repo);
-        let kind = self.kind;
-        blocking(kind.name(), arguments, cancel, move |args: schema::CapArgs, _| {
-            let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let diff = repo.diff(kind.scope(), &[], max_bytes, max_lines).map_err(git_error)?;
-            Ok(ToolOutput::new(json!({ "diff": diff.text }), diff.truncated))
-        })
+#[derive(Clone)]
+struct AmendDelta(Arc<Repository>);
+
+impl BlockingTool for AmendDelta {
+    const NAME: &'static str = "git_amend_delta";
+    const DESCRIPTION: &'static str = "Diagnostic only in amend mode: the staged changes versus HEAD, capped.";
+    type Args = schema::CapArgs;
+
+    fn run(&self, args: schema::CapArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        scope_diff(&self.0, DiffScope::Staged, args)
     }
 }
 
@@ -204,29 +189,22 @@ struct PathsArgs {
     max_lines: Option<u64>,
 }
 
+#[derive(Clone)]
 struct StagedDiffForPaths(Arc<Repository>);
 
-impl Tool for StagedDiffForPaths {
-    fn name(&self) -> &'static str {
-        "git_staged_diff_for_paths"
-    }
-    fn description(&self) -> &'static str {
-        "The staged diff versus HEAD for chosen staged paths or folders, capped; for clusters the prepared diff cut off."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<PathsArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let repo = Arc::clone(&self.0);
-        blocking("git_staged_diff_for_paths", arguments, cancel, move |args: PathsArgs, _| {
-            if args.paths.is_empty() {
-                return Err(ToolError::Recoverable("paths must name at least one staged path".into()));
-            }
-            let paths = args.paths.iter().map(|path| super::RepoFiles::clean(path)).collect::<Result<Vec<_>, _>>()?;
-            let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let diff = repo.staged_diff(&paths, max_bytes, max_lines).map_err(git_error)?;
-            Ok(ToolOutput::new(json!({ "paths": paths, "diff": diff.text }), diff.truncated))
-        })
+impl BlockingTool for StagedDiffForPaths {
+    const NAME: &'static str = "git_staged_diff_for_paths";
+    const DESCRIPTION: &'static str = "The staged diff versus HEAD for chosen staged paths or folders, capped; for clusters the prepared diff cut off.";
+    type Args = PathsArgs;
+
+    fn run(&self, args: PathsArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        if args.paths.is_empty() {
+            return Err(ToolError::Recoverable("paths must name at least one staged path".into()));
+        }
+        let paths = args.paths.iter().map(|path| super::RepoFiles::clean(path)).collect::<Result<Vec<_>, _>>()?;
+        let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
+        let diff = self.0.staged_diff(&paths, max_bytes, max_lines).map_err(git_error)?;
+        Ok(ToolOutput::new(json!({ "paths": paths, "diff": diff.text }), diff.truncated))
     }
 }
 
@@ -241,37 +219,31 @@ struct CommitsArgs {
     max_bytes: Option<u64>,
 }
 
+#[derive(Clone)]
 struct RecentCommits(Arc<Repository>);
 
-impl Tool for RecentCommits {
-    fn name(&self) -> &'static str {
-        "git_recent_commits"
-    }
-    fn description(&self) -> &'static str {
-        "Recent commits from HEAD (sha, summary, author, date), newest first; style reference only."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<CommitsArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let repo = Arc::clone(&self.0);
-        blocking("git_recent_commits", arguments, cancel, move |args: CommitsArgs, _| {
-            let limit = usize::try_from(args.limit.unwrap_or(10).clamp(1, 100)).unwrap_or(10);
-            let (max_bytes, _) = schema::resolve_caps(args.max_bytes, None);
-            let all = repo.recent_commits(limit + 1).map_err(git_error)?;
-            let mut truncated = all.len() > limit;
-            let mut commits = Vec::new();
-            let mut bytes = 0;
-            for commit in all.into_iter().take(limit) {
-                let size = serde_json::to_string(&commit).map(|text| text.len()).unwrap_or(0);
-                if bytes + size > max_bytes {
-                    truncated = true;
-                    break;
-                }
-                bytes += size;
-                commits.push(commit);
+impl BlockingTool for RecentCommits {
+    const NAME: &'static str = "git_recent_commits";
+    const DESCRIPTION: &'static str =
+        "Recent commits from HEAD (sha, summary, author, date), newest first; style reference only.";
+    type Args = CommitsArgs;
+
+    fn run(&self, args: CommitsArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let limit = usize::try_from(args.limit.unwrap_or(10).clamp(1, 100)).unwrap_or(10);
+        let (max_bytes, _) = schema::resolve_caps(args.max_bytes, None);
+        let all = self.0.recent_commits(limit + 1).map_err(git_error)?;
+        let mut truncated = all.len() > limit;
+        let mut commits = Vec::new();
+        let mut bytes = 0;
+        for commit in all.into_iter().take(limit) {
+            let size = serde_json::to_string(&commit).map(|text| text.len()).unwrap_or(0);
+            if bytes + size > max_bytes {
+                truncated = true;
+                break;
             }
-            Ok(ToolOutput::new(json!({ "commits": commits }), truncated))
-        })
+            bytes += size;
+            commits.push(commit);
+        }
+        Ok(ToolOutput::new(json!({ "commits": commits }), truncated))
     }
 }

@@ -9,16 +9,19 @@
 //!
 //! The revision tools (`git_head_show`, `git_diff_against_parent`,
 //! `git_show_file_at_rev`) take a [`Root`]: commit-msg offers the same
-//! ones over the whole repository (see [`super::commit`]).
+//! ones over the whole repository (see [`super::commit`]). Their wording
+//! depends on the root, so they implement [`Tool`] directly; the others
+//! are [`BlockingTool`]s.
 
 use super::paths::RepoFiles;
 use super::schema;
-use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
+use super::{BlockingTool, Tool, ToolError, ToolFuture, ToolOutput, blocking};
 use gitagent_git::{DiffScope, GitError, Repository};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// The history tools over `files`; none when its root is not in a
 /// repository.
@@ -76,64 +79,48 @@ fn limit(requested: Option<u64>, default: u64) -> usize {
     usize::try_from(requested.unwrap_or(default).clamp(1, 100)).unwrap_or(10)
 }
 
+#[derive(Clone)]
 struct RecentCommits(Arc<RepoFiles>);
 
-impl Tool for RecentCommits {
-    fn name(&self) -> &'static str {
-        "git_recent_commits"
-    }
-    fn description(&self) -> &'static str {
-        "Recent commits from HEAD that change files beneath the exploration root (sha, summary, author, date), newest first."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<CommitsArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("git_recent_commits", arguments, cancel, move |args: CommitsArgs, _| {
-            let repo = repo(&files)?;
-            if repo.head().sha.is_none() {
-                return Ok(ToolOutput::new(json!({ "commits": [] }), false));
-            }
-            let found =
-                repo.commits_touching(&["HEAD"], &[], files.base(), limit(args.limit, 10)).map_err(git_error)?;
-            Ok(ToolOutput::new(json!({ "commits": found.commits }), found.truncated))
-        })
+impl BlockingTool for RecentCommits {
+    const NAME: &'static str = "git_recent_commits";
+    const DESCRIPTION: &'static str = "Recent commits from HEAD that change files beneath the exploration root (sha, summary, author, date), newest first.";
+    type Args = CommitsArgs;
+
+    fn run(&self, args: CommitsArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let repo = repo(&self.0)?;
+        if repo.head().sha.is_none() {
+            return Ok(ToolOutput::new(json!({ "commits": [] }), false));
+        }
+        let found = repo.commits_touching(&["HEAD"], &[], self.0.base(), limit(args.limit, 10)).map_err(git_error)?;
+        Ok(ToolOutput::new(json!({ "commits": found.commits }), found.truncated))
     }
 }
 
+#[derive(Clone)]
 struct LogRange(Arc<RepoFiles>);
 
-impl Tool for LogRange {
-    fn name(&self) -> &'static str {
-        "git_log_range"
-    }
-    fn description(&self) -> &'static str {
-        "Commits of a revision range (A..B, A.., or one revision) that change files beneath the exploration root, newest first."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<RangeArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("git_log_range", arguments, cancel, move |args: RangeArgs, _| {
-            let repo = repo(&files)?;
-            let range = args.range.trim();
-            if range.contains("...") {
-                return Err(ToolError::Recoverable("symmetric ranges (A...B) are not supported; use A..B".into()));
+impl BlockingTool for LogRange {
+    const NAME: &'static str = "git_log_range";
+    const DESCRIPTION: &'static str = "Commits of a revision range (A..B, A.., or one revision) that change files beneath the exploration root, newest first.";
+    type Args = RangeArgs;
+
+    fn run(&self, args: RangeArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let repo = repo(&self.0)?;
+        let range = args.range.trim();
+        if range.contains("...") {
+            return Err(ToolError::Recoverable("symmetric ranges (A...B) are not supported; use A..B".into()));
+        }
+        let (hidden, tip) = match range.split_once("..") {
+            Some((from, to)) => {
+                let from = if from.is_empty() { "HEAD" } else { revision(from)? };
+                let to = if to.is_empty() { "HEAD" } else { revision(to)? };
+                (vec![from], to)
             }
-            let (hidden, tip) = match range.split_once("..") {
-                Some((from, to)) => {
-                    let from = if from.is_empty() { "HEAD" } else { revision(from)? };
-                    let to = if to.is_empty() { "HEAD" } else { revision(to)? };
-                    (vec![from], to)
-                }
-                None => (Vec::new(), revision(range)?),
-            };
-            let found =
-                repo.commits_touching(&[tip], &hidden, files.base(), limit(args.limit, 20)).map_err(git_error)?;
-            Ok(ToolOutput::new(json!({ "range": range, "commits": found.commits }), found.truncated))
-        })
+            None => (Vec::new(), revision(range)?),
+        };
+        let found = repo.commits_touching(&[tip], &hidden, self.0.base(), limit(args.limit, 20)).map_err(git_error)?;
+        Ok(ToolOutput::new(json!({ "range": range, "commits": found.commits }), found.truncated))
     }
 }
 
@@ -215,9 +202,9 @@ impl Tool for HeadShow {
     fn parameters(&self) -> Value {
         schema::strict::<schema::CapArgs>()
     }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
+    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let root = self.0.clone();
-        blocking("git_head_show", arguments, cancel, move |args: schema::CapArgs, _| {
+        blocking(self.name(), arguments, cancel, move |args: schema::CapArgs, _| {
             let repo = root.repo()?;
             let folder = matches!(root, Root::Folder(_));
             if folder && !repo.head_touches(root.base()).map_err(git_error)? {
@@ -265,9 +252,9 @@ impl Tool for DiffAgainstParent {
     fn parameters(&self) -> Value {
         schema::strict::<schema::CapArgs>()
     }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
+    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let root = self.0.clone();
-        blocking("git_diff_against_parent", arguments, cancel, move |args: schema::CapArgs, _| {
+        blocking(self.name(), arguments, cancel, move |args: schema::CapArgs, _| {
             let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
             let diff = root.head_patch(max_bytes, max_lines)?;
             Ok(ToolOutput::new(json!({ "diff": diff.text }), diff.truncated))
@@ -316,9 +303,9 @@ impl Tool for ShowFileAtRev {
         });
         parameters
     }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
+    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
         let root = self.0.clone();
-        blocking("git_show_file_at_rev", arguments, cancel, move |args: RevisionArgs, _| {
+        blocking(self.name(), arguments, cancel, move |args: RevisionArgs, _| {
             let repo = root.repo()?;
             let rev = revision(&args.rev)?;
             let path = RepoFiles::clean(&args.path)?;

@@ -5,11 +5,12 @@
 use super::paths::RepoFiles;
 use super::repository::read_prefix;
 use super::schema;
-use super::{Tool, ToolFuture, ToolOutput, blocking};
+use super::{BlockingTool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Outline parsing keeps at most this much of a file.
 const OUTLINE_CONTENT: usize = 4 << 20;
@@ -18,7 +19,7 @@ const OUTLINE_BYTES: usize = 64 << 10;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
     /// Repository-relative file path.
     path: String,
     /// Where to read: worktree, index or head; null for the command's default.
@@ -54,39 +55,33 @@ impl Outline {
     }
 }
 
+#[derive(Clone)]
 pub(super) struct InspectFile(pub(super) Arc<RepoFiles>);
 
-impl Tool for InspectFile {
-    fn name(&self) -> &'static str {
-        "inspect_file"
-    }
-    fn description(&self) -> &'static str {
-        "Size, line count and a bounded outline (Go declarations, Markdown headings, JSON pointers) of a file, without its content."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<Args>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("inspect_file", arguments, cancel, move |args: Args, cancel| {
-            let source = files.source(args.source.as_deref())?;
-            let kind = outline_kind(&args.path);
-            let (content, size, lines, cut) = read_prefix(&files, source, &args.path, OUTLINE_CONTENT, cancel)?;
-            let text = String::from_utf8_lossy(&content);
-            let outline = match kind {
-                "code" => go_outline(&text),
-                "markdown" => markdown_outline(&text),
-                "json" if !cut => json_outline(&text),
-                _ => Outline::default(),
-            };
-            Ok(ToolOutput::new(
-                json!({
-                    "path": args.path, "source": source.as_str(), "outline_kind": kind,
-                    "size_bytes": size, "lines": lines, "outline": outline.entries,
-                }),
-                (cut && kind != "none") || outline.truncated,
-            ))
-        })
+impl BlockingTool for InspectFile {
+    const NAME: &'static str = "inspect_file";
+    const DESCRIPTION: &'static str = "Size, line count and a bounded outline (Go declarations, Markdown headings, JSON pointers) of a file, without its content.";
+    type Args = Args;
+
+    fn run(&self, args: Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let files = &self.0;
+        let source = files.source(args.source.as_deref())?;
+        let kind = outline_kind(&args.path);
+        let (content, size, lines, cut) = read_prefix(files, source, &args.path, OUTLINE_CONTENT, cancel)?;
+        let text = String::from_utf8_lossy(&content);
+        let outline = match kind {
+            "code" => go_outline(&text),
+            "markdown" => markdown_outline(&text),
+            "json" if !cut => json_outline(&text),
+            _ => Outline::default(),
+        };
+        Ok(ToolOutput::new(
+            json!({
+                "path": args.path, "source": source.as_str(), "outline_kind": kind,
+                "size_bytes": size, "lines": lines, "outline": outline.entries,
+            }),
+            (cut && kind != "none") || outline.truncated,
+        ))
     }
 }
 

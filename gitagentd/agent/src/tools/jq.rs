@@ -5,17 +5,18 @@
 use super::paths::RepoFiles;
 use super::repository::read_prefix;
 use super::schema;
-use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
+use super::{BlockingTool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 const DOCUMENT_LIMIT: usize = 16 << 20;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
     /// Repository-relative JSON file path.
     path: String,
     /// Where to read: worktree, index or head; null for the command's default.
@@ -31,47 +32,42 @@ struct Args {
     max_lines: Option<u64>,
 }
 
+#[derive(Clone)]
 pub(super) struct Jq(pub(super) Arc<RepoFiles>);
 
-impl Tool for Jq {
-    fn name(&self) -> &'static str {
-        "jq"
-    }
-    fn description(&self) -> &'static str {
-        "One value of a repository JSON file by RFC 6901 JSON Pointer (empty pointer = whole document; no jq filters)."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<Args>()
-    }
-    fn call(&self, arguments: &str, cancel: tokio_util::sync::CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("jq", arguments, cancel, move |args: Args, cancel| {
-            let source = files.source(args.source.as_deref())?;
-            let (document, size, _, cut) = read_prefix(&files, source, &args.path, DOCUMENT_LIMIT, cancel)?;
-            if cut {
-                return Err(ToolError::Recoverable(format!(
-                    "{}: {size} bytes exceed the {DOCUMENT_LIMIT}-byte JSON limit",
-                    args.path
-                )));
-            }
-            let root: Value = serde_json::from_slice(&document)
-                .map_err(|error| ToolError::Recoverable(format!("{}: invalid JSON: {error}", args.path)))?;
-            let value = resolve(&root, &args.pointer)?;
-            let formatted = serde_json::to_string_pretty(value).unwrap_or_default();
-            let lines = formatted.lines().count().max(1);
-            let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
-            let mut data = json!({
-                "path": args.path, "source": source.as_str(), "pointer": args.pointer,
-                "value_kind": kind_of(value), "value_bytes": formatted.len(), "value_lines": lines,
-            });
-            let truncated = formatted.len() > max_bytes || lines > max_lines;
-            if truncated {
-                data["value_preview"] = json!(git_agent_shared::bounded::bound(&formatted, max_bytes, max_lines).text);
-            } else {
-                data["value"] = value.clone();
-            }
-            Ok(ToolOutput::new(data, truncated))
-        })
+impl BlockingTool for Jq {
+    const NAME: &'static str = "jq";
+    const DESCRIPTION: &'static str =
+        "One value of a repository JSON file by RFC 6901 JSON Pointer (empty pointer = whole document; no jq filters).";
+    type Args = Args;
+
+    fn run(&self, args: Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let files = &self.0;
+        let source = files.source(args.source.as_deref())?;
+        let (document, size, _, cut) = read_prefix(files, source, &args.path, DOCUMENT_LIMIT, cancel)?;
+        if cut {
+            return Err(ToolError::Recoverable(format!(
+                "{}: {size} bytes exceed the {DOCUMENT_LIMIT}-byte JSON limit",
+                args.path
+            )));
+        }
+        let root: Value = serde_json::from_slice(&document)
+            .map_err(|error| ToolError::Recoverable(format!("{}: invalid JSON: {error}", args.path)))?;
+        let value = resolve(&root, &args.pointer)?;
+        let formatted = serde_json::to_string_pretty(value).unwrap_or_default();
+        let lines = formatted.lines().count().max(1);
+        let (max_bytes, max_lines) = schema::resolve_caps(args.max_bytes, args.max_lines);
+        let mut data = json!({
+            "path": args.path, "source": source.as_str(), "pointer": args.pointer,
+            "value_kind": kind_of(value), "value_bytes": formatted.len(), "value_lines": lines,
+        });
+        let truncated = formatted.len() > max_bytes || lines > max_lines;
+        if truncated {
+            data["value_preview"] = json!(git_agent_shared::bounded::bound(&formatted, max_bytes, max_lines).text);
+        } else {
+            data["value"] = value.clone();
+        }
+        Ok(ToolOutput::new(data, truncated))
     }
 }
 

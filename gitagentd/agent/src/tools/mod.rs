@@ -5,7 +5,9 @@
 //! A command builds a [`ToolRegistry`] from tool sets ([`repository`],
 //! [`commit`], [`skills`], and those later tasks add) and hands it to the
 //! agent loop, which only sees the [`Tool`] trait: adding a tool never
-//! touches the loop. Recoverable failures (a wrong path, a bad pattern)
+//! touches the loop. Most tools are a [`BlockingTool`]: a name, a
+//! description, an argument type (the schema comes from it) and a body,
+//! each written once. Recoverable failures (a wrong path, a bad pattern)
 //! become `ok: false` envelopes the model can correct; cancellation is
 //! terminal. Tools never write, never run a shell, and stay inside the
 //! repository root.
@@ -22,6 +24,7 @@ pub mod skills;
 pub use paths::{PathError, RepoFiles, clean_relative};
 
 use gitagent_provider::ToolSpec;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -71,6 +74,35 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Runs the call with the model's JSON `arguments`.
     fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture;
+}
+
+/// A tool declared once: its name and description, the arguments it
+/// parses (its strict schema comes from them) and a body that runs on the
+/// blocking pool. Every such tool is a [`Tool`]; the ones that differ (an
+/// async body, a schema or description that depends on the instance)
+/// implement [`Tool`] directly.
+pub trait BlockingTool: Clone + Send + Sync + 'static {
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    type Args: JsonSchema + DeserializeOwned + Send + 'static;
+    /// Runs the call on the blocking pool with the parsed arguments.
+    fn run(&self, args: Self::Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError>;
+}
+
+impl<T: BlockingTool> Tool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+    fn parameters(&self) -> Value {
+        schema::strict::<T::Args>()
+    }
+    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
+        let tool = self.clone();
+        blocking(T::NAME, arguments, cancel, move |args: T::Args, cancel| tool.run(args, cancel))
+    }
 }
 
 /// A check the loop runs after a batch of tool calls has joined and before

@@ -3,7 +3,7 @@
 
 use super::paths::{RepoFiles, WalkedKind};
 use super::schema::{self, NoArguments};
-use super::{Tool, ToolError, ToolFuture, ToolOutput, blocking};
+use super::{BlockingTool, Tool, ToolError, ToolOutput};
 use gitagent_git::FileSource;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -35,40 +35,33 @@ fn entries_cap(requested: Option<u64>, default: usize) -> usize {
     requested.map_or(default, |n| usize::try_from(n.clamp(1, 1000)).unwrap_or(1000))
 }
 
+#[derive(Clone)]
 struct RepoSummary(Arc<RepoFiles>);
 
-impl Tool for RepoSummary {
-    fn name(&self) -> &'static str {
-        "repo_summary"
-    }
-    fn description(&self) -> &'static str {
-        "Repository metadata: root path, branch, HEAD commit, detached state, remotes."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<NoArguments>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("repo_summary", arguments, cancel, move |_: NoArguments, _| {
-            let root_path = files.root().display().to_string();
-            // An ordinary folder has no Git metadata to report.
-            let Some(repo) = files.repo() else {
-                return Ok(ToolOutput::new(json!({ "root_path": root_path }), false));
-            };
-            let head = repo.head();
-            let remotes: serde_json::Map<String, Value> =
-                repo.remotes().into_iter().map(|(name, urls)| (name, json!(urls))).collect();
-            Ok(ToolOutput::new(
-                json!({
-                    "root_path": root_path,
-                    "branch": head.branch,
-                    "head_sha": head.sha,
-                    "is_detached": head.detached,
-                    "remotes": remotes,
-                }),
-                false,
-            ))
-        })
+impl BlockingTool for RepoSummary {
+    const NAME: &'static str = "repo_summary";
+    const DESCRIPTION: &'static str = "Repository metadata: root path, branch, HEAD commit, detached state, remotes.";
+    type Args = NoArguments;
+
+    fn run(&self, _: NoArguments, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let root_path = self.0.root().display().to_string();
+        // An ordinary folder has no Git metadata to report.
+        let Some(repo) = self.0.repo() else {
+            return Ok(ToolOutput::new(json!({ "root_path": root_path }), false));
+        };
+        let head = repo.head();
+        let remotes: serde_json::Map<String, Value> =
+            repo.remotes().into_iter().map(|(name, urls)| (name, json!(urls))).collect();
+        Ok(ToolOutput::new(
+            json!({
+                "root_path": root_path,
+                "branch": head.branch,
+                "head_sha": head.sha,
+                "is_detached": head.detached,
+                "remotes": remotes,
+            }),
+            false,
+        ))
     }
 }
 
@@ -82,38 +75,33 @@ struct ListArgs {
     max_entries: Option<u64>,
 }
 
+#[derive(Clone)]
 struct ListFiles(Arc<RepoFiles>);
 
-impl Tool for ListFiles {
-    fn name(&self) -> &'static str {
-        "list_files"
-    }
-    fn description(&self) -> &'static str {
-        "List repository files under a folder (ignored files, symlinks and internal folders skipped)."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<ListArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("list_files", arguments, cancel, move |args: ListArgs, cancel| {
-            let cap = entries_cap(args.max_entries, 200);
-            let mut found = Vec::new();
-            let mut truncated = false;
-            let source = files.source(None)?;
-            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, kind| {
-                if kind != WalkedKind::File {
-                    return ControlFlow::Continue(());
-                }
-                if found.len() == cap {
-                    truncated = true;
-                    return ControlFlow::Break(());
-                }
-                found.push(path.to_string());
-                ControlFlow::Continue(())
-            })?;
-            Ok(ToolOutput::new(json!({ "files": found }), truncated))
-        })
+impl BlockingTool for ListFiles {
+    const NAME: &'static str = "list_files";
+    const DESCRIPTION: &'static str =
+        "List repository files under a folder (ignored files, symlinks and internal folders skipped).";
+    type Args = ListArgs;
+
+    fn run(&self, args: ListArgs, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let files = &self.0;
+        let cap = entries_cap(args.max_entries, 200);
+        let mut found = Vec::new();
+        let mut truncated = false;
+        let source = files.source(None)?;
+        files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, kind| {
+            if kind != WalkedKind::File {
+                return ControlFlow::Continue(());
+            }
+            if found.len() == cap {
+                truncated = true;
+                return ControlFlow::Break(());
+            }
+            found.push(path.to_string());
+            ControlFlow::Continue(())
+        })?;
+        Ok(ToolOutput::new(json!({ "files": found }), truncated))
     }
 }
 
@@ -141,21 +129,17 @@ struct ReadArgs {
     max_lines: Option<u64>,
 }
 
+#[derive(Clone)]
 struct ReadFile(Arc<RepoFiles>);
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-    fn description(&self) -> &'static str {
-        "Read a UTF-8 repository file, optionally an inclusive line range, with byte and line caps."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<ReadArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("read_file", arguments, cancel, move |args: ReadArgs, _| read_file(&files, args))
+impl BlockingTool for ReadFile {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str =
+        "Read a UTF-8 repository file, optionally an inclusive line range, with byte and line caps.";
+    type Args = ReadArgs;
+
+    fn run(&self, args: ReadArgs, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        read_file(&self.0, args)
     }
 }
 
@@ -232,24 +216,20 @@ struct GrepArgs {
     max_matches: Option<u64>,
 }
 
+#[derive(Clone)]
 struct Grep(Arc<RepoFiles>);
 
 /// Files larger than this are searched only up to it.
 const GREP_FILE_LIMIT: usize = 2 * 1024 * 1024;
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
-    fn description(&self) -> &'static str {
-        "Search repository text files with a linear-time (RE2-style) regular expression and an optional glob."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<GrepArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("grep", arguments, cancel, move |args: GrepArgs, cancel| grep(&files, args, cancel))
+impl BlockingTool for Grep {
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str =
+        "Search repository text files with a linear-time (RE2-style) regular expression and an optional glob.";
+    type Args = GrepArgs;
+
+    fn run(&self, args: GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        grep(&self.0, args, cancel)
     }
 }
 
@@ -331,42 +311,36 @@ struct FindArgs {
     max_entries: Option<u64>,
 }
 
+#[derive(Clone)]
 struct Find(Arc<RepoFiles>);
 
-impl Tool for Find {
-    fn name(&self) -> &'static str {
-        "find"
-    }
-    fn description(&self) -> &'static str {
-        "Find repository files or folders whose path or name matches a glob."
-    }
-    fn parameters(&self) -> Value {
-        schema::strict::<FindArgs>()
-    }
-    fn call(&self, arguments: &str, cancel: CancellationToken) -> ToolFuture {
-        let files = Arc::clone(&self.0);
-        blocking("find", arguments, cancel, move |args: FindArgs, cancel| {
-            let glob = safe_glob(args.name.as_deref())?;
-            let kind = args.kind.unwrap_or_else(|| "any".into());
-            let cap = entries_cap(args.max_entries, 200);
-            let mut entries = Vec::new();
-            let mut truncated = false;
-            let source = files.source(None)?;
-            files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, walked| {
-                // A FIFO, socket or device is reported as what it is (only
-                // with type any), never as a file.
-                let this = walked.as_str();
-                if (kind == "any" || kind == this) && glob.as_ref().is_none_or(|glob| glob_matches(glob, path)) {
-                    if entries.len() == cap {
-                        truncated = true;
-                        return ControlFlow::Break(());
-                    }
-                    entries.push(json!({"path": path, "type": this}));
+impl BlockingTool for Find {
+    const NAME: &'static str = "find";
+    const DESCRIPTION: &'static str = "Find repository files or folders whose path or name matches a glob.";
+    type Args = FindArgs;
+
+    fn run(&self, args: FindArgs, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let files = &self.0;
+        let glob = safe_glob(args.name.as_deref())?;
+        let kind = args.kind.unwrap_or_else(|| "any".into());
+        let cap = entries_cap(args.max_entries, 200);
+        let mut entries = Vec::new();
+        let mut truncated = false;
+        let source = files.source(None)?;
+        files.walk(source, args.path.as_deref().unwrap_or(""), cancel, |path, walked| {
+            // A FIFO, socket or device is reported as what it is (only
+            // with type any), never as a file.
+            let this = walked.as_str();
+            if (kind == "any" || kind == this) && glob.as_ref().is_none_or(|glob| glob_matches(glob, path)) {
+                if entries.len() == cap {
+                    truncated = true;
+                    return ControlFlow::Break(());
                 }
-                ControlFlow::Continue(())
-            })?;
-            Ok(ToolOutput::new(json!({ "entries": entries }), truncated))
-        })
+                entries.push(json!({"path": path, "type": this}));
+            }
+            ControlFlow::Continue(())
+        })?;
+        Ok(ToolOutput::new(json!({ "entries": entries }), truncated))
     }
 }
 

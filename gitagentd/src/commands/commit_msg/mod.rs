@@ -90,10 +90,7 @@ pub async fn run(
     let started = Instant::now();
     let command = request.command();
     let settings = Generation::from_args(&request.generation)?;
-    let _diagnostics = match &settings.pprof {
-        Some(address) => Some(generation::DiagnosticsServer::start(address).await?),
-        None => None,
-    };
+    let _diagnostics = settings.diagnostics().await?;
     let reporter = Reporter::new(invocation, output, settings.debug);
 
     let cwd = invocation.cwd.clone();
@@ -158,13 +155,7 @@ pub async fn run(
             .with("own_ms", generation::millis((finished - started).saturating_sub(outcome.provider_time)))
             .with("total_ms", generation::millis(finished - started)),
     );
-    sink.event(
-        Event::new("final")
-            .with("text", text.as_str())
-            .with("steps", outcome.steps)
-            .with("tool_calls", outcome.tool_calls)
-            .with("repair_calls", outcome.repair_calls),
-    );
+    sink.event(generation::final_event(text.as_str(), &outcome));
     deliver(output, &repo, &request, &text);
     Ok(())
 }
@@ -266,15 +257,12 @@ async fn assemble(
         Prepared::Normal(_) => include_str!("prompts/system.md"),
         Prepared::Amend(_) => include_str!("prompts/system-amend.md"),
     };
-    Ok(AgentTask {
-        layers: project.layers(system, environment, user_prompt(prepared, settings.append_prompt.as_deref())?),
+    Ok(generation::task(
+        settings,
+        project.layers(system, environment, user_prompt(prepared, settings.append_prompt.as_deref())?),
         tools,
-        text_format: None,
-        parallel_tool_calls: true,
-        limits: settings.limits,
-        web_search: None,
-        history: Vec::new(),
-    })
+        None,
+    ))
 }
 
 /// Layer 6: the task prompt with the prepared context framed as data.

@@ -1,7 +1,8 @@
 //! What every message-generation command shares: turning the generation
 //! flags into settings, the provider, the guidance and skills of a task,
 //! the tool-policy, environment, data-frame and operator-hint prompt
-//! layers, the deadline, the run of the agent loop, and where trace events
+//! layers, the agent task and its `--pprof` server, the deadline, the run
+//! of the agent loop and its final trace event, and where trace events
 //! go: the reporter that writes `llm.usage` lines (always) and the loop's
 //! trace (with `--debug`) to the caller's stderr in console form, plus the
 //! human console trace on stdout for the commands that stream one.
@@ -16,8 +17,9 @@ use git_agent_shared::cli::MessageArgs;
 use gitagent_agent::guidance::{self, Family, Guidance, WorktreeReader};
 pub use gitagent_agent::layers::{EnvironmentContext, environment, tool_policy, with_deadline};
 use gitagent_agent::skills::SkillsManager;
+use gitagent_agent::tools::ToolRegistry;
 use gitagent_agent::{self as agent, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
-use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions};
+use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions, TextFormat};
 use gitagent_runtime::trace::{Console, Event};
 use serde_json::json;
 use std::path::Path;
@@ -68,6 +70,15 @@ impl Generation {
             debug: args.debug,
             pprof: message.pprof.clone(),
         })
+    }
+
+    /// The `--pprof` diagnostics server, when asked for: it serves as long
+    /// as the returned value lives.
+    pub async fn diagnostics(&self) -> Result<Option<DiagnosticsServer>, CommandError> {
+        match &self.pprof {
+            Some(address) => Ok(Some(DiagnosticsServer::start(address).await?)),
+            None => Ok(None),
+        }
     }
 
     /// Raises the step ceiling and the timeout to a command's minimums.
@@ -140,6 +151,30 @@ pub async fn run_loop(
         )),
         other => CommandError::failed(other),
     })
+}
+
+/// The agent task of a generation command: its layers, tools and answer
+/// format under the settings' limits, tool calls in parallel, no web search
+/// and no earlier conversation.
+pub fn task(settings: &Generation, layers: Layers, tools: ToolRegistry, text_format: Option<TextFormat>) -> AgentTask {
+    AgentTask {
+        layers,
+        tools,
+        text_format,
+        parallel_tool_calls: true,
+        limits: settings.limits,
+        web_search: None,
+        history: Vec::new(),
+    }
+}
+
+/// The last trace event of a generation: the answer and what it took.
+pub fn final_event(text: &str, outcome: &Outcome) -> Event {
+    Event::new("final")
+        .with("text", text)
+        .with("steps", outcome.steps)
+        .with("tool_calls", outcome.tool_calls)
+        .with("repair_calls", outcome.repair_calls)
 }
 
 /// The project context of a task: its guidance and, when `skills-mgr` is

@@ -31,10 +31,7 @@ pub async fn run(
 ) -> Result<(), CommandError> {
     let started = Instant::now();
     let settings = Generation::from_args(&args.generation)?;
-    let _diagnostics = match &settings.pprof {
-        Some(address) => Some(generation::DiagnosticsServer::start(address).await?),
-        None => None,
-    };
+    let _diagnostics = settings.diagnostics().await?;
     let reporter = Reporter::new(invocation, output, settings.debug);
     let cwd = invocation.cwd.clone();
     let (root, context) = gitagent_runtime::blocking::run("the repository reader", cancel, move |_| {
@@ -77,13 +74,7 @@ pub async fn run(
     let rules = output_rules(&context);
     let outcome = generation::run_loop(&provider, &settings, COMMAND, &sink, cancel, &task, &rules).await?;
     let text = outcome.text.trim();
-    sink.event(
-        Event::new("final")
-            .with("text", text)
-            .with("steps", outcome.steps)
-            .with("tool_calls", outcome.tool_calls)
-            .with("repair_calls", outcome.repair_calls),
-    );
+    sink.event(generation::final_event(text, &outcome));
     output.stdout(format!("{text}\n"));
     Ok(())
 }
@@ -117,15 +108,7 @@ async fn assemble(
         &context.render_for_prompt(),
         settings.append_prompt.as_deref(),
     )?;
-    Ok(AgentTask {
-        layers: project.layers(include_str!("prompts/system.md"), environment, user),
-        tools,
-        text_format: None,
-        parallel_tool_calls: true,
-        limits: settings.limits,
-        web_search: None,
-        history: Vec::new(),
-    })
+    Ok(generation::task(settings, project.layers(include_str!("prompts/system.md"), environment, user), tools, None))
 }
 
 /// Shapes an answer like a commit message, restores a task-ID suffix the

@@ -46,10 +46,7 @@ pub async fn run(
         Some(raw) => Some(OutFile::preflight(&invocation.cwd, raw).map_err(CommandError::failed)?),
         None => None,
     };
-    let _diagnostics = match &settings.pprof {
-        Some(address) => Some(generation::DiagnosticsServer::start(address).await?),
-        None => None,
-    };
+    let _diagnostics = settings.diagnostics().await?;
     let reporter = Reporter::new(invocation, output, settings.debug);
     let started = Instant::now();
     let (root, context) = prepare_context(invocation, cancel, request).await?;
@@ -87,11 +84,7 @@ pub async fn run(
     let markdown = finish(&outcome.text, &context).map_err(|errors| {
         CommandError::Failed(format!("the generated release note is invalid: {}", errors.join("; ")))
     })?;
-    let mut event = Event::new("final")
-        .with("text", markdown.as_str())
-        .with("steps", outcome.steps)
-        .with("tool_calls", outcome.tool_calls)
-        .with("repair_calls", outcome.repair_calls);
+    let mut event = generation::final_event(markdown.as_str(), &outcome);
     if let Some(out) = &out {
         event = event.with("out", out.path().display().to_string());
     }
@@ -166,19 +159,16 @@ async fn assemble(
         prompt_data,
         settings.append_prompt.as_deref(),
     )?;
-    Ok(AgentTask {
-        layers: project.layers(include_str!("prompts/system.md"), environment, user),
+    Ok(generation::task(
+        settings,
+        project.layers(include_str!("prompts/system.md"), environment, user),
         tools,
-        text_format: Some(TextFormat {
+        Some(TextFormat {
             name: "release_note".to_string(),
             description: Some("The release note's sections of bullets with their references.".to_string()),
             schema: release::output_schema(),
         }),
-        parallel_tool_calls: true,
-        limits: settings.limits,
-        web_search: None,
-        history: Vec::new(),
-    })
+    ))
 }
 
 /// The answer must be a document that [`finish`] turns into valid
