@@ -190,6 +190,10 @@ impl PrivateMemory {
     /// Reads process `pid`'s rollup; panics when a field is missing (a
     /// figure of 0 would pass any bound).
     pub fn of(pid: u32) -> Self {
+        // A binary just built or copied sits in the page cache as dirty
+        // file pages until written back, which would count here as the
+        // daemon's: write them back first.
+        let _ = std::process::Command::new("sync").status();
         let rollup =
             std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).expect("read the daemon's /proc smaps_rollup");
         let field = |name: &str| -> u64 {

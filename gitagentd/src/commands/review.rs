@@ -271,7 +271,7 @@ impl Inspection {
                 None => run.await,
             }
         };
-        let outcome = self.task.keep_alive(timed).await;
+        let outcome = timed.await;
         let terminal = match outcome {
             Ok(outcome) => match self.final_report(&outcome.report_text, &cancel).await {
                 Ok(report) => Ok((report, outcome)),

@@ -418,7 +418,9 @@ impl NewTask {
         let running = work(context.clone());
         let (service, task_id) = (self.service, self.id.to_string());
         tokio::spawn(async move {
-            let outcome = running.await;
+            // The heartbeat runs for the whole work, the command's checks
+            // and hooks after its main step included.
+            let outcome = context.keep_alive(running).await;
             context.0.finish(&table, outcome).await;
             drop(guard);
             service.retire_later(task_id);
@@ -461,7 +463,7 @@ impl TaskContext {
 
     /// Runs `work`, refreshing the record's heartbeat every
     /// [`HEARTBEAT_INTERVAL`] until it ends.
-    pub async fn keep_alive<T>(&self, work: impl Future<Output = T>) -> T {
+    async fn keep_alive<T>(&self, work: impl Future<Output = T>) -> T {
         tokio::pin!(work);
         let mut heartbeat = tokio::time::interval(HEARTBEAT_INTERVAL);
         heartbeat.tick().await;

@@ -43,6 +43,7 @@ fn main() {
     let idle = settled_footprint(pid);
     println!("gitagentd idle resident memory: {} kB ({:.1} MiB)", idle.resident_kib, idle.resident_kib as f64 / 1024.0);
     println!("  by mapping: {}", git_agent_tests::soak::resident_breakdown(pid));
+    println!("gitagentd idle memory: {}", git_agent_tests::soak::PrivateMemory::of(pid));
 }
 
 fn time(command: &mut Command) -> Duration {

@@ -343,6 +343,34 @@ fn post_inspection_hooks_get_the_payload_and_a_failing_hook_keeps_the_report() {
     assert!(!after.exists(), "a failing hook stops the sequence");
 }
 
+/// A post-inspection hook can run longer than the heartbeat's staleness
+/// bound (a webhook, a slow formatter): the record's heartbeat goes on
+/// while it runs, so a `--wait` started meanwhile never reads a live task
+/// as dead. The hook watches the record for a fresh heartbeat.
+#[test]
+fn the_heartbeat_goes_on_while_post_inspection_hooks_run() {
+    let (env, fake, repo) = setup();
+    let seen = env.work().join("heartbeat");
+    let records = env.home().join(".git-agent");
+    let watch = format!(
+        "r=$(ls '{records}'/*/background/*.json); first=$(grep -o '\"updated_at\"[^,]*' \"$r\"); i=0; \
+         while [ $i -lt 300 ]; do now=$(grep -o '\"updated_at\"[^,]*' \"$r\"); \
+         if [ \"$now\" != \"$first\" ]; then echo refreshed > '{seen}'; exit 0; fi; sleep 0.1; i=$((i+1)); done; \
+         echo stale > '{seen}'",
+        records = records.display(),
+        seen = seen.display()
+    );
+    settings(&env, &json!({"hooks": {"post_inspection": [watch]}}).to_string());
+    fake.push(Reply::Events(events::text_reply(REVIEW, events::usage(200, 50, 20))));
+    let id = launch(&env, &repo, &["review"]);
+    env.run_in(repo.path(), &["review", "--wait", &id]).success();
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "refreshed\n",
+        "the record's heartbeat stopped during the hook"
+    );
+}
+
 #[test]
 fn invalid_settings_fail_the_task_and_dry_runs_never_run_hooks() {
     let (env, _fake, repo) = setup();
