@@ -73,7 +73,7 @@ struct HttpShared {
     requests: AtomicUsize,
     /// Requests that want objects (a pack comes back).
     pack_requests: AtomicUsize,
-    /// Requests that asked for objects filtered by `blob:none`.
+    /// Requests that asked for objects filtered by a `blob:` filter.
     filtered_requests: AtomicUsize,
     /// `user:password` the server demands, when set.
     credentials: Option<String>,
@@ -148,7 +148,8 @@ impl HttpGit {
         self.shared.pack_requests.load(Ordering::SeqCst)
     }
 
-    /// Requests whose arguments asked for the `blob:none` filter.
+    /// Requests whose arguments asked for a `blob:` object filter
+    /// (`blob:limit=<bytes>`, `blob:none`).
     pub fn filtered_requests(&self) -> usize {
         self.shared.filtered_requests.load(Ordering::SeqCst)
     }
@@ -212,7 +213,7 @@ async fn cgi(
     if wants_objects {
         shared.pack_requests.fetch_add(1, Ordering::SeqCst);
     }
-    if body.windows(16).any(|window| window == b"filter blob:none") {
+    if body.windows(12).any(|window| window == b"filter blob:") {
         shared.filtered_requests.fetch_add(1, Ordering::SeqCst);
     }
     let output = tokio::task::spawn_blocking(move || {

@@ -41,9 +41,8 @@
 //! | `records` | a snapshot's records in memory: one flat row each (interned paths, sources, blobs and models; hashes as bytes; `c000001` ids as numbers; the derived vector key as a flag), about 160 bytes a record instead of 500, reading back exactly what `vectors.index.json` holds |
 //! | `refresh` | bringing a view up to date: one pass that walks and, on the walk's threads, reads and chunks what changed into each thread's snapshot segment (outcomes kept in walk order), handing each new embedding input to the embedder as soon as its file is chunked; resolve vectors (this index, then other complete indexes of the metadata root), publish |
 //! | `ranking`, `query` | terms (per file: each term hash once, then the chunks it occurs in; each thread memoizes word → stemmed term hash), BM25, cosine (AVX2/FMA when available), the hybrid score (query terms without English function words, symbol terms from the name only (plus the starts and ends of run-together name words, as matches), scored as the cosine of the name's and the query's term sets; BM25 squashed by the query's term count; `Fusion`: lexical weight, optional per-query cosine normalization; `settings::Ranking` from `GIT_AGENT_SEARCH_*`, query framing) and its order; measured with `tests/src/bin/bench-search-quality.rs` on `tests/corpora/` |
-//! | `remote` | `--remote`: the bare cache `remotes/<sha>/repo.git` and `remote.json`; fetched with gix (an unnamed in-memory remote, so credentials in the URL are never written; SSH through the system OpenSSH in batch mode with strict host keys) on first use, after 15 minutes, with `--reindex` or for an unresolved revision; resolution under the single flight, `remote.json` written after the index is published; the transfer's growing totals (objects, bytes, resolved deltas, files the overlap chunked) come from a small implementation of gix's progress tree and are reported by a thread beside `receive` (`progress` adds the inputs embedded during the fetch). Every fetch goes through gix's transport wrapped by `packstream::TeeTransport`: on a cold fetch (a cache without refs) the pack is also decoded beside gix while it arrives (`overlay`); an expression (`HEAD~1`) on a cold cache of a server offering object filters (noted from the v2 handshake) is first resolved by a `blob:none` preflight into `preflight.git` beside the cache, removed before the fetch goes on (the wrapper adds the `filter` argument gix 0.90 cannot ask for); without filters, expressions resolve after the one main fetch. A server offering filters is also asked for `blob:limit` (blobs over 1 MiB stay there); the cache's `git-agent-blob-limit` file says so, and `revision::TreeSource` then counts an absent blob as oversized; an ignore file of the searched tree left on the server is fetched by object id into `ignore-blobs.git` (removed on every path) and its pack moved into the cache before the walk; `git-agent-ignore-files-checked` notes the last commit found complete, so its warm searches walk no tree |
-//! | `packstream` | a pack decoded as it arrives: `TeeTransport` copies the bytes gix reads from each response's data stream to a `Tee` (the copy stops, never blocking or failing the fetch, when its reader is gone or 256 MiB behind); `PackDecoder` decodes entries from the copy (`gix_pack` entry headers, zlib, OFS/REF deltas against entries seen, object hashing; at most 256 MiB kept as delta bases, beyond which the search reads the fetched repository instead); the same wrapper notes whether the handshake offers object filters and, when asked, adds `filter <spec>` after the delimiter of each protocol v2 `fetch` request |
-//! | `overlay` | remote mode's overlap of a cold fetch with chunking and embedding: the selected commit's trees place arriving blobs at their paths, and worker threads check and chunk them into `Prechunked` (keyed by path and blob); once a file's folders and their ignore-file blobs have arrived, the tree walk's rules decide it, and a selected file's new inputs go to the search's embedding stream (`Dispatch`, closed when the fetch ends) while the pack still arrives. The build's walk applies every discovery rule, takes a selected file's chunks from there (reading the repository for anything else) and sends only inputs the overlap did not (`Prechunked::take_sent`), so the index is the one it would be without the overlap and nothing is embedded twice |
+//! | `remote` | `--remote`: the bare cache `remotes/<sha>/repo.git` and `remote.json`; fetched with gix (an unnamed in-memory remote, so credentials in the URL are never written; SSH through the system OpenSSH in batch mode with strict host keys) on first use, after 15 minutes, with `--reindex` or for an unresolved revision; resolution under the single flight (an expression such as `HEAD~1` on a cold cache after the one main fetch), `remote.json` written after the index is published; the transfer's growing totals (objects, bytes, resolved deltas) come from a small implementation of gix's progress tree and are reported by a thread beside `receive`. A server offering object filters (noted from the v2 handshake) is asked for `blob:limit` (blobs over 1 MiB stay there); the cache's `git-agent-blob-limit` file says so, and `revision::TreeSource` then counts an absent blob as oversized; an ignore file of the searched tree left on the server is fetched by object id into `ignore-blobs.git` (removed on every path) and its pack moved into the cache before the walk; `git-agent-ignore-files-checked` notes the last commit found complete, so its warm searches walk no tree |
+//! | `filter_transport` | the transport wrapper every fetch goes through: it notes whether the handshake offers object filters and, when asked, adds `filter <spec>` after the delimiter of each protocol v2 `fetch` request (gix 0.90 cannot ask for it) |
 //! | `history` | per-index query history in SQLite: cached query embeddings and replay |
 //! | `output` | the JSON envelope (Go number formatting), brief lines, `--ls`, `--ls-files` tree |
 //! | `progress` | terminal progress, the `--agent` endpoint, `--debug` events; `Holder`, the search holding the global single flight as its waiters see it (`waiting for the index build of <what>: <progress>`) |
@@ -54,8 +53,7 @@
 //! single flight (an in-process queue per metadata root, then the
 //! `search-index-producer.lock` flock); the build pipeline: `refresh::prepare`
 //! (blocking; its walk threads stream new inputs through a bounded channel;
-//! in remote mode a cold fetch comes first within the same production, its
-//! overlap feeding the same channel)
+//! in remote mode a fetch comes first within the same production)
 //! beside `embeddings::embed_stream` (each complete window sent while the walk
 //! goes on, the last partial one when it ends; a failure on either side cancels
 //! the other and nothing is published), then the few inputs not streamed, then
@@ -70,12 +68,11 @@ pub mod bodies;
 pub mod cache;
 pub mod discovery;
 pub mod embeddings;
+pub mod filter_transport;
 pub mod history;
 pub mod live;
 pub mod migrate;
 pub mod output;
-pub mod overlay;
-pub mod packstream;
 pub mod progress;
 pub mod query;
 pub mod ranking;
@@ -542,22 +539,11 @@ impl Default for SearchService {
 /// largest size discovery reads, 1 MiB, with their headers).
 const STREAM_FILES_QUEUED: usize = 48;
 
-/// Where production sends new embedding inputs.
-struct Sinks<'a> {
-    /// The walk's (dropped when the walk ends).
-    walk: Option<refresh::InputSink>,
-    /// A cold fetch's overlap (dropped when the fetch ends).
-    fetch: Option<refresh::InputSink>,
-    /// Inputs embedded so far, for the overlap's report.
-    embedded: &'a std::sync::atomic::AtomicUsize,
-}
-
 /// What production leaves for the rest of the build.
 struct Produced {
     /// Remote mode: completed with the resolved revision.
     selection: Selection,
     resolved_remote: Option<(Option<RemoteSource>, remote::Resolved)>,
-    prechunked: Option<Arc<overlay::Prechunked>>,
     prepared: refresh::Prepared,
 }
 
@@ -757,10 +743,8 @@ impl SearchService {
         // The build pipeline: production (in remote mode the fetch, then the
         // walk) hands new inputs to the embedder, which sends each complete
         // window while production goes on (the last partial one once the
-        // walk ends). During a cold fetch, the files found certain to be
-        // selected send their inputs to the same stream while the pack
-        // arrives ([`overlay`]); the walk sends the rest. A failure of
-        // either side cancels the other (the fetch included); nothing is
+        // walk ends). A failure of either side cancels the other (the
+        // fetch included); nothing is
         // published. New vectors go to a spool file as their windows
         // arrive (see `spool`); a write failure stops using it and is
         // reported below.
@@ -769,24 +753,19 @@ impl SearchService {
         let build_cancel = cancel.child_token();
         let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<(chunking::Hash32, String)>>(STREAM_FILES_QUEUED);
         // A warm-only search embeds nothing.
-        let (sink, overlap_sink) = if request.warm_only {
+        let sink = if request.warm_only {
             // The stream ends at once.
             drop(sender);
-            (None, None)
+            None
         } else {
-            let overlap_sender = sender.clone();
             let sink: refresh::InputSink = Box::new(move |inputs| sender.blocking_send(inputs).is_ok());
-            let overlap_sink: refresh::InputSink = Box::new(move |inputs| overlap_sender.blocking_send(inputs).is_ok());
-            (Some(sink), Some(overlap_sink))
+            Some(sink)
         };
-        // Inputs embedded so far (read when the fetch ends).
-        let embedded = std::sync::atomic::AtomicUsize::new(0);
         // Until production ends, the embedding total is what the walk has
         // found so far, and progress says so.
         let counting = std::sync::atomic::AtomicBool::new(true);
         let production = async {
-            let sinks = Sinks { walk: sink, fetch: overlap_sink, embedded: &embedded };
-            let produced = self.produce(&request, selection, sinks, started, &feedback, &build_cancel).await;
+            let produced = self.produce(&request, selection, sink, started, &feedback, &build_cancel).await;
             counting.store(false, std::sync::atomic::Ordering::Relaxed);
             feedback.counted();
             if produced.is_err() {
@@ -813,7 +792,6 @@ impl SearchService {
                         });
                         return;
                     }
-                    embedded.store(done.done, std::sync::atomic::Ordering::Relaxed);
                     for (hash, vector) in keys.iter().zip(batch) {
                         if spool_error.is_none()
                             && let Err(error) = spool.insert(&request.temp_dir, *hash, &vector)
@@ -841,19 +819,7 @@ impl SearchService {
             (_, Ok(streamed)) => streamed,
         };
         let streamed_done = streamed.inputs;
-        let Produced { selection, resolved_remote, prechunked, prepared } = produced?;
-        if let Some(prechunked) = &prechunked {
-            // Files the build took from the overlap, and speculative ones
-            // it did not select.
-            feedback.event(
-                "search_overlap_used",
-                &[
-                    ("taken", Field::Int(prechunked.taken() as i64)),
-                    ("read_after_fetch", Field::Int(prechunked.missed() as i64)),
-                    ("unused", Field::Int(prechunked.len() as i64)),
-                ],
-            );
-        }
+        let Produced { selection, resolved_remote, prepared } = produced?;
         if streamed.windows > 0 {
             // Discovery, chunking and the embedding windows sent meanwhile.
             feedback.timing_event("embed_stream", production_started.elapsed());
@@ -1082,59 +1048,21 @@ impl SearchService {
 
     /// Production: in remote mode, the fetch (when needed) and the
     /// revision resolved under the single flight, then the walk that reads
-    /// and chunks what changed ([`refresh::prepare`]). New inputs go to
-    /// `sinks` as they are found: during a cold fetch those of the files
-    /// certain to be selected, then the walk's.
+    /// and chunks what changed ([`refresh::prepare`]). The walk's new
+    /// inputs go to `sink` as they are found.
     async fn produce(
         &self,
         request: &SearchRequest,
         mut selection: Selection,
-        sinks: Sinks<'_>,
+        sink: Option<refresh::InputSink>,
         started: Instant,
         feedback: &Arc<Feedback>,
         cancel: &CancellationToken,
     ) -> Result<Produced, SearchError> {
         let settings = &request.settings;
         let mut resolved_remote = None;
-        let mut prechunked = None;
         if let Some(source) = request.remote.clone() {
-            let reuse = (!request.reindex).then(|| overlay::Reuse {
-                metadata_dir: selection.metadata_dir.clone(),
-                model: settings.model.clone(),
-                dimensions: settings.dimensions,
-            });
-            // Held only by the plan: the fetch's side of the stream closes
-            // when the fetch ends.
-            let dispatch = sinks.fetch.map(|sink| Arc::new(overlay::Dispatch::new(sink, request.code_only, reuse)));
-            let plan = fetch_overlap().then(|| overlay::OverlapPlan {
-                scope: selection.scope.clone(),
-                max_input_chars: settings.max_input_chars,
-                dispatch,
-            });
-            let resolved = self.resolve_remote(&source, request.reindex, request.started, plan, feedback, cancel).await;
-            feedback.fetched();
-            let resolved = resolved?;
-            if let Some(overlapped) = &resolved.overlap {
-                prechunked = Some(Arc::clone(&overlapped.prechunked));
-                let stats = &overlapped.stats;
-                feedback.event(
-                    "search_overlap",
-                    &[
-                        ("pack_objects", Field::Int(i64::from(stats.pack_objects))),
-                        ("decoded", Field::Int(i64::from(stats.decoded))),
-                        ("chunked", Field::Int(stats.dispatched as i64)),
-                        ("first_chunk_after_objects", Field::Int(stats.first_dispatch_at.map_or(-1, i64::from))),
-                        ("selected", Field::Int(stats.selected as i64)),
-                        ("inputs_sent", Field::Int(stats.inputs_sent as i64)),
-                        // Vectors back before the pack had arrived.
-                        ("embedded", Field::Int(sinks.embedded.load(std::sync::atomic::Ordering::Relaxed) as i64)),
-                        ("stopped", Field::Str(stats.stopped.clone().unwrap_or_default())),
-                        ("receive_cpu", Field::Duration(stats.receive_cpu)),
-                        ("decode_cpu", Field::Duration(stats.decode_cpu)),
-                        ("chunk_cpu", Field::Duration(stats.chunk_cpu)),
-                    ],
-                );
-            }
+            let resolved = self.resolve_remote(&source, request.reindex, request.started, feedback, cancel).await?;
             let commit = resolved.commit;
             let rev = resolved.rev.clone();
             selection = blocking(move || remote_revision(selection, &source, &rev, commit)).await??;
@@ -1175,17 +1103,15 @@ impl SearchService {
             temp_dir: request.temp_dir.clone(),
             crash_at: self.crash_at,
             tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
-            prechunked: prechunked.clone(),
         };
         let reporter = Arc::clone(feedback);
         let token = cancel.clone();
-        let sink = sinks.walk;
         let prepared = blocking(move || {
             let cancelled = move || token.is_cancelled();
             refresh::prepare(refresh_request, previous, reporter.as_ref(), &cancelled, sink)
         })
         .await??;
-        Ok(Produced { selection, resolved_remote, prechunked, prepared })
+        Ok(Produced { selection, resolved_remote, prepared })
     }
 
     /// Brings the remote cache up to date as far as the request needs
@@ -1196,7 +1122,6 @@ impl SearchService {
         source: &RemoteSource,
         reindex: bool,
         started: SystemTime,
-        plan: Option<overlay::OverlapPlan>,
         feedback: &Arc<Feedback>,
         cancel: &CancellationToken,
     ) -> Result<remote::Resolved, SearchError> {
@@ -1210,9 +1135,8 @@ impl SearchService {
         };
         let (remote, rev, reporter) = (source.remote.clone(), source.rev.clone(), Arc::clone(feedback));
         let freshness = remote::Freshness { reindex, started };
-        let resolving = blocking(move || {
-            remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt, plan.as_ref())
-        });
+        let resolving =
+            blocking(move || remote::resolve(&remote, rev.as_deref(), freshness, reporter.as_ref(), &interrupt));
         // A transfer checks the interrupt between reads, and a stalled read
         // returns only when bytes arrive or the transport gives up (reqwest:
         // 30 s of silence; git:// and ssh: when the connection ends). So a
@@ -1285,19 +1209,6 @@ impl Feedback {
     fn timing_event(&self, step: &str, duration: std::time::Duration) {
         refresh::Reporter::timing(self, step, duration);
     }
-}
-
-/// Whether a cold remote fetch chunks files while the pack arrives. Test
-/// builds can turn it off (`GITAGENTD_TEST_NO_FETCH_OVERLAP` in the
-/// daemon's environment) to measure the difference in one run.
-#[cfg(feature = "test-hooks")]
-fn fetch_overlap() -> bool {
-    std::env::var_os("GITAGENTD_TEST_NO_FETCH_OVERLAP").is_none()
-}
-
-#[cfg(not(feature = "test-hooks"))]
-fn fetch_overlap() -> bool {
-    true
 }
 
 /// The metadata root whose one producer lock serializes index production

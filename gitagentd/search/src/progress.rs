@@ -95,20 +95,11 @@ struct State {
     /// The last build update, so the end of counting can be told with the
     /// counts it had.
     last: Option<Update>,
-    /// While a remote fetch runs: its latest detail, and the embedding
-    /// counts of the inputs sent during it.
-    fetch: Option<FetchState>,
     /// The single flight this search holds, whose waiters read its
     /// progress.
     holding: Option<Arc<Holder>>,
     /// The waiting line already written to a stderr that is no terminal.
     waiting_said: bool,
-}
-
-#[derive(Debug, Clone, Default)]
-struct FetchState {
-    detail: String,
-    embedding: Update,
 }
 
 /// Hears a search step's name and duration.
@@ -179,14 +170,7 @@ impl Feedback {
             timings: None,
             terminal,
             runtime: tokio::runtime::Handle::current(),
-            state: Mutex::new(State {
-                agent,
-                progress_shown: false,
-                last: None,
-                fetch: None,
-                holding: None,
-                waiting_said: false,
-            }),
+            state: Mutex::new(State { agent, progress_shown: false, last: None, holding: None, waiting_said: false }),
         }
     }
 
@@ -200,9 +184,7 @@ impl Feedback {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Reports progress to the terminal or the `--agent` endpoint. During
-    /// a fetch, embedding counts join the fetch's report (the total grows
-    /// until production closes).
+    /// Reports progress to the terminal or the `--agent` endpoint.
     pub fn update(&self, update: Update) {
         let mut state = self.state();
         if !update.waiting {
@@ -210,14 +192,6 @@ impl Feedback {
             if let Some(holder) = &state.holding {
                 *lock(&holder.last) = Some(update);
             }
-        }
-        if !update.waiting
-            && let Some(fetch) = &mut state.fetch
-        {
-            fetch.embedding = update;
-            let fetch = fetch.clone();
-            self.show_fetch(&mut state, &fetch);
-            return;
         }
         if self.terminal {
             let text = terminal_text(&update);
@@ -311,49 +285,23 @@ impl Feedback {
     /// event under `--debug`.
     pub fn fetching(&self, detail: &str) {
         let mut state = self.state();
-        let fetch = state.fetch.get_or_insert_with(FetchState::default);
-        fetch.detail = detail.to_string();
-        let fetch = fetch.clone();
-        self.show_fetch(&mut state, &fetch);
+        self.show_fetch(&mut state, detail);
     }
 
-    /// The fetch is over: progress is the build's again.
-    pub fn fetched(&self) {
-        self.state().fetch = None;
-    }
-
-    /// One fetch report: the `search_fetch` event (with the embedding
-    /// counts once inputs were sent), the terminal line, the endpoint's
-    /// `fetching` status (the counts in its `done`, `total` and `reused`).
-    fn show_fetch(&self, state: &mut State, fetch: &FetchState) {
-        let text = fetch_text(fetch);
+    /// One fetch report: the `search_fetch` event, the terminal line, the
+    /// endpoint's `fetching` status.
+    fn show_fetch(&self, state: &mut State, detail: &str) {
         if self.debug {
-            let mut fields = vec![("detail", Field::Str(fetch.detail.clone()))];
-            if fetch.embedding.total > 0 {
-                fields.push(("embedded", Field::Int(fetch.embedding.done as i64)));
-                fields.push(("embedding_total", Field::Int(fetch.embedding.total as i64)));
-            }
+            let fields = [("detail", Field::Str(detail.to_string()))];
             self.output.stderr(render_event(SystemTime::now(), "search_fetch", &fields));
         }
         if self.terminal {
-            self.output.progress(format!("search: fetching {text}"));
+            self.output.progress(format!("search: fetching {detail}"));
             state.progress_shown = true;
         }
         self.ensure_agent(state);
         if let Agent::Running(server) = &state.agent {
-            let embedding = &fetch.embedding;
-            let percent =
-                if embedding.total > 0 { embedding.done as f64 / embedding.total as f64 * 100.0 } else { 0.0 };
-            let mut snapshot = lock(&server.snapshot);
-            *snapshot = Snapshot {
-                detail: fetch.detail.clone(),
-                done: embedding.done,
-                total: embedding.total,
-                reused: embedding.reused,
-                percent,
-                elapsed_ms: embedding.elapsed.as_millis(),
-                ..Snapshot::new("fetching")
-            };
+            *lock(&server.snapshot) = Snapshot { detail: detail.to_string(), ..Snapshot::new("fetching") };
         }
     }
 
@@ -450,17 +398,6 @@ impl Feedback {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A fetch's detail with the inputs embedded during it:
-/// `receiving objects from <url>: 40/90 objects, 1.2 MiB, 12 files chunked,
-/// 8/16 inputs embedded`.
-fn fetch_text(fetch: &FetchState) -> String {
-    let embedding = &fetch.embedding;
-    if embedding.total == 0 {
-        return fetch.detail.clone();
-    }
-    format!("{}, {}/{} inputs embedded", fetch.detail, embedding.done, embedding.total)
 }
 
 fn terminal_text(update: &Update) -> String {
@@ -575,23 +512,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn fetch_reports_carry_the_inputs_embedded_during_the_fetch() {
+    async fn fetch_reports_show_the_transfer_and_the_build_follows() {
         let temp = tempfile::tempdir().unwrap();
         let (output, mut events) = Output::new();
         let terminal = Feedback::new(output, false, false, true, temp.path());
-        terminal.fetching("receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB, 2 files chunked");
-        terminal.update(Update { done: 0, total: 3, ..Update::default() });
-        terminal.update(Update { done: 1, total: 3, ..Update::default() });
-        terminal.fetching("receiving objects from https://h/r.git: 40/40 objects, 4.0 KiB, 9 files chunked");
-        terminal.fetched();
+        terminal.fetching("receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB");
+        terminal.fetching("received objects from https://h/r.git: 40/40 objects, 4.0 KiB, 12 resolved");
         terminal.update(Update { done: 2, total: 5, elapsed: Duration::from_millis(20), ..Update::default() });
         assert_eq!(
             drain(&mut events),
             [
-                "search: fetching receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB, 2 files chunked",
-                "search: fetching receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB, 2 files chunked, 0/3 inputs embedded",
-                "search: fetching receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB, 2 files chunked, 1/3 inputs embedded",
-                "search: fetching receiving objects from https://h/r.git: 40/40 objects, 4.0 KiB, 9 files chunked, 1/3 inputs embedded",
+                "search: fetching receiving objects from https://h/r.git: 10/40 objects, 1.0 KiB",
+                "search: fetching received objects from https://h/r.git: 40/40 objects, 4.0 KiB, 12 resolved",
                 "search: building embeddings 2/5 chunks (40.0%, 20ms)",
             ]
         );
@@ -599,13 +531,11 @@ mod tests {
         let (output, mut events) = Output::new();
         let debug = Feedback::new(output, true, false, false, temp.path());
         debug.fetching("receiving objects from https://h/r.git: 1/4 objects, 1.0 KiB");
-        debug.update(Update { done: 1, total: 2, ..Update::default() });
         let lines = drain(&mut events);
-        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].contains("search_fetch detail=\"receiving objects from https://h/r.git: 1/4 objects, 1.0 KiB\"\n")
         );
-        assert!(lines[1].contains("search_fetch") && lines[1].contains("embedded=1 embedding_total=2"), "{lines:?}");
     }
 
     #[test]

@@ -19,7 +19,6 @@ use super::bodies::{BodyWriter, body_ref};
 use super::chunking::{self, ChunkDraft, Hash32, hex};
 use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FileContent, LiveIndex};
-use super::overlay::Prechunked;
 use super::paths::{is_code_path, path_in_scope};
 use super::records::Record;
 use super::revision::{self, RevisionError, TreeSource};
@@ -55,9 +54,6 @@ pub struct RefreshRequest {
     pub crash_at: Option<CrashPoint>,
     /// Revision mode: the committed tree to read instead of `root`'s files.
     pub tree: Option<Arc<TreeSource>>,
-    /// Remote mode after a cold fetch: files of the tree chunked while the
-    /// pack arrived, taken instead of reading and chunking them again.
-    pub prechunked: Option<Arc<Prechunked>>,
 }
 
 /// Receives discovery diagnostics and timings.
@@ -230,8 +226,6 @@ pub type InputSink = Box<dyn Fn(Vec<(Hash32, String)>) -> bool + Send + Sync>;
 /// are not sent (`--reindex` sends all); neither are the files `--code`
 /// leaves out. An input the shared store turns out not to hold after all
 /// is embedded after the walk with the rest of [`Prepared::missing`].
-/// After a cold remote fetch, what the overlap already sent during the
-/// transfer ([`Prechunked::take_sent`]) counts as sent.
 struct Early<'a> {
     /// Taken (dropped) when production ends.
     sink: RwLock<Option<InputSink>>,
@@ -253,7 +247,7 @@ impl<'a> Early<'a> {
             live,
             reindex,
             shared: OnceLock::new(),
-            sent: Mutex::new(request.prechunked.as_ref().map(|prechunked| prechunked.take_sent()).unwrap_or_default()),
+            sent: Mutex::new(HashSet::new()),
             closed: AtomicBool::new(false),
         }
     }
@@ -643,26 +637,16 @@ impl discovery::FileWork for Reader<'_, '_> {
             return Err(SkipReason::Unreadable);
         }
         let started = now_ns();
-        let prechunked = match (&self.request.prechunked, file.blob) {
-            (Some(prechunked), Some(blob)) => prechunked.take(&file.path, blob, self.request.max_input_chars),
-            _ => None,
+        let before = thread_cpu();
+        let text = match &self.request.tree {
+            Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
+            None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
         };
-        let chunked = match prechunked {
-            Some(outcome) => outcome?,
-            None => {
-                let before = thread_cpu();
-                let text = match &self.request.tree {
-                    Some(tree) => tree.read(state.repo.get_or_insert_with(|| tree.local()), file)?,
-                    None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
-                };
-                let read = thread_cpu();
-                let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
-                state.cpu.files += 1;
-                state.cpu.read += read.saturating_sub(before);
-                state.cpu.chunk += thread_cpu().saturating_sub(read);
-                chunked
-            }
-        };
+        let read = thread_cpu();
+        let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
+        state.cpu.files += 1;
+        state.cpu.read += read.saturating_sub(before);
+        state.cpu.chunk += thread_cpu().saturating_sub(read);
         if let Some(early) = self.early
             && early.offer(&file.path, &chunked)
         {
@@ -1149,7 +1133,7 @@ fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, path: &str) -> bool
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::spool::VectorSpool;
     use sha2::{Digest, Sha256};
@@ -1162,9 +1146,8 @@ pub(crate) mod tests {
         fn cpu(&self, _: &str, _: Duration) {}
     }
 
-    /// A filesystem-mode request over `root` with test model settings; the
-    /// overlap tests adjust it for a remote tree.
-    pub(crate) fn request(root: &Path, metadata: &Path) -> RefreshRequest {
+    /// A filesystem-mode request over `root` with test model settings.
+    fn request(root: &Path, metadata: &Path) -> RefreshRequest {
         RefreshRequest {
             root: root.to_path_buf(),
             metadata_dir: metadata.to_path_buf(),
@@ -1181,7 +1164,6 @@ pub(crate) mod tests {
             temp_dir: std::env::temp_dir(),
             crash_at: None,
             tree: None,
-            prechunked: None,
         }
     }
 

@@ -9,12 +9,9 @@
 //! revision (`HEAD`, a branch, a tag, a full commit id) is checked against
 //! the refs the server advertised, so a misspelt branch fails before any
 //! transfer. On a cold cache, an expression such as `HEAD~1` is resolved
-//! first by a `blob:none` [`preflight`] (commits and trees, into a
-//! temporary repository removed before the search returns) when the
-//! server offers object filters, so the main pack can overlap the build;
-//! a server without them gets the one main, unfiltered fetch, after which
-//! the expression is resolved, and never a second transfer. A server that
-//! offers filters also keeps the blobs too large to search (`blob:limit`);
+//! after the one main fetch. A server that offers object filters keeps
+//! the blobs too large to search (`blob:limit`, asked for through
+//! [`super::filter_transport`], since gix 0.90 cannot ask for it);
 //! [`revision::BLOB_LIMIT_MARKER`] in the cache says so, and the walk of
 //! the cache counts such absent blobs as oversized. An ignore file over
 //! that size still rules the walk: [`fetch_absent_ignore_files`] fetches
@@ -37,16 +34,10 @@
 //! While the pack arrives, the transfer's growing totals (objects indexed
 //! out of the pack header's count, bytes read, deltas resolved) are read
 //! from gix's progress tree ([`TransferProgress`]) and reported from a
-//! thread beside gix's `receive`. gix 0.90 makes objects readable only
-//! once the whole pack is indexed and offers no hook on arriving entries,
-//! so a cold fetch of a direct revision runs through a transport wrapper
-//! that copies the pack to a decoder of our own ([`super::packstream`]),
-//! and the selected tree's files are chunked, and those certain to be
-//! selected embedded, while it arrives ([`super::overlay`]); the index is
-//! still built from the fetched cache.
+//! thread beside gix's `receive`. The index is built from the fetched
+//! cache once the fetch is complete.
 
-use super::overlay::{self, OverlapPlan, OverlapStats, Prechunked};
-use super::packstream::{Tee, TeeTransport};
+use super::filter_transport::FilterTransport;
 use super::revision;
 use git_agent_shared::{Environment, giturl, private_fs, timefmt};
 use gitagent_provider::{
@@ -270,15 +261,6 @@ pub struct Resolved {
     pub rev: String,
     /// When this search fetched, the time its fetch completed.
     pub fetched_at: Option<SystemTime>,
-    /// A cold fetch's overlap: the files chunked while the pack arrived.
-    pub overlap: Option<Overlapped>,
-}
-
-/// The outcome of a cold fetch's overlap ([`overlay`]).
-#[derive(Debug, Clone)]
-pub struct Overlapped {
-    pub prechunked: Arc<Prechunked>,
-    pub stats: OverlapStats,
 }
 
 /// How [`resolve`] may use the network.
@@ -299,16 +281,13 @@ pub trait FetchReporter: Sync {
 
 /// Resolves `rev` (or the remote's `HEAD`) to a commit, fetching when the
 /// cache is missing, stale, `--reindex` asks for it, or the revision does
-/// not resolve in the cache. Runs under the caller's single flight. With
-/// `overlap`, a fetch into an empty cache chunks the selected commit's
-/// files while the pack arrives ([`overlay`]).
+/// not resolve in the cache. Runs under the caller's single flight.
 pub fn resolve(
     remote: &Remote,
     rev: Option<&str>,
     freshness: Freshness,
     reporter: &dyn FetchReporter,
     interrupt: &AtomicBool,
-    overlap: Option<&OverlapPlan>,
 ) -> Result<Resolved, RemoteError> {
     let rev_text = rev.map(str::trim).filter(|rev| !rev.is_empty()).unwrap_or("HEAD").to_string();
     let record = remote.record();
@@ -324,24 +303,21 @@ pub fn resolve(
             // Only an ignore file that a filtered fetch left behind makes a
             // fresh cache contact the server.
             fetch_absent_ignore_files(remote, commit, reporter, interrupt)?;
-            return Ok(Resolved { commit, rev: rev_text, fetched_at: None, overlap: None });
+            return Ok(Resolved { commit, rev: rev_text, fetched_at: None });
         }
     }
-    let overlap = match fetch(remote, &rev_text, reporter, interrupt, overlap) {
-        Ok(overlap) => overlap,
-        Err(error) => {
-            // A cache this attempt created, never fetched into, is no cache:
-            // each failed attempt would otherwise leave a bare repository.
-            // Not after a cancellation: the search that asked is gone and
-            // no longer holds the single flight, so the next one may be
-            // fetching into this very folder (what stays is reused by the
-            // next attempt, or removed by `index gc`).
-            if !exists && record.url.is_empty() && !interrupt.load(Ordering::Relaxed) {
-                discard_abandoned(&remote.dir);
-            }
-            return Err(error);
+    if let Err(error) = fetch(remote, &rev_text, reporter, interrupt) {
+        // A cache this attempt created, never fetched into, is no cache:
+        // each failed attempt would otherwise leave a bare repository.
+        // Not after a cancellation: the search that asked is gone and
+        // no longer holds the single flight, so the next one may be
+        // fetching into this very folder (what stays is reused by the
+        // next attempt, or removed by `index gc`).
+        if !exists && record.url.is_empty() && !interrupt.load(Ordering::Relaxed) {
+            discard_abandoned(&remote.dir);
         }
-    };
+        return Err(error);
+    }
     let fetched_at = SystemTime::now();
     let repo = open(remote)?;
     let commit = resolve_local(&repo, &rev_text).map_err(|error| RemoteError::Resolve {
@@ -350,7 +326,7 @@ pub fn resolve(
         message: remote.sanitize_text(&error.to_string()),
     })?;
     fetch_absent_ignore_files(remote, commit, reporter, interrupt)?;
-    Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at), overlap })
+    Ok(Resolved { commit, rev: rev_text, fetched_at: Some(fetched_at) })
 }
 
 /// Resolves `rev` in the cache without any network access (`--ls-files`).
@@ -443,20 +419,20 @@ fn resolve_local(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Cac
     Ok(id.object()?.peel_to_commit()?.id)
 }
 
-/// The transport every fetch goes through: gix's own, wrapped so the pack
-/// can be read beside gix and a filter can be asked for.
-type Wrapped = TeeTransport<Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>>;
+/// The transport every fetch goes through: gix's own, wrapped so a filter
+/// can be asked for.
+type Wrapped = FilterTransport<Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>>;
 
 /// Connects to `remote` for a fetch into `repo` of every branch and tag
-/// (with `filter`, only objects that pass it), lists its refs, and hands
-/// the prepared fetch to `body` with the tee on its responses and whether
-/// the server offered object filters.
+/// (with `filter`, only objects that pass it, when the server offers
+/// filters), lists its refs, and hands the prepared fetch to `body` with
+/// whether the server offered object filters.
 fn with_prepared_fetch<R>(
     remote: &Remote,
     repo: &gix::Repository,
     refspecs: &[&str],
     filter: Option<String>,
-    body: impl FnOnce(gix::remote::fetch::Prepare<'_, '_, Wrapped>, &Tee, bool) -> Result<R, RemoteError>,
+    body: impl FnOnce(gix::remote::fetch::Prepare<'_, '_, Wrapped>, bool) -> Result<R, RemoteError>,
 ) -> Result<R, RemoteError> {
     use gix::remote::Direction;
     let failed = |message: String| RemoteError::Fetch {
@@ -482,8 +458,7 @@ fn with_prepared_fetch<R>(
     use gix::protocol::transport::client::blocking_io::connect;
     let transport = connect::connect(connect_url, connect::Options { version, ssh, trace: false })
         .map_err(|error| failed(describe(&error)))?;
-    let tee = Tee::default();
-    let mut transport = TeeTransport::new(transport, tee.clone());
+    let mut transport = FilterTransport::new(transport);
     if let Some(spec) = filter {
         transport = transport.with_filter(spec);
     }
@@ -498,23 +473,14 @@ fn with_prepared_fetch<R>(
     let prepare =
         connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
     let offered = filter_offered.load(Ordering::Relaxed);
-    body(prepare, &tee, offered)
+    body(prepare, offered)
 }
 
 /// One fetch of every branch and tag; `HEAD` is pointed at the remote's
-/// default branch. Into an empty cache, with `overlap`, the pack is also
-/// decoded as it arrives and the files of the commit `rev` names are
-/// chunked meanwhile; the overlap never fails the fetch (a pack it cannot
-/// decode only ends it early). A direct revision names its commit among
-/// the advertised refs; an expression (`HEAD~1`) on a server that offers
-/// object filters is resolved first by a `blob:none` [`preflight`].
-fn fetch(
-    remote: &Remote,
-    rev: &str,
-    reporter: &dyn FetchReporter,
-    interrupt: &AtomicBool,
-    overlap: Option<&OverlapPlan>,
-) -> Result<Option<Overlapped>, RemoteError> {
+/// default branch. A direct revision is checked against the advertised
+/// refs first; an expression (`HEAD~1`) is resolved by the caller once the
+/// fetch is complete.
+fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &AtomicBool) -> Result<(), RemoteError> {
     install_tls_provider();
     reporter.fetching(&format!("listing refs of {}", remote.sanitized));
     let failed = |message: String| RemoteError::Fetch {
@@ -522,21 +488,16 @@ fn fetch(
         message: remote.sanitize_text(&message),
     };
     let repo = open_or_init(remote)?;
-    // What an interrupted preflight or ignore-file fetch left (the single
-    // flight keeps two fetches of one remote apart).
-    for leftover in [PREFLIGHT, IGNORE_BLOBS].map(|name| remote.dir.join(name)) {
-        if leftover.exists() {
-            std::fs::remove_dir_all(&leftover).map_err(|source| RemoteError::Io { dir: remote.dir.clone(), source })?;
-        }
+    // What an interrupted ignore-file fetch left (the single flight keeps
+    // two fetches of one remote apart).
+    let leftover = remote.dir.join(IGNORE_BLOBS);
+    if leftover.exists() {
+        std::fs::remove_dir_all(&leftover).map_err(|source| RemoteError::Io { dir: remote.dir.clone(), source })?;
     }
-    // Cold: nothing fetched yet, or only what a failed first attempt left
-    // (a repository without refs; its temporary pack was removed).
-    let cold = repo.references().ok().and_then(|references| references.all().ok().map(|mut all| all.next().is_none()));
-    let cold = cold.unwrap_or(false);
     // Blobs too large to search are left on the server when it can filter
     // them out (`blob:limit`: those of at least that many bytes).
     let limit = format!("blob:limit={}", super::discovery::MAX_FILE_BYTES + 1);
-    with_prepared_fetch(remote, &repo, &REFSPECS, Some(limit.clone()), |prepare, tee, filter_offered| {
+    with_prepared_fetch(remote, &repo, &REFSPECS, Some(limit.clone()), |prepare, filter_offered| {
         if filter_offered {
             // Before any blob can be missing: a later walk of the cache
             // takes an absent blob for an oversized one.
@@ -551,53 +512,14 @@ fn fetch(
             message: error.to_string(),
         })?;
         let head = advertised_head(refs);
-        // Only a first fetch: later ones send thin packs of what changed.
-        let overlap = match overlap.filter(|_| cold) {
-            Some(plan) => match advertised_commit(refs, rev) {
-                Some(target) => Some((plan, target)),
-                // The main connection waits, idle, meanwhile.
-                None if filter_offered => preflight(remote, rev, reporter, interrupt)?.map(|target| (plan, target)),
-                None => None,
-            },
-            None => None,
-        };
         reporter.fetching(&format!("receiving objects from {}", remote.sanitized));
         let totals = Arc::new(Totals::default());
-        let stop_overlay = AtomicBool::new(false);
-        let (received, overlapped) = std::thread::scope(|scope| {
+        let received = std::thread::scope(|scope| {
             scope.spawn(|| report_transfer(&totals, &remote.sanitized, reporter));
-            let overlay = overlap.map(|(plan, target)| {
-                let reader = tee.attach();
-                let (stop, totals) = (&stop_overlay, &totals);
-                scope.spawn(move || {
-                    let prechunked = Prechunked::new(plan.max_input_chars);
-                    let chunked = || {
-                        totals.files_chunked.fetch_add(1, Ordering::Relaxed);
-                        totals.changed();
-                    };
-                    let stats = overlay::run(reader, target, plan, OVERLAP_WORKERS, stop, &prechunked, &chunked);
-                    (prechunked, stats)
-                })
-            });
             // Ends the reporting thread however the receive ends (a panic
             // included: the scope would otherwise wait for it forever).
-            let finish = FinishOnDrop(&totals);
-            let receive_started = super::refresh::thread_cpu();
-            let received = prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt);
-            let receive_cpu = super::refresh::thread_cpu().saturating_sub(receive_started);
-            drop(finish);
-            // The decoder sees the end of the stream; after a failure it
-            // stops at once.
-            tee.detach();
-            if received.is_err() {
-                stop_overlay.store(true, Ordering::Relaxed);
-            }
-            // A panic of the overlap only loses its work.
-            let overlapped = overlay.and_then(|handle| handle.join().ok()).map(|(prechunked, mut stats)| {
-                stats.receive_cpu = receive_cpu;
-                (prechunked, stats)
-            });
-            (received, overlapped)
+            let _finish = FinishOnDrop(&totals);
+            prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt)
         });
         received.map_err(|error| {
             if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
@@ -606,7 +528,7 @@ fn fetch(
         if let Some(target) = head {
             point_head(&repo, &target).map_err(|error| failed(error.to_string()))?;
         }
-        Ok(overlapped.map(|(prechunked, stats)| Overlapped { prechunked: Arc::new(prechunked), stats }))
+        Ok(())
     })
 }
 
@@ -622,56 +544,6 @@ fn advertised_head(refs: &[gix::protocol::handshake::Ref]) -> Option<String> {
         }
         _ => None,
     })
-}
-
-/// The temporary repository of a [`preflight`], beside the cache.
-const PREFLIGHT: &str = "preflight.git";
-
-/// Resolves the expression `rev` (`HEAD~1`) before the main fetch, so that
-/// a cold fetch can chunk its files while the pack arrives: every branch
-/// and tag is fetched with the `blob:none` filter (commits and trees only)
-/// into a temporary repository beside the cache, removed before this
-/// returns. `None` when the preflight cannot tell (the revision does not
-/// resolve there, or the preflight failed): the main fetch then resolves
-/// it as it would without one. Only cancellation is an error.
-fn preflight(
-    remote: &Remote,
-    rev: &str,
-    reporter: &dyn FetchReporter,
-    interrupt: &AtomicBool,
-) -> Result<Option<gix::ObjectId>, RemoteError> {
-    reporter.fetching(&format!("resolving {rev} from the commits of {} (blob:none)", remote.sanitized));
-    let dir = remote.dir.join(PREFLIGHT);
-    let _removed = Removed(&dir);
-    let resolved = (|| {
-        gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
-        let repo = open_at(remote, &dir)?;
-        with_prepared_fetch(remote, &repo, &REFSPECS, Some("blob:none".to_string()), |prepare, _, filter_offered| {
-            if !filter_offered {
-                return Ok(None);
-            }
-            let head = advertised_head(&prepare.ref_map().remote_refs);
-            prepare.receive(gix::progress::Discard, interrupt).map_err(|error| RemoteError::Fetch {
-                remote: remote.sanitized.clone(),
-                message: remote.sanitize_text(&describe(&error)),
-            })?;
-            if let Some(target) = head {
-                point_head(&repo, &target).map_err(|error| RemoteError::Open {
-                    dir: dir.clone(),
-                    message: remote.sanitize_text(&error.to_string()),
-                })?;
-            }
-            Ok(resolve_local(&repo, rev).ok())
-        })
-    })();
-    match resolved {
-        Err(_) if interrupt.load(Ordering::Relaxed) => Err(RemoteError::Cancelled),
-        Err(error) => {
-            reporter.fetching(&format!("the preflight failed, {rev} is resolved after the fetch: {error}"));
-            Ok(None)
-        }
-        Ok(commit) => Ok(commit),
-    }
 }
 
 /// Removes a temporary repository beside the cache when dropped, on every
@@ -749,7 +621,7 @@ fn fetch_absent_ignore_files(
     let repo = open_at(remote, &dir)?;
     let wanted: Vec<String> = absent.iter().map(|id| id.to_string()).collect();
     let refspecs: Vec<&str> = wanted.iter().map(String::as_str).collect();
-    with_prepared_fetch(remote, &repo, &refspecs, None, |prepare, _, _| {
+    with_prepared_fetch(remote, &repo, &refspecs, None, |prepare, _| {
         prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
             if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
         })?;
@@ -778,36 +650,6 @@ fn fetch_absent_ignore_files(
     Ok(absent.len())
 }
 
-/// The threads that chunk files while a pack arrives (beside gix's
-/// receive and the decoder).
-const OVERLAP_WORKERS: usize = 2;
-
-/// The commit (or annotated tag) a direct revision names among the
-/// advertised refs, preferring what `git rev-parse` prefers: the name
-/// itself, then a tag, then a branch; a full commit id names itself.
-/// `None` for expressions (`HEAD~1`) and unknown names.
-fn advertised_commit(refs: &[gix::protocol::handshake::Ref], rev: &str) -> Option<gix::ObjectId> {
-    if rev.len() == 40 && rev.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-        return gix::ObjectId::from_hex(rev.as_bytes()).ok();
-    }
-    if rev.contains(['~', '^', '@', ':']) {
-        return None;
-    }
-    let candidates = [
-        rev.to_string(),
-        format!("refs/{rev}"),
-        format!("refs/tags/{rev}"),
-        format!("refs/heads/{rev}"),
-        format!("refs/heads/{}", rev.strip_prefix("origin/").unwrap_or(rev)),
-    ];
-    candidates.iter().find_map(|name| {
-        refs.iter().find_map(|reference| {
-            let (full, target, peeled) = reference.unpack();
-            (full == name.as_str()).then(|| peeled.or(target).map(ToOwned::to_owned)).flatten()
-        })
-    })
-}
-
 /// How often, at most, growing transfer totals are reported.
 const TRANSFER_REPORT_EVERY: Duration = Duration::from_millis(100);
 
@@ -820,8 +662,6 @@ pub struct Totals {
     objects: gix::progress::StepShared,
     expected_objects: AtomicUsize,
     resolved: gix::progress::StepShared,
-    /// Files the overlap chunked ([`overlay`]).
-    files_chunked: AtomicUsize,
     signal: Mutex<Signal>,
     wake: Condvar,
 }
@@ -859,8 +699,7 @@ impl Totals {
     }
 
     /// `receiving objects from <url>: 120/4000 objects, 1.2 MiB`, with
-    /// the resolved deltas once resolution has started and the files
-    /// chunked meanwhile once there are any.
+    /// the resolved deltas once resolution has started.
     pub fn detail(&self, verb: &str, sanitized: &str) -> String {
         let objects = self.objects.load(Ordering::Relaxed);
         let expected = self.expected_objects.load(Ordering::Relaxed);
@@ -875,10 +714,6 @@ impl Totals {
         let resolved = self.resolved.load(Ordering::Relaxed);
         if resolved > 0 {
             text.push_str(&format!(", {resolved} resolved"));
-        }
-        let chunked = self.files_chunked.load(Ordering::Relaxed);
-        if chunked > 0 {
-            text.push_str(&format!(", {chunked} files chunked"));
         }
         text
     }
@@ -1293,7 +1128,7 @@ mod tests {
         let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
         let recorded = Recorded::default();
         let freshness = Freshness { reindex: false, started: SystemTime::now() };
-        resolve(&remote, None, freshness, &recorded, &AtomicBool::new(false), None).unwrap();
+        resolve(&remote, None, freshness, &recorded, &AtomicBool::new(false)).unwrap();
         let objects = git(&work, &["rev-list", "--objects", "--all"]).lines().count();
         let reports = recorded.all();
         assert_eq!(reports.first().map(String::as_str), Some(format!("listing refs of {}", remote.sanitized).as_str()));
@@ -1354,18 +1189,18 @@ mod tests {
         let now = SystemTime::now();
         let freshness = Freshness { reindex: false, started: now };
         let interrupt = AtomicBool::new(false);
-        let head = resolve(&remote, None, freshness, &Quiet, &interrupt, None).unwrap();
+        let head = resolve(&remote, None, freshness, &Quiet, &interrupt).unwrap();
         assert_eq!(head.commit.to_string(), git(&work, &["rev-parse", "HEAD"]));
         assert_eq!(head.rev, "HEAD");
         assert!(head.fetched_at.is_some());
         // Not fresh until published: the next resolve fetches again.
         publish(&remote, &head).unwrap();
-        let again = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt, None).unwrap();
+        let again = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt).unwrap();
         assert_eq!(again.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
         assert!(again.fetched_at.is_none(), "a fresh cache resolved HEAD~1 without a fetch");
-        let tag = resolve(&remote, Some("v1"), freshness, &Quiet, &interrupt, None).unwrap();
+        let tag = resolve(&remote, Some("v1"), freshness, &Quiet, &interrupt).unwrap();
         assert_eq!(tag.commit, head.commit);
-        let error = resolve(&remote, Some("nope"), freshness, &Quiet, &interrupt, None).unwrap_err();
+        let error = resolve(&remote, Some("nope"), freshness, &Quiet, &interrupt).unwrap_err();
         assert!(error.to_string().contains("does not advertise \"nope\""), "{error}");
         // The bare cache's HEAD follows the remote's default branch.
         let head_file = std::fs::read_to_string(remote.repo_dir().join("HEAD")).unwrap();
@@ -1386,32 +1221,19 @@ mod tests {
     }
 
     #[test]
-    fn an_expression_on_a_cold_cache_is_resolved_by_a_blob_none_preflight_when_the_server_filters() {
+    fn an_expression_on_a_cold_cache_is_resolved_after_the_one_main_fetch() {
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());
             git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
-            let home = temp.path().join("home");
-            let remote =
-                Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
-            // What an interrupted preflight would have left.
-            std::fs::create_dir_all(remote.dir.join(PREFLIGHT).join("objects")).unwrap();
-            let freshness = Freshness { reindex: false, started: SystemTime::now() };
-            let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
+            let (remote, freshness, interrupt) = cold_cache_of(temp.path(), &work);
             let reports = Recorded::default();
-            let interrupt = AtomicBool::new(false);
-            let resolved = resolve(&remote, Some("HEAD~1"), freshness, &reports, &interrupt, Some(&plan)).unwrap();
+            let resolved = resolve(&remote, Some("HEAD~1"), freshness, &reports, &interrupt).unwrap();
             assert_eq!(resolved.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
             assert_eq!(resolved.rev, "HEAD~1");
-            let preflights = reports.all().iter().filter(|line| line.contains("blob:none")).count();
-            assert_eq!(preflights, usize::from(allow_filter), "{:?}", reports.all());
-            // With the commit known before the pack, its file was chunked
-            // while the pack arrived: `a.txt` as it was at HEAD~1.
-            let overlapped = resolved.overlap.as_ref().map(|overlap| overlap.stats.dispatched);
-            assert_eq!(overlapped, allow_filter.then_some(1), "filter {allow_filter}");
-            // The temporary repository is gone, and the cache holds the
-            // main pack only.
-            assert!(!remote.dir.join(PREFLIGHT).exists());
+            let listings = reports.all().iter().filter(|line| line.starts_with("listing refs of ")).count();
+            assert_eq!(listings, 1, "filter {allow_filter}: {:?}", reports.all());
+            // The cache holds the main pack only.
             assert_eq!(packs(&remote.repo_dir()), 1);
         }
     }
@@ -1429,8 +1251,8 @@ mod tests {
             git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
             let big = git(&work, &["rev-parse", "HEAD:big.txt"]);
             let edge = git(&work, &["rev-parse", "HEAD:edge.txt"]);
-            let (remote, freshness, plan, interrupt) = cold_cache_of(temp.path(), &work);
-            let resolved = resolve(&remote, None, freshness, &Quiet, &interrupt, Some(&plan)).unwrap();
+            let (remote, freshness, interrupt) = cold_cache_of(temp.path(), &work);
+            let resolved = resolve(&remote, None, freshness, &Quiet, &interrupt).unwrap();
             let repo = revision::open(&remote.repo_dir()).unwrap();
             let local = repo.to_thread_local();
             let has = |id: &str| local.find_header(gix::ObjectId::from_hex(id.as_bytes()).unwrap()).is_ok();
@@ -1449,12 +1271,11 @@ mod tests {
 
     /// A remote for the repository `work`, with its cache under `temp`, and
     /// what a first search resolves it with.
-    fn cold_cache_of(temp: &Path, work: &Path) -> (Remote, Freshness, OverlapPlan, AtomicBool) {
+    fn cold_cache_of(temp: &Path, work: &Path) -> (Remote, Freshness, AtomicBool) {
         let home = temp.join("home");
         let remote = Remote::new(work.to_str().unwrap(), temp, &home.join(".git-agent"), &env(&home)).unwrap();
         let freshness = Freshness { reindex: false, started: SystemTime::now() };
-        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
-        (remote, freshness, plan, AtomicBool::new(false))
+        (remote, freshness, AtomicBool::new(false))
     }
 
     /// The files and skips of the cache's walk of `commit`.
@@ -1488,9 +1309,9 @@ mod tests {
             git(&work, &["add", "-f", "."]);
             git(&work, &["commit", "-q", "-m", "large ignore files"]);
             git(&work, &["config", "uploadpack.allowFilter", if allow_filter { "true" } else { "false" }]);
-            let (remote, freshness, plan, interrupt) = cold_cache_of(temp.path(), &work);
+            let (remote, freshness, interrupt) = cold_cache_of(temp.path(), &work);
             let reporter = Recorded::default();
-            let resolved = resolve(&remote, None, freshness, &reporter, &interrupt, Some(&plan)).unwrap();
+            let resolved = resolve(&remote, None, freshness, &reporter, &interrupt).unwrap();
             let fetched_ignore_files =
                 reporter.all().iter().any(|line| line.starts_with("fetching 2 ignore files over the size limit"));
             assert_eq!(fetched_ignore_files, allow_filter, "filter {allow_filter}: {:?}", reporter.all());
@@ -1511,7 +1332,7 @@ mod tests {
             // A fresh cache that has them fetches nothing more.
             publish(&remote, &resolved).unwrap();
             let again = Recorded::default();
-            resolve(&remote, None, freshness, &again, &interrupt, Some(&plan)).unwrap();
+            resolve(&remote, None, freshness, &again, &interrupt).unwrap();
             assert!(again.all().is_empty(), "{:?}", again.all());
             assert_eq!(packs(&remote.repo_dir()), if allow_filter { 2 } else { 1 });
             if allow_filter {
@@ -1537,27 +1358,22 @@ mod tests {
                 }
                 assert_eq!(packs(&remote.repo_dir()), 1);
                 let noted = Recorded::default();
-                resolve(&remote, None, freshness, &noted, &interrupt, Some(&plan)).unwrap();
+                resolve(&remote, None, freshness, &noted, &interrupt).unwrap();
                 assert!(noted.all().is_empty(), "{:?}", noted.all());
             }
         }
     }
 
     #[test]
-    fn a_preflight_that_cannot_resolve_leaves_the_answer_to_the_main_fetch() {
+    fn an_expression_that_does_not_resolve_fails_after_the_main_fetch() {
         let temp = tempfile::tempdir().unwrap();
         let work = upstream(temp.path());
         git(&work, &["config", "uploadpack.allowFilter", "true"]);
-        let home = temp.path().join("home");
-        let remote = Remote::new(work.to_str().unwrap(), temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
-        let freshness = Freshness { reindex: false, started: SystemTime::now() };
-        let plan = OverlapPlan { scope: Vec::new(), max_input_chars: 2000, dispatch: None };
-        let interrupt = AtomicBool::new(false);
-        let error = resolve(&remote, Some("HEAD~7"), freshness, &Quiet, &interrupt, Some(&plan)).unwrap_err();
+        let (remote, freshness, interrupt) = cold_cache_of(temp.path(), &work);
+        let error = resolve(&remote, Some("HEAD~7"), freshness, &Quiet, &interrupt).unwrap_err();
         assert!(matches!(error, RemoteError::Resolve { .. }), "{error}");
-        assert!(!remote.dir.join(PREFLIGHT).exists());
         // The main fetch ran: the cache now answers what exists.
-        let head = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt, Some(&plan)).unwrap();
+        let head = resolve(&remote, Some("HEAD~1"), freshness, &Quiet, &interrupt).unwrap();
         assert_eq!(head.commit.to_string(), git(&work, &["rev-parse", "HEAD~1"]));
         assert_eq!(packs(&remote.repo_dir()), 1);
     }

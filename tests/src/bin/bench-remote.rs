@@ -6,13 +6,10 @@
 //!   running) from start to results, beside `git clone --bare` +
 //!   `git ls-tree -r HEAD` + `git cat-file --batch` over every blob the
 //!   search selected (its `--ls-files` list), in the same run. Goal: at
-//!   most 1.3x. Each round also times the same cold search with the
-//!   fetch overlap turned off (`GITAGENTD_TEST_NO_FETCH_OVERLAP`, a
-//!   test-hooks switch): the before and after of chunking while the pack
-//!   arrives. Each round also times `git clone --bare` followed by a cold
-//!   filesystem search of the same tree by a fresh user: the same work in
-//!   two steps (goal: the cold remote search at most 1.15x of it). Each
-//!   round also prints the CPU time of both sides (the
+//!   most 1.3x. Each round also times `git clone --bare` followed by a
+//!   cold filesystem search of the same tree by a fresh user: the same
+//!   work in two steps (goal: the cold remote search at most 1.15x of
+//!   it). Each round also prints the CPU time of both sides (the
 //!   search's daemon or the baseline's git commands, and `git daemon` with
 //!   its `upload-pack`); the median line turns the search's into the least
 //!   time the machine's cores could take for it, beside the baseline.
@@ -30,10 +27,7 @@
 //! as a `git clone --bare` of a public project is served: the pack goes
 //! out at once and the baseline is the client's work alone.
 //!
-//!     cargo build --release --bins --features gitagentd/test-hooks && target/release/bench-remote [dir]
-//!
-//! (without `test-hooks` the daemon ignores the switch; the benchmark
-//! then stops rather than print a false before/after).
+//!     cargo build --release --bins --features git-agent-tests/bench && target/release/bench-remote [dir]
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
 use git_agent_tests::git_servers::GitDaemon;
@@ -74,15 +68,8 @@ fn main() {
 }
 
 fn environment(fake: &FakeEmbeddings) -> TestEnv {
-    environment_with(fake, true)
-}
-
-fn environment_with(fake: &FakeEmbeddings, overlap: bool) -> TestEnv {
     let mut env = TestEnv::new();
     fake.configure(&mut env);
-    if !overlap {
-        env.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
-    }
     env.set_env("OPENAI_EMBEDDING_DIMENSIONS", "256");
     env.set_env("OPENAI_EMBEDDING_MODEL", "benchmark-model");
     env
@@ -253,8 +240,8 @@ impl Cpu {
 
 /// One cold remote search in a fresh user (empty cache, running daemon):
 /// its time, and the user.
-fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, overlap: bool) -> (Duration, TestEnv, Cpu) {
-    let env = environment_with(fake, overlap);
+fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str) -> (Duration, TestEnv, Cpu) {
+    let env = environment(fake);
     let work = env.work();
     // Start the daemon outside the measured time.
     run(&env, &work, &["search", "--ls-remotes"]);
@@ -269,18 +256,16 @@ fn cold_search(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, overlap: bo
     (elapsed, env, cpu)
 }
 
-/// Cold remote searches with and without the fetch overlap, alternated
-/// with the baseline. Returns the last user, its cache fresh.
+/// Cold remote searches alternated with the two baselines. Returns the
+/// last user, its cache fresh.
 fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) -> TestEnv {
     let mut ours = Vec::new();
-    let mut without = Vec::new();
     let mut theirs = Vec::new();
     let mut two_steps = Vec::new();
     let mut last = None;
     let (mut our_cpu, mut their_cpu) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let (plain, _, _) = cold_search(fake, daemon, url, false);
-        let (elapsed, env, cpu) = cold_search(fake, daemon, url, true);
+        let (elapsed, env, cpu) = cold_search(fake, daemon, url);
         let work = env.work();
         let listing: Value =
             serde_json::from_str(&run(&env, &work, &["search", "--ls-files", "--remote", url, "--format", "json"]).1)
@@ -293,36 +278,26 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
             .collect();
         let (base, blobs, bytes, base_cpu) = baseline(daemon, url, scratch, &selected);
         let clone_search = clone_then_search(fake, url, scratch);
-        // A timed --debug run would add logging; the phases come from
-        // separate fresh users in the first round.
+        // A timed --debug run would add logging; the phases come from a
+        // separate fresh user in the first round.
         if round == 0 {
-            for (overlap, name) in [(false, "without overlap"), (true, "with overlap")] {
-                let probe = environment_with(fake, overlap);
-                let probe_work = probe.work();
-                let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
-                assert_eq!(
-                    events(&debug, "search_overlap").next().is_some(),
-                    overlap,
-                    "the fetch overlap switch had no effect: build the daemon with `--features gitagentd/test-hooks`"
-                );
-                println!("phases of one cold remote search {name} (--debug): {}", phases(&debug));
-            }
+            let probe = environment(fake);
+            let probe_work = probe.work();
+            let (_, _, debug) = run(&probe, &probe_work, &["search", "--debug", "--remote", url, QUERY]);
+            println!("phases of one cold remote search (--debug): {}", phases(&debug));
         }
         println!(
-            "round {}: git-agent cold remote search {:.0} ms (without the fetch overlap {:.0} ms) | git clone --bare + ls-tree -r + cat-file --batch of {blobs} selected blobs ({:.1} MB) {:.0} ms | ratio {:.2}x (without overlap {:.2}x)",
+            "round {}: git-agent cold remote search {:.0} ms | git clone --bare + ls-tree -r + cat-file --batch of {blobs} selected blobs ({:.1} MB) {:.0} ms | ratio {:.2}x",
             round + 1,
             ms(elapsed),
-            ms(plain),
             bytes as f64 / 1e6,
             ms(base),
-            elapsed.as_secs_f64() / base.as_secs_f64(),
-            plain.as_secs_f64() / base.as_secs_f64()
+            elapsed.as_secs_f64() / base.as_secs_f64()
         );
         println!(
-            "         git clone --bare + cold filesystem search of the same tree {:.0} ms | ratio {:.2}x (without overlap {:.2}x)",
+            "         git clone --bare + cold filesystem search of the same tree {:.0} ms | ratio {:.2}x",
             ms(clone_search),
-            elapsed.as_secs_f64() / clone_search.as_secs_f64(),
-            plain.as_secs_f64() / clone_search.as_secs_f64()
+            elapsed.as_secs_f64() / clone_search.as_secs_f64()
         );
         println!(
             "         CPU: git-agent's daemon with the git daemon {} | the baseline's git commands with the git daemon {}",
@@ -330,7 +305,6 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
             base_cpu.describe()
         );
         ours.push(elapsed);
-        without.push(plain);
         theirs.push(base);
         two_steps.push(clone_search);
         our_cpu.push(cpu);
@@ -338,24 +312,20 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
         last = Some(env);
     }
     ours.sort();
-    without.sort();
     theirs.sort();
     two_steps.sort();
-    let (mine, plain, base) = (ours[ours.len() / 2], without[without.len() / 2], theirs[theirs.len() / 2]);
+    let (mine, base) = (ours[ours.len() / 2], theirs[theirs.len() / 2]);
     let two_steps = two_steps[two_steps.len() / 2];
     println!(
-        "cold median against git clone --bare + cold filesystem search {:.0} ms: ratio {:.2}x (without overlap {:.2}x; goal <= 1.15x)",
+        "cold median against git clone --bare + cold filesystem search {:.0} ms: ratio {:.2}x (goal <= 1.15x)",
         ms(two_steps),
-        mine.as_secs_f64() / two_steps.as_secs_f64(),
-        plain.as_secs_f64() / two_steps.as_secs_f64()
+        mine.as_secs_f64() / two_steps.as_secs_f64()
     );
     println!(
-        "cold median: git-agent {:.0} ms, without the fetch overlap {:.0} ms, baseline {:.0} ms, ratio {:.2}x (without overlap {:.2}x; goal <= 1.3x)",
+        "cold median: git-agent {:.0} ms, baseline {:.0} ms, ratio {:.2}x (goal <= 1.3x)",
         ms(mine),
-        ms(plain),
         ms(base),
-        mine.as_secs_f64() / base.as_secs_f64(),
-        plain.as_secs_f64() / base.as_secs_f64()
+        mine.as_secs_f64() / base.as_secs_f64()
     );
     // What 2 cores (or however many there are) can do at best: all the
     // CPU time of both sides spread over every core at once.
@@ -376,15 +346,12 @@ fn cold(fake: &FakeEmbeddings, daemon: &GitDaemon, url: &str, scratch: &Path) ->
     last.expect("at least one round")
 }
 
-/// The `search_timing` and overlap events of a `--debug` run, on one line:
-/// the overlap's files chunked, inputs sent and embedded during the fetch.
+/// The `search_timing` events of a `--debug` run, on one line.
 fn phases(debug: &str) -> String {
-    let timings = events(debug, "search_timing")
-        .map(|event| event.split_once("step=").map_or(event.clone(), |(_, rest)| rest.replace(" duration=", "=")));
-    let overlap = ["search_overlap", "search_overlap_used"].into_iter().flat_map(|kind| {
-        events(debug, kind).map(move |event| format!("[{kind}{}]", event.split_once(kind).unwrap().1))
-    });
-    timings.chain(overlap).collect::<Vec<_>>().join(" ")
+    events(debug, "search_timing")
+        .map(|event| event.split_once("step=").map_or(event.clone(), |(_, rest)| rest.replace(" duration=", "=")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every console event of `kind` in `debug`, its wrapped field lines

@@ -185,8 +185,7 @@ fn git_daemon_freshness_counts_network_contact() {
 
 /// A server without object filters (Git's default): an expression such
 /// as `HEAD~1` on a cold cache resolves after the one main fetch: exactly
-/// one connection and one pack, never an unfiltered preflight followed by
-/// a repeated transfer.
+/// one connection and one pack, never a repeated transfer.
 #[test]
 fn an_expression_on_a_cold_cache_fetches_once() {
     let (env, _fake) = setup();
@@ -230,12 +229,10 @@ fn assert_one_pack_and_no_temporary_storage(env: &TestEnv) {
 }
 
 /// A server that offers object filters: `HEAD~1` on a cold cache is
-/// resolved by a temporary `blob:none` preflight (commits and trees only)
-/// before the main pack, so the commit's files are chunked while that pack
-/// arrives. The preflight's repository is gone afterwards, and the cache
-/// holds the main pack only.
+/// resolved after the one main fetch, as on a server without them; that
+/// fetch asks for the size filter, and the cache holds its pack only.
 #[test]
-fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
+fn an_expression_on_a_filtering_server_is_resolved_after_the_one_filtered_fetch() {
     let (upstream_env, _upstream_fake) = setup();
     let (repo, served, bare) = upstream(&upstream_env);
     allow_filters(&bare);
@@ -243,25 +240,18 @@ fn an_expression_on_a_filtering_server_is_resolved_by_a_blob_none_preflight() {
     let daemon = GitDaemon::start(&served);
     for url in [http.url("upstream.git", None), daemon.url("upstream.git")] {
         let (env, _fake) = setup();
-        let args = ["search", "--debug", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
-        let run = search(&env, &args);
-        let output = json(&run);
+        let args = ["search", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
+        let output = json(&search(&env, &args));
         assert_eq!(output["source"]["rev"], "HEAD~1");
         assert_eq!(output["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim());
         let found = paths(&output);
         assert!(!found.is_empty() && found.iter().all(|path| path == "src/old.go"), "{url}: {found:?}");
-        let chunked: usize = event_field(&run.stderr, "search_overlap", "chunked")
-            .unwrap_or_else(|| panic!("{url}: no overlap: {}", run.stderr))
-            .parse()
-            .unwrap();
-        assert!(chunked >= 1, "{url}: {}", run.stderr);
-        assert_eq!(event_field(&run.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
         assert_one_pack_and_no_temporary_storage(&env);
     }
-    // The HTTP server saw the filter on one of its two pack requests; the
-    // daemon served two connections: the preflight's and the main one.
-    assert_eq!((http.pack_requests(), http.filtered_requests()), (2, 1));
-    assert_eq!(daemon.requests(), 2);
+    // One pack request over HTTP, with the filter; one connection to the
+    // daemon.
+    assert_eq!((http.pack_requests(), http.filtered_requests()), (1, 1));
+    assert_eq!(daemon.requests(), 1);
 }
 
 /// A server that offers object filters keeps the blobs too large to
@@ -460,23 +450,20 @@ fn ssh_remote_verifies_the_host_key() {
 
 /// Over SSH too (the server accepts `GIT_PROTOCOL`, so it speaks protocol
 /// v2): `HEAD~1` on a cold cache of a server offering filters is resolved
-/// by the preflight's own session before the main one, and the fetch
-/// overlaps the build.
+/// after the one main fetch, in one session.
 #[test]
-fn ssh_remote_resolves_an_expression_by_a_preflight() {
+fn ssh_remote_resolves_an_expression_after_the_one_fetch() {
     let (env, _fake) = setup();
     let (repo, _served, bare) = upstream(&env);
     allow_filters(&bare);
     let sshd = SshServer::start(&env.home());
     sshd.trust(&env.home());
     let url = sshd.url(&bare);
-    let args = ["search", "--debug", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
-    let run = search(&env, &args);
-    let output = json(&run);
+    let args = ["search", "--remote", url.as_str(), "--rev", "HEAD~1", "--min-score", "0.01", "old"];
+    let output = json(&search(&env, &args));
     assert_eq!(output["source"]["resolved_rev"], repo.git(&["rev-parse", "HEAD~1"]).trim(), "{}", sshd.log());
-    let chunked = event_field(&run.stderr, "search_overlap", "chunked");
-    assert!(chunked.is_some_and(|chunked| chunked != "0"), "no overlap: {}\n{}", run.stderr, sshd.log());
-    assert_eq!(sshd.sessions(), 2, "the preflight's session and the main one: {}", sshd.log());
+    assert!(paths(&output).iter().all(|path| path == "src/old.go"), "{output}");
+    assert_eq!(sshd.sessions(), 1, "one session: {}", sshd.log());
     assert_one_pack_and_no_temporary_storage(&env);
 }
 
@@ -664,9 +651,6 @@ fn an_embedding_failure_while_production_is_open_cancels_it_and_publishes_nothin
     // the daemon then keeps producing until the build is cancelled.
     env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
     env.set_env("GITAGENTD_TEST_HOLD_PRODUCTION", "1");
-    // The walk after the fetch is the production under test (a failure
-    // during the fetch has a test of its own).
-    env.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
     let (repo, served, _bare) = upstream(&env);
     let server = HttpGit::start(&served, None);
     let url = server.url("upstream.git", None);
@@ -861,53 +845,8 @@ fn events_of(stderr: &str, kind: &str) -> Vec<String> {
     events
 }
 
-/// The value of `field` in the first `--debug` event of `kind`.
-fn event_field(stderr: &str, kind: &str, field: &str) -> Option<String> {
-    let event = events_of(stderr, kind).into_iter().next()?;
-    let prefix = format!("{field}=");
-    event.split_whitespace().find_map(|word| word.strip_prefix(prefix.as_str()).map(str::to_string))
-}
-
-/// A cold search over `git://` and `http://` chunks the selected files
-/// while the pack arrives: the build reads none of them after the fetch,
-/// and finds what a search with the overlap turned off finds.
-#[test]
-fn a_cold_remote_search_chunks_while_the_pack_arrives() {
-    let (env, _fake) = setup();
-    let (repo, served, _bare) = upstream(&env);
-    let daemon = GitDaemon::start(&served);
-    let http = HttpGit::start(&served, None);
-    for url in [daemon.url("upstream.git"), http.url("upstream.git", None)] {
-        let args = ["search", "--debug", "--remote", url.as_str(), "--min-score", "0.01", "flags"];
-        let (overlapped, _fake_a) = setup();
-        let with = search(&overlapped, &args);
-        let output = json(&with);
-        assert_eq!(output["source"]["resolved_rev"], head(&repo).as_str());
-        let chunked: usize = event_field(&with.stderr, "search_overlap", "chunked").unwrap().parse().unwrap();
-        assert!(chunked >= 2, "{url}: files chunked during the fetch: {}", with.stderr);
-        for cpu in ["receive_cpu", "decode_cpu", "chunk_cpu"] {
-            let value = event_field(&with.stderr, "search_overlap", cpu).unwrap_or_default();
-            assert!(value.ends_with('s'), "{url}: {cpu} is a duration: {}", with.stderr);
-        }
-        assert_eq!(event_field(&with.stderr, "search_overlap_used", "read_after_fetch").as_deref(), Some("0"));
-
-        let (mut plain, _fake_b) = setup();
-        plain.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
-        let without = search(&plain, &args);
-        assert!(event_field(&without.stderr, "search_overlap", "chunked").is_none(), "{}", without.stderr);
-        assert_eq!(paths(&output), paths(&json(&without)), "{url}");
-        assert_eq!(output["results"], json(&without)["results"], "{url}");
-    }
-}
-
-/// An upstream whose pack is large enough for its first half to hold the
-/// trees, the root `.gitignore` and whole files in complete side-band
-/// packets (at most 64 KiB each): sixty Go files of barely compressible
-/// text and a file the tree's `.gitignore` excludes.
 /// A cold search's fetch about to be held mid-pack: the upstream of
-/// [`many_files_upstream`] served over HTTP behind `reader:<secret>`,
-/// and an embeddings endpoint taking one input a window, so each selected
-/// file completes windows at once.
+/// [`many_files_upstream`] served over HTTP behind `reader:<secret>`.
 struct HeldFetch {
     env: TestEnv,
     fake: FakeEmbeddings,
@@ -921,8 +860,7 @@ struct HeldFetch {
 }
 
 fn held_fetch(secret: &'static str) -> HeldFetch {
-    let (mut env, fake) = setup();
-    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
+    let (env, fake) = setup();
     let (repo, served) = many_files_upstream(&env);
     let server = HttpGit::start(&served, Some(&format!("reader:{secret}")));
     let url = server.url("many.git", Some(&format!("reader:{secret}")));
@@ -931,6 +869,9 @@ fn held_fetch(secret: &'static str) -> HeldFetch {
     HeldFetch { env, fake, _repo: repo, server, url, sanitized, secret }
 }
 
+/// An upstream whose pack is large enough to be held mid-way by the
+/// server (it holds the second half): sixty Go files of barely
+/// compressible text and a file the tree's `.gitignore` excludes.
 fn many_files_upstream(env: &TestEnv) -> (GitRepo, PathBuf) {
     let repo = env.repo("many");
     repo.write(".gitignore", "*.skip\n");
@@ -961,8 +902,8 @@ fn many_files_upstream(env: &TestEnv) -> (GitRepo, PathBuf) {
     (repo, served)
 }
 
-/// Every `search_fetch` event's detail and embedded count, in order.
-fn fetch_events(stderr: &str) -> Vec<(String, Option<usize>)> {
+/// Every `search_fetch` event's detail, in order.
+fn fetch_events(stderr: &str) -> Vec<String> {
     events_of(stderr, "search_fetch")
         .into_iter()
         .map(|event| {
@@ -971,11 +912,7 @@ fn fetch_events(stderr: &str) -> Vec<(String, Option<usize>)> {
                 Some(quoted) => quoted.split('"').next().unwrap(),
                 None => detail.split_whitespace().next().unwrap(),
             };
-            let embedded = event
-                .split_whitespace()
-                .find_map(|word| word.strip_prefix("embedded="))
-                .map(|value| value.parse().unwrap());
-            (detail.to_string(), embedded)
+            detail.to_string()
         })
         .collect()
 }
@@ -987,32 +924,43 @@ fn objects_received(detail: &str) -> Option<usize> {
     counts.split(": ").nth(1)?.split(['/', ' ']).next()?.parse().ok()
 }
 
-/// The overlap, proven by the servers' own events: with the pack's second
-/// half held back by the git server, embedding requests of selected files
-/// reach the embeddings server. The fetch's `--debug` reports grow (objects,
-/// files chunked, inputs embedded) and carry the sanitized URL only; no
-/// input is embedded twice or for the ignored file; the results equal
-/// those of a search without the overlap.
+/// The fetch's `--debug` reports, proven against the server's own hold:
+/// with the pack's second half held back, a report already counts the
+/// objects received so far; the reports grow to the complete pack and
+/// carry the sanitized URL only. The build after the fetch embeds every
+/// selected file once and nothing of the ignored file.
 #[test]
-fn embedding_requests_go_out_while_the_pack_arrives() {
-    let HeldFetch { env, fake, _repo, server, url, sanitized, secret } = held_fetch("overlap-S3cret");
+fn fetch_reports_grow_while_the_pack_arrives() {
+    use std::io::{BufRead, BufReader};
+    let HeldFetch { env, fake, _repo, server, url, sanitized, secret } = held_fetch("reports-S3cret");
     let args = ["search", "--debug", "--remote", url.as_str(), "--min-score", "0.01", "search flags"];
-    let child = spawn(&env, &args);
+    let mut child = spawn(&env, &args);
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let (stderr, pipe) = (std::sync::Arc::clone(&stderr), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut stderr = stderr.lock().unwrap();
+                stderr.push_str(&line);
+                stderr.push('\n');
+            }
+        })
+    };
+    let receiving = format!("receiving objects from {sanitized}: ");
     assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
-    // The event: chunk embeddings requested while the rest of the pack is
-    // still held by the server.
+    // The event: a report of the objects received while the rest of the
+    // pack is still held by the server.
     assert!(
-        wait_until(DEADLINE, || !fake.chunk_inputs().is_empty()),
-        "no embedding request before the pack's second half was sent"
+        wait_until(DEADLINE, || stderr.lock().unwrap().contains(&receiving)),
+        "no transfer report while the pack was held: {}",
+        stderr.lock().unwrap()
     );
     assert_eq!(server.held(), 1, "the pack is still held");
-    let during = fake.chunk_inputs().len();
     server.release_held();
     let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    reader.join().unwrap();
+    let stderr = stderr.lock().unwrap().clone();
     assert!(output.status.success(), "{stderr}");
-    let found: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert!(during >= 1);
 
     // Nothing embedded twice, nothing of the ignored file.
     let inputs = fake.chunk_inputs();
@@ -1022,93 +970,24 @@ fn embedding_requests_go_out_while_the_pack_arrives() {
     assert_eq!(unique.len(), inputs.len(), "an input was embedded twice");
     assert!(!inputs.iter().any(|input| input.contains("IgnoredByTheTree")), "the ignored file was embedded");
     assert!(inputs.iter().any(|input| input.contains("Handler59")), "every selected file is embedded");
-    let sent: usize = event_field(&stderr, "search_overlap", "inputs_sent").unwrap().parse().unwrap();
-    assert!(sent >= during, "{stderr}");
 
     // Growing, sanitized fetch reports.
     assert!(!stderr.contains(secret), "the password leaked: {stderr}");
     let events = fetch_events(&stderr);
-    let receiving: Vec<&(String, Option<usize>)> =
-        events.iter().filter(|(detail, _)| objects_received(detail).is_some()).collect();
-    assert!(receiving.iter().all(|(detail, _)| detail.contains(&sanitized)), "{events:?}");
-    let objects: Vec<usize> = receiving.iter().map(|(detail, _)| objects_received(detail).unwrap()).collect();
+    let receiving: Vec<&String> = events.iter().filter(|detail| objects_received(detail).is_some()).collect();
+    assert!(receiving.iter().all(|detail| detail.contains(&sanitized)), "{events:?}");
+    let objects: Vec<usize> = receiving.iter().map(|detail| objects_received(detail).unwrap()).collect();
     assert!(objects.windows(2).all(|pair| pair[0] <= pair[1]), "{events:?}");
-    let (last, _) = receiving.last().unwrap();
-    assert!(last.starts_with("received objects"), "{events:?}");
+    assert!(receiving.last().unwrap().starts_with("received objects"), "{events:?}");
     assert!(objects[0] < *objects.last().unwrap(), "no report before the pack was complete: {events:?}");
-    assert!(receiving.iter().any(|(detail, _)| detail.contains("files chunked")), "{events:?}");
-    let embedded: Vec<usize> = events.iter().filter_map(|(_, embedded)| *embedded).collect();
-    assert!(embedded.windows(2).all(|pair| pair[0] <= pair[1]), "{events:?}");
-    assert!(embedded.iter().any(|&count| count > 0), "no fetch report counted inputs embedded during it: {events:?}");
-
-    // The same results as without the overlap.
-    let (mut plain, _plain_fake) = setup();
-    plain.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
-    plain.set_env("GITAGENTD_TEST_NO_FETCH_OVERLAP", "1");
-    server.hold_mid_pack(false);
-    let without = json(&search(&plain, &args));
-    assert_eq!(found["results"], without["results"]);
 }
 
-/// An embedding window failing while the pack is still arriving cancels
-/// the fetch: the search fails with the provider's error while the server
-/// still holds the rest of the pack, and nothing is published; the next
-/// search starts clean and overlaps again.
+/// `--agent` serves the fetch with its sanitized detail and growing
+/// totals while the pack arrives.
 #[test]
-fn an_embedding_failure_during_the_fetch_cancels_it_and_publishes_nothing() {
-    let (mut env, fake) = setup();
-    env.set_env("OPENAI_EMBEDDING_BATCH_INPUTS", "1");
-    let (_repo, served) = many_files_upstream(&env);
-    let server = HttpGit::start(&served, None);
-    let url = server.url("many.git", None);
-    fake.set_mode(Mode::Fail { status: 400, message: "bad input".into() });
-    server.hold_mid_pack(true);
-    let mut child = spawn(&env, &["search", "--remote", &url, "flags"]);
-    assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
-    let mut ended = None;
-    assert!(
-        wait_until(DEADLINE, || {
-            ended = child.try_wait().unwrap();
-            ended.is_some()
-        }),
-        "the failed window did not end the search while the pack was held"
-    );
-    assert_eq!(server.held(), 1, "the pack was still held when the search failed");
-    assert!(fake.requests() >= 1);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("bad input"), "the embedding failure is the reported cause: {stderr}");
-    assert!(!remote_dir(&env).join("remote.json").exists(), "remote.json published after a failed fetch");
-    assert!(manifests(&env).is_empty(), "an index published after a failed fetch");
-    let mut files = Vec::new();
-    collect_files(&remote_dir(&env).join("search"), &mut files);
-    let payload: Vec<&PathBuf> = files
-        .iter()
-        .filter(|path| path.components().any(|part| part.as_os_str() == "vector-store"))
-        .filter(|path| std::fs::metadata(path).is_ok_and(|metadata| metadata.len() > 0))
-        .collect();
-    assert!(payload.is_empty(), "shared vectors written by a failed fetch: {payload:?}");
-    assert!(wait_until(DEADLINE, || env.active_commands() == 0));
-
-    server.release_held();
-    server.hold_mid_pack(false);
-    fake.set_mode(Mode::Words);
-    let retried = search(&env, &["search", "--debug", "--remote", &url, "--min-score", "0.01", "flags"]);
-    let output = json(&retried);
-    assert!(paths(&output).iter().any(|path| path.starts_with("pkg/handler")), "{output}");
-    assert_eq!(manifests(&env).len(), 1);
-    assert!(remote_dir(&env).join("remote.json").is_file());
-    let sent: usize = event_field(&retried.stderr, "search_overlap", "inputs_sent").unwrap().parse().unwrap();
-    assert!(sent > 0, "the retry of a failed first fetch overlaps too: {}", retried.stderr);
-}
-
-/// `--agent` serves the fetch with its sanitized detail while the pack
-/// arrives, and the inputs embedded meanwhile in its counts.
-#[test]
-fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
+fn agent_progress_serves_the_fetch_while_the_pack_arrives() {
     use std::io::{BufRead, BufReader, Read, Write};
-    let HeldFetch { env, fake, _repo, server, url, sanitized, secret } = held_fetch("agent-S3cret");
+    let HeldFetch { env, fake: _fake, _repo, server, url, sanitized, secret } = held_fetch("agent-S3cret");
     let mut child = spawn(&env, &["search", "--agent", "--remote", &url, "flags"]);
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -1123,32 +1002,28 @@ fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
         serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap().trim()).unwrap()
     };
     assert!(wait_until(DEADLINE, || server.held() >= 1), "the fetch reached the middle of the pack");
+    let receiving = format!("receiving objects from {sanitized}: ");
     let mut seen = Vec::new();
-    let embedded_while_held = wait_until(DEADLINE, || {
+    let served_while_held = wait_until(DEADLINE, || {
         let body = progress();
-        // The transfer's reports come at most every 100 ms: the files
-        // chunked join the detail shortly after the first vectors.
         let ready = body["status"] == "fetching"
-            && body["done"].as_u64().is_some_and(|done| done > 0)
-            && body["detail"].as_str().is_some_and(|detail| detail.contains("files chunked"));
+            && body["detail"].as_str().is_some_and(|detail| detail.starts_with(&receiving));
         seen.push(body);
         ready
     });
     assert!(
-        embedded_while_held,
-        "no fetching status with inputs embedded: {:?}",
+        served_while_held,
+        "no fetching status with the transfer's totals: {:?}",
         &seen[seen.len().saturating_sub(3)..]
     );
-    let body = seen.last().unwrap().clone();
-    let detail = body["detail"].as_str().unwrap();
-    assert!(detail.starts_with(&format!("receiving objects from {sanitized}: ")), "{body}");
-    assert!(body["total"].as_u64().unwrap() >= body["done"].as_u64().unwrap(), "{body}");
     assert_eq!(server.held(), 1, "the pack is still held");
-    assert!(!fake.chunk_inputs().is_empty());
     // The totals only grow.
-    let done: Vec<u64> =
-        seen.iter().filter(|body| body["status"] == "fetching").filter_map(|body| body["done"].as_u64()).collect();
-    assert!(done.windows(2).all(|pair| pair[0] <= pair[1]), "{seen:?}");
+    let objects: Vec<usize> = seen
+        .iter()
+        .filter(|body| body["status"] == "fetching")
+        .filter_map(|body| body["detail"].as_str().and_then(objects_received))
+        .collect();
+    assert!(objects.windows(2).all(|pair| pair[0] <= pair[1]), "{seen:?}");
     server.release_held();
     let status = child.wait().unwrap();
     let mut rest = String::new();
@@ -1160,8 +1035,8 @@ fn agent_progress_serves_the_fetch_and_the_inputs_embedded_during_it() {
 }
 
 /// On an interactive stderr the fetch is one transient line, rewritten in
-/// place with the growing totals (files chunked, inputs embedded during
-/// the fetch), carrying the sanitized URL only, and cleared before stdout.
+/// place with the growing transfer totals, carrying the sanitized URL
+/// only, and cleared before stdout.
 #[test]
 fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
     use std::io::Read;
@@ -1190,13 +1065,10 @@ fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
         })
     };
     let shown = || String::from_utf8_lossy(&terminal.lock().unwrap()).into_owned();
-    // The event: a fetch line counting inputs embedded while the pack is
-    // still held.
-    assert!(
-        wait_until(DEADLINE, || shown().contains("inputs embedded")),
-        "no fetch line with inputs embedded: {:?}",
-        shown()
-    );
+    let fetching = format!("search: fetching receiving objects from {sanitized}: ");
+    // The event: a fetch line counting the objects received while the
+    // pack is still held.
+    assert!(wait_until(DEADLINE, || shown().contains(&fetching)), "no fetch line with totals: {:?}", shown());
     assert_eq!(server.held(), 1, "the pack is still held");
     server.release_held();
     let output = child.wait_with_output().unwrap();
@@ -1207,8 +1079,8 @@ fn terminal_progress_rewrites_the_fetch_line_and_clears_it() {
     let terminal = shown();
     assert!(!terminal.contains(secret), "the password leaked: {terminal:?}");
     let lines: Vec<&str> = terminal.split("\r\x1b[2K").filter(|line| !line.is_empty()).collect();
-    let fetching = format!("search: fetching receiving objects from {sanitized}: ");
-    let during: Vec<&&str> = lines.iter().filter(|line| line.starts_with(&fetching)).collect();
-    assert!(during.iter().any(|line| line.contains("files chunked") && line.contains("inputs embedded")), "{lines:?}");
+    let counted =
+        |line: &&str| line.starts_with(&fetching) && objects_received(&line["search: fetching ".len()..]).is_some();
+    assert!(lines.iter().any(counted), "{lines:?}");
     assert!(terminal.ends_with("\r\x1b[2K"), "the progress line is cleared: {terminal:?}");
 }
