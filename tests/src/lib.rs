@@ -63,27 +63,30 @@ fn assert_test_hooks(daemon: &Path) {
     );
 }
 
-/// Panics when a source file of the binaries is newer than `binary`: a
-/// `cargo test -p git-agent-tests` alone does not rebuild them, and a stale
-/// binary would make the tests check old code.
+/// Panics when a source file of `binary` is newer than it: a
+/// `cargo test -p git-agent-tests` alone does not rebuild the binaries, and
+/// a stale one would make the tests check old code. Each binary is judged
+/// by the crates it is built from: the client by proto, shared and its own
+/// crate; the daemon by those and every crate under gitagentd/.
 fn assert_fresh(binary: &Path) {
-    static NEWEST_SOURCE: std::sync::OnceLock<Option<std::time::SystemTime>> = std::sync::OnceLock::new();
-    let newest = NEWEST_SOURCE.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+    static NEWEST: std::sync::OnceLock<[Option<std::time::SystemTime>; 2]> = std::sync::OnceLock::new();
+    let [client, daemon] = *NEWEST.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_path_buf();
+        let newest = |dirs: &[PathBuf]| dirs.iter().filter_map(|dir| newest_modification(dir)).max();
+        let common = ["proto", "shared/src"].map(|dir| root.join(dir));
+        let client = newest(&[common.as_slice(), &[root.join("git-agent-client/src")]].concat());
         // The daemon's crates: gitagentd/src and gitagentd/<crate>/src.
-        let daemon_crates =
-            std::fs::read_dir(root.join("gitagentd")).ok()?.flatten().map(|entry| entry.path().join("src"));
-        ["proto", "shared/src", "gitagentd/src", "git-agent-client/src"]
-            .iter()
-            .map(|dir| root.join(dir))
-            .chain(daemon_crates.filter(|dir| dir.is_dir()))
-            .filter_map(|dir| newest_modification(&dir))
-            .max()
+        let daemon_crates: Vec<PathBuf> = std::fs::read_dir(root.join("gitagentd"))
+            .map(|entries| entries.flatten().map(|entry| entry.path().join("src")).filter(|dir| dir.is_dir()).collect())
+            .unwrap_or_default();
+        let daemon = newest(&[common.as_slice(), &[root.join("gitagentd/src")], &daemon_crates].concat());
+        [client, daemon]
     });
+    let newest = if binary.file_name().is_some_and(|name| name == "git-agent") { client } else { client.max(daemon) };
     let built = std::fs::metadata(binary).and_then(|meta| meta.modified()).ok();
     if let (Some(newest), Some(built)) = (newest, built) {
         assert!(
-            *newest <= built,
+            newest <= built,
             "{} is older than its sources; run `cargo test` at the workspace root (or `cargo build --bins` first)",
             binary.display()
         );

@@ -548,6 +548,21 @@ struct Produced {
 }
 
 /// The progress of index embedding: a debug event and the status line.
+/// The walk's end of the embedding stream. The walk drops it when it has
+/// found every file: counting ends then, before the stream closes, so the
+/// last window (sent on the close) already carries the final total.
+struct WalkSink {
+    sender: tokio::sync::mpsc::Sender<Vec<(chunking::Hash32, String)>>,
+    counting: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for WalkSink {
+    fn drop(&mut self) {
+        // Runs before the sender field is dropped.
+        self.counting.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Reports a completed embeddings batch. While `counting`, the walk is
 /// still finding files, so `done.total` is only what it found so far.
 fn report_embedding(feedback: &Feedback, done: embeddings::BatchDone, reused: usize, counting: bool) {
@@ -753,17 +768,18 @@ impl SearchService {
         let build_cancel = cancel.child_token();
         let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<(chunking::Hash32, String)>>(STREAM_FILES_QUEUED);
         // A warm-only search embeds nothing.
+        // Until the walk ends, the embedding total is what it has found so
+        // far, and progress says so.
+        let counting = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let sink = if request.warm_only {
             // The stream ends at once.
             drop(sender);
             None
         } else {
-            let sink: refresh::InputSink = Box::new(move |inputs| sender.blocking_send(inputs).is_ok());
+            let walk = WalkSink { sender, counting: Arc::clone(&counting) };
+            let sink: refresh::InputSink = Box::new(move |inputs| walk.sender.blocking_send(inputs).is_ok());
             Some(sink)
         };
-        // Until production ends, the embedding total is what the walk has
-        // found so far, and progress says so.
-        let counting = std::sync::atomic::AtomicBool::new(true);
         let production = async {
             let produced = self.produce(&request, selection, sink, started, &feedback, &build_cancel).await;
             counting.store(false, std::sync::atomic::Ordering::Relaxed);
