@@ -2,16 +2,14 @@
 //! given folders (at most 1 MiB, UTF-8, `.git` and `node_modules` left
 //! out), then cuts each into search chunks on this one thread, and prints
 //! MB/s per language and overall beside the time the reads took. Then,
-//! per language with a grammar, the outline's parse alone, measured back
-//! to back with every byte parsed and with callable bodies left out (the
-//! chunker's fast path), and how many files the two disagree on. Last,
-//! the hashing of every chunk body's terms (the search's term statistics,
+//! per language with a grammar, the outline's parse alone. Last, the
+//! hashing of every chunk body's terms (the search's term statistics,
 //! `ranking::for_each_term_hash`) with each thread's word memo and without
 //! it (`for_each_term_hash_direct`), alternating file by file.
 //!
 //! `cargo run --release -p gitagent-search --features bench --example bench-chunking -- <dir>...`
 
-use gitagent_search::syntax::{self, Parse};
+use gitagent_search::syntax;
 use gitagent_search::{chunking, ranking};
 
 /// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
@@ -45,10 +43,10 @@ fn main() {
     let mut by_language: BTreeMap<String, (usize, usize, usize, Duration)> = BTreeMap::new();
     let mut bytes = 0;
     let mut chunks = 0;
-    let parses = compare_parses(&files);
+    let parses = time_parses(&files);
     let mut chunked_files = Vec::with_capacity(files.len());
-    // The total is the chunking alone: the parse comparison above is timed
-    // on its own.
+    // The total is the chunking alone: the outlines above are timed on
+    // their own.
     let started = Instant::now();
     for (path, text) in files {
         let language = chunking::language_for_path(&path).unwrap_or("other").to_string();
@@ -89,21 +87,17 @@ fn main() {
         bytes as f64 / 1e6 / read.as_secs_f64().max(1e-9),
     );
     println!();
-    println!("outline parse alone, one core, full then fast path back to back per file");
-    println!("{:<12} {:>6} {:>9} {:>11} {:>11} {:>8}", "language", "files", "MB", "full MB/s", "fast MB/s", "differ");
+    println!("outline parse alone, one core");
+    println!("{:<12} {:>6} {:>9} {:>9} {:>9}", "language", "files", "MB", "outlined", "MB/s");
     for (language, entry) in &parses {
         println!(
-            "{:<12} {:>6} {:>9.2} {:>11.1} {:>11.1} {:>8}",
+            "{:<12} {:>6} {:>9.2} {:>9} {:>9.1}",
             language,
             entry.files,
             entry.bytes as f64 / 1e6,
-            entry.bytes as f64 / 1e6 / entry.full.as_secs_f64().max(1e-9),
-            entry.bytes as f64 / 1e6 / entry.fast.as_secs_f64().max(1e-9),
-            entry.differ.len(),
+            entry.outlined,
+            entry.bytes as f64 / 1e6 / entry.took.as_secs_f64().max(1e-9),
         );
-        for path in entry.differ.iter().take(5) {
-            println!("    differs: {path}");
-        }
     }
     println!();
     compare_term_hashing(&chunked_files);
@@ -148,32 +142,25 @@ fn compare_term_hashing(files: &[chunking::ChunkedFile]) {
 struct Parses {
     files: usize,
     bytes: usize,
-    full: Duration,
-    fast: Duration,
-    differ: Vec<String>,
+    /// Files with an outline (the others stay line windows).
+    outlined: usize,
+    took: Duration,
 }
 
-/// Each file with a grammar outlined with a full parse and with the fast
-/// path, alternating so that both see the same machine load.
-fn compare_parses(files: &[(String, String)]) -> BTreeMap<String, Parses> {
+/// Each file with a grammar outlined, timed per language.
+fn time_parses(files: &[(String, String)]) -> BTreeMap<String, Parses> {
     let mut by_language: BTreeMap<String, Parses> = BTreeMap::new();
     for (path, text) in files {
         let Some(language) = syntax::language_label(path) else { continue };
         let text = chunking::normalize(text.clone());
         let started = Instant::now();
-        let full = syntax::outline_with(path, &text, Parse::Full);
-        let full_took = started.elapsed();
-        let started = Instant::now();
-        let fast = syntax::outline_with(path, &text, Parse::Elided);
-        let fast_took = started.elapsed();
+        let outline = syntax::outline(path, &text);
+        let took = started.elapsed();
         let entry = by_language.entry(language.to_string()).or_default();
         entry.files += 1;
         entry.bytes += text.len();
-        entry.full += full_took;
-        entry.fast += fast_took;
-        if full != fast {
-            entry.differ.push(path.clone());
-        }
+        entry.outlined += usize::from(outline.is_some());
+        entry.took += took;
     }
     by_language
 }

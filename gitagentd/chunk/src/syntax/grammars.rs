@@ -20,9 +20,8 @@ pub enum Role {
     /// A declaration of this kind only when it has a `body` (a Java enum
     /// constant with a class body, `FOO { @Override ... }`): its whole
     /// text, methods and all, is one chunk. Without a body it stays in
-    /// its container's chunk, like a field. Its methods are not members:
-    /// the fast parse leaves out a `{...}` after `)` (see `elide`), so
-    /// `FOO(1) { ... }` shows no members there, and both parses must agree.
+    /// its container's chunk, like a field. Its methods are not members
+    /// of their own: they stay in the constant's chunk.
     BodiedDecl(&'static str),
 }
 

@@ -6,9 +6,10 @@
 //! (namespaces, modules). Markdown has no grammar here: [`markdown`] cuts
 //! it at its headings.
 //!
-//! Only the top of the tree is visited: the root's children, and the
-//! members of containers and namespaces, with one cursor; bodies are never
-//! walked. Each thread keeps one parser per language.
+//! Every file is parsed whole. Only the top of the tree is visited: the
+//! root's children, and the members of containers and namespaces, with
+//! one cursor; bodies are never walked. Each thread keeps one parser per
+//! language.
 //!
 //! A file whose root has a syntax error among its direct children, that
 //! the parser gives up on, or without any declaration has no outline: the
@@ -16,8 +17,6 @@
 //! left out (its lines fall between declarations).
 //! This module never decides chunk sizes; [`super::chunking`] does.
 
-#[cfg_attr(not(feature = "syntax"), allow(dead_code))]
-mod elide;
 mod grammars;
 pub mod markdown;
 
@@ -63,32 +62,17 @@ pub fn built_in_labels() -> Vec<&'static str> {
     grammars::all().iter().map(|grammar| grammar.feature).collect()
 }
 
-/// The outline of `text` (normalized) read from `path`; `None` when no
-/// grammar handles the path or the file does not parse.
+/// The outline of `text` (normalized) read from `path`, from a parse of
+/// the whole file; `None` when no grammar handles the path or the file
+/// does not parse.
 pub fn outline(path: &str, text: &str) -> Option<Outline> {
-    outline_with(path, text, Parse::Elided)
-}
-
-/// How much of a file tree-sitter reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Parse {
-    /// Every byte.
-    Full,
-    /// All but the callable bodies [`elide`] finds, falling back to
-    /// [`Parse::Full`] when it finds none or the rest has a syntax error.
-    Elided,
-}
-
-/// [`outline`] with the parse chosen: the fast path's tests and the
-/// throughput harness compare both.
-pub fn outline_with(path: &str, text: &str, parse: Parse) -> Option<Outline> {
     let grammar = grammars::for_path(path)?;
-    parse_outline(grammar, text, parse)
+    parse_outline(grammar, text)
 }
 
 #[cfg(feature = "syntax")]
-fn parse_outline(grammar: &'static Grammar, text: &str, parse: Parse) -> Option<Outline> {
-    let (tree, _) = parse_tree(grammar, text, parse)?;
+fn parse_outline(grammar: &'static Grammar, text: &str) -> Option<Outline> {
+    let tree = parse_tree(grammar, text)?;
     let root = tree.root_node();
     if root.has_error() {
         let mut cursor = root.walk();
@@ -104,18 +88,14 @@ fn parse_outline(grammar: &'static Grammar, text: &str, parse: Parse) -> Option<
     Some(Outline { decls: walker.decls })
 }
 
-/// The tree of `text`, and whether bodies were left out of it.
+/// The tree of `text`, with this thread's parser for the grammar.
 #[cfg(feature = "syntax")]
-fn parse_tree(grammar: &'static Grammar, text: &str, parse: Parse) -> Option<(tree_sitter::Tree, bool)> {
+fn parse_tree(grammar: &'static Grammar, text: &str) -> Option<tree_sitter::Tree> {
     use std::cell::RefCell;
     thread_local! {
         static PARSERS: RefCell<Vec<(&'static str, tree_sitter::Parser)>> = const { RefCell::new(Vec::new()) };
     }
     use_the_daemon_allocator();
-    let included = match parse {
-        Parse::Elided => included_ranges(grammar, text),
-        Parse::Full => None,
-    };
     PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
         let position = match parsers.iter().position(|(label, _)| *label == grammar.feature) {
@@ -128,80 +108,12 @@ fn parse_tree(grammar: &'static Grammar, text: &str, parse: Parse) -> Option<(tr
             }
         };
         let parser = &mut parsers[position].1;
-        if let Some(ranges) = included {
-            let tree = match parser.set_included_ranges(&ranges) {
-                Ok(()) => parser.parse(text, None),
-                Err(_) => None,
-            };
-            // An empty list is the whole file again.
-            let _ = parser.set_included_ranges(&[]);
-            match tree {
-                Some(tree) if !tree.root_node().has_error() => return Some((tree, true)),
-                Some(_) => {}
-                None => parser.reset(),
-            }
-        }
         let tree = parser.parse(text, None);
         if tree.is_none() {
             parser.reset();
         }
-        tree.map(|tree| (tree, false))
+        tree
     })
-}
-
-/// For the fast path's tests: whether `text` was parsed without its
-/// bodies, and whether its full parse has a syntax error anywhere.
-#[cfg(all(test, feature = "syntax"))]
-fn parse_facts(path: &str, text: &str) -> (bool, bool) {
-    let grammar = grammars::for_path(path).expect("a grammar for the path");
-    let elided = parse_tree(grammar, text, Parse::Elided).is_some_and(|(_, elided)| elided);
-    let error = parse_tree(grammar, text, Parse::Full).is_none_or(|(tree, _)| tree.root_node().has_error());
-    (elided, error)
-}
-
-/// The ranges of `text` to parse when [`elide`] finds bodies to leave
-/// out; `None` when it finds none.
-#[cfg(feature = "syntax")]
-fn included_ranges(grammar: &'static Grammar, text: &str) -> Option<Vec<tree_sitter::Range>> {
-    let gaps = elide::gaps(grammar.feature, text)?;
-    if gaps.is_empty() {
-        return None;
-    }
-    let bytes = text.as_bytes();
-    // The point of each gap's ends, counting lines once through the file.
-    let mut row = 0;
-    let mut line_start = 0;
-    let mut counted = 0;
-    let mut point = |offset: usize| {
-        for (index, &byte) in bytes[counted..offset].iter().enumerate() {
-            if byte == b'\n' {
-                row += 1;
-                line_start = counted + index + 1;
-            }
-        }
-        counted = offset;
-        tree_sitter::Point { row, column: offset - line_start }
-    };
-    let mut ranges = Vec::with_capacity(gaps.len() + 1);
-    let mut start = (0, point(0));
-    for gap in gaps {
-        let end = point(gap.start);
-        ranges.push(tree_sitter::Range {
-            start_byte: start.0,
-            end_byte: gap.start,
-            start_point: start.1,
-            end_point: end,
-        });
-        start = (gap.end, point(gap.end));
-    }
-    let end = point(bytes.len());
-    ranges.push(tree_sitter::Range {
-        start_byte: start.0,
-        end_byte: bytes.len(),
-        start_point: start.1,
-        end_point: end,
-    });
-    Some(ranges)
 }
 
 // The C allocator of the daemon's Rust allocator (see `main.rs` and
@@ -234,7 +146,7 @@ fn use_the_daemon_allocator() {
 }
 
 #[cfg(not(feature = "syntax"))]
-fn parse_outline(_: &'static Grammar, _: &str, _: Parse) -> Option<Outline> {
+fn parse_outline(_: &'static Grammar, _: &str) -> Option<Outline> {
     None
 }
 
@@ -552,8 +464,6 @@ fn first_line_of(text: &str) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-#[cfg(all(test, feature = "syntax"))]
-mod differential;
 #[cfg(test)]
 mod golden;
 #[cfg(test)]

@@ -227,8 +227,7 @@ public class Parser {
 }
 
 /// An enum constant with a class body is a declaration of its own (its
-/// methods inside it), whichever parse read the file; one without a
-/// body stays in the enum's header.
+/// methods inside it); one without a body stays in the enum's header.
 #[cfg(feature = "lang-java")]
 #[test]
 fn java_enum_constants_with_bodies() {
@@ -242,15 +241,6 @@ fn java_enum_constants_with_bodies() {
         d("method NamingPolicy.upperFirst", 32, 34),
     ];
     assert_eq!(decls("src/NamingPolicy.java", source), expected);
-    let full = outline_with("src/NamingPolicy.java", source, Parse::Full).expect("an outline");
-    let full: Vec<_> = full
-        .decls
-        .iter()
-        .map(|decl| (format!("{} {}", decl.kind, decl.name), decl.start_line, decl.end_line))
-        .collect();
-    assert_eq!(full, expected);
-    // The fast parse did leave the long constant body out.
-    assert!(parse_facts("src/NamingPolicy.java", source).0);
 }
 
 #[cfg(feature = "lang-c")]
