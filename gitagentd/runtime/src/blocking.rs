@@ -42,7 +42,7 @@ where
         })
     };
     let result = tokio::task::spawn_blocking(move || {
-        hooks::delay(what);
+        test_delay(what);
         work(&interrupt)
     })
     .await;
@@ -58,41 +58,19 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     tokio::task::spawn_blocking(move || {
-        hooks::delay(what);
+        test_delay(what);
         work()
     })
     .await
     .map_err(|source| BlockingError::Stopped { what, source })
 }
 
-/// Test-only: `GITAGENTD_TEST_SLOW_BLOCKING=<what>=<milliseconds>` in the
-/// daemon's environment delays every blocking call named `<what>`, so a
-/// test can prove that slow blocking work never holds up other callers.
-#[cfg(feature = "test-hooks")]
-mod hooks {
-    use std::sync::OnceLock;
-    use std::time::Duration;
-
-    pub const SLOW_BLOCKING: &str = "GITAGENTD_TEST_SLOW_BLOCKING";
-
-    pub fn delay(what: &str) {
-        static CONFIGURED: OnceLock<Option<(String, Duration)>> = OnceLock::new();
-        let configured = CONFIGURED.get_or_init(|| {
-            let value = std::env::var(SLOW_BLOCKING).ok()?;
-            let (name, millis) = value.rsplit_once('=')?;
-            Some((name.to_string(), Duration::from_millis(millis.parse().ok()?)))
-        });
-        if let Some((name, delay)) = configured
-            && name == what
-        {
-            std::thread::sleep(*delay);
-        }
+/// Holds blocking work back where a test asks for it
+/// ([`crate::test_hooks::slow_blocking`]).
+fn test_delay(what: &str) {
+    if let Some(delay) = crate::test_hooks::slow_blocking(what) {
+        std::thread::sleep(delay);
     }
-}
-
-#[cfg(not(feature = "test-hooks"))]
-mod hooks {
-    pub fn delay(_what: &str) {}
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! bounded output, deadlines, whole process groups killed) and [`trace`]
 //! (a command's step events and their console rendering), [`output`] (what
 //! a command sends back to its caller) and [`memory`] (freed memory
-//! returned to the system); [`http`] is the one HTTP server stack of the
+//! returned to the system); [`test_hooks`] holds every test-only switch;
+//! [`http`] is the one HTTP server stack of the
 //! daemon's small endpoints.
 
 pub mod blocking;
@@ -12,4 +13,5 @@ pub mod http;
 pub mod memory;
 pub mod output;
 pub mod subprocess;
+pub mod test_hooks;
 pub mod trace;

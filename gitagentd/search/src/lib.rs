@@ -520,12 +520,7 @@ impl Default for SearchService {
     /// the daemon's own environment; everything else comes from each
     /// invocation.
     fn default() -> Self {
-        #[cfg(feature = "test-hooks")]
-        let crash_at = std::env::var(git_agent_shared::environment::vars::GITAGENTD_SEARCH_CRASH_AT)
-            .ok()
-            .and_then(|value| CrashPoint::parse(&value));
-        #[cfg(not(feature = "test-hooks"))]
-        let crash_at = None;
+        let crash_at = gitagent_runtime::test_hooks::search_crash_at().and_then(|value| CrashPoint::parse(&value));
         Self::new(crash_at)
     }
 }

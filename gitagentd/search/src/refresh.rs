@@ -305,14 +305,12 @@ impl<'a> Early<'a> {
     }
 }
 
-/// Test-only: `GITAGENTD_TEST_HOLD_PRODUCTION` in the daemon's environment
-/// keeps the first build of the daemon's life producing, after its first
+/// Keeps the first build of the daemon's life producing, after its first
 /// file with streamed inputs, until the build is cancelled (at most 60 s),
-/// so a test can fail an embedding window while production is open.
-#[cfg(feature = "test-hooks")]
+/// where a test asks for it ([`gitagent_runtime::test_hooks::hold_production`]).
 fn hold_production(cancelled: &dyn Fn() -> bool) {
     static HELD: AtomicBool = AtomicBool::new(false);
-    if std::env::var_os("GITAGENTD_TEST_HOLD_PRODUCTION").is_none() || HELD.swap(true, Ordering::SeqCst) {
+    if !gitagent_runtime::test_hooks::hold_production() || HELD.swap(true, Ordering::SeqCst) {
         return;
     }
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -320,9 +318,6 @@ fn hold_production(cancelled: &dyn Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
-
-#[cfg(not(feature = "test-hooks"))]
-fn hold_production(_cancelled: &dyn Fn() -> bool) {}
 
 /// Step 1: walk, read what changed, resolve vectors. With a `sink`, new
 /// embedding inputs are handed to it as the walk's threads chunk each

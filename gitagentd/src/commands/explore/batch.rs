@@ -82,8 +82,7 @@ impl Policy {
     /// `test-hooks` feature a quorum from
     /// `GITAGENTD_TEST_EXPLORE_QUORUM` in the daemon's environment.
     fn from_environment() -> Self {
-        #[cfg(feature = "test-hooks")]
-        if let Some(quorum) = std::env::var("GITAGENTD_TEST_EXPLORE_QUORUM").ok().and_then(|v| v.parse().ok()) {
+        if let Some(quorum) = gitagent_runtime::test_hooks::explore_quorum() {
             return Self { quorum, ..Self::default() };
         }
         Self::default()
