@@ -9,8 +9,9 @@
 //!
 //! `cargo run --release -p gitagent-search --features bench --example bench-chunking -- <dir>...`
 
+use gitagent_search::chunking;
+use gitagent_search::rank::ranking;
 use gitagent_search::syntax;
-use gitagent_search::{chunking, ranking};
 
 /// The daemon's allocator (`gitagentd/src/main.rs`), so the figure is the
 /// daemon's.

@@ -1,22 +1,25 @@
 //! `git-agent search` in filesystem mode, owned by the daemon.
 //!
 //! The daemon holds, per user, the global index single flight (one index
-//! production at a time per metadata root, in this process and, through
-//! the `search-index-producer.lock` flock, against any other process), a
-//! cache of [`live::LiveIndex`] views that stay mapped between searches
+//! production at a time per metadata root, in this process and, through the
+//! `search-index-producer.lock` flock, against any other process), a cache
+//! of [`index::live::LiveIndex`] views that stay mapped between searches
 //! (dropped when their files change on disk or the cache is full), the
 //! query history databases, and the embeddings connection pool.
 //!
 //! A search: resolve the project and index folder from the caller's
-//! directory and environment; take the single flight; bring the index up
-//! to date ([`refresh`]), embedding what is missing; publish; release the
-//! single flight; then embed (or recall) the query, rank ([`query`]) and
-//! record the query in the index's history. Module map: [`discovery`],
-//! [`textkind`], [`paths`] choose files; [`chunking`] and `gitagent_golang` cut
-//! them; [`bodies`] snapshots their text; [`embeddings`] talks to the
-//! endpoint; [`store`] owns the on-disk format; [`ranking`] scores;
-//! [`history`] remembers queries; [`output`] renders; [`progress`]
-//! reports.
+//! directory and environment; take the single flight; bring the index up to
+//! date ([`index::refresh`]), embedding what is missing; publish; release
+//! the single flight; then embed (or recall) the query, rank
+//! ([`rank::query`]) and record the query in the index's history. The
+//! folders follow those phases. [`source`]: [`source::discovery`] (with
+//! [`textkind`] and [`paths`]), [`source::revision`] and [`source::remote`]
+//! choose files; [`chunking`] and `gitagent_golang` cut them. [`index`]:
+//! [`index::bodies`] snapshots their text, [`index::embeddings`] talks to
+//! the endpoint, [`index::refresh`] brings an index up to date,
+//! [`index::store`] owns the on-disk format. [`rank`]: [`rank::ranking`]
+//! scores, [`rank::query`] ranks, [`rank::history`] remembers queries.
+//! [`report`]: [`report::output`] renders, [`report::progress`] reports.
 //!
 //! # The search crate in detail
 //!
@@ -30,59 +33,50 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `paths` | `--scope` normalization and membership, the dot-path rule and its scope opt-in, `--code` extensions, `--no-tests` rules |
-//! | `discovery` | the walk (every folder a job on a few threads, files stat'ed while their folder is open, results joined in walk order; a `FileWork` runs on wanted files as soon as their folder is listed): dot paths, `.gitignore`/`.gitagentignore` precedence (deeper folder first, `.gitagentignore` over `.gitignore`, ignored folders never entered, built-in list last), symlinks, non-regular and oversized files; `read_candidate` adds the binary and text checks (`textkind`) |
+//! | `source::discovery` | the walk (every folder a job on a few threads, files stat'ed while their folder is open, results joined in walk order; a `FileWork` runs on wanted files as soon as their folder is listed): dot paths, `.gitignore`/`.gitagentignore` precedence (deeper folder first, `.gitagentignore` over `.gitignore`, ignored folders never entered, built-in list last), symlinks, non-regular and oversized files; `read_candidate` adds the binary and text checks (`textkind`) |
+//! | `source::revision` | `--rev`: gix resolution to a commit, the committed tree as a source (the filesystem rules on tree entries, ignore files from the tree's blobs, sizes from object headers, blobs read on a few threads, each with its own handle; bare repositories too), the per-commit index folder `search/revs/<commit>/` |
+//! | `source::remote` | `--remote`: the bare cache `remotes/<sha>/repo.git` and `remote.json`; fetched with gix (an unnamed in-memory remote, so credentials in the URL are never written; SSH through the system OpenSSH in batch mode with strict host keys) on first use, after 15 minutes, with `--reindex` or for an unresolved revision; resolution under the single flight (an expression such as `HEAD~1` on a cold cache after the one main fetch), `remote.json` written after the index is published; the transfer's growing totals (objects, bytes, resolved deltas) come from a small implementation of gix's progress tree and are reported by a thread beside `receive`. A server offering object filters (noted from the v2 handshake) is asked for `blob:limit` (blobs over 1 MiB stay there); the cache's `git-agent-blob-limit` file says so, and `revision::TreeSource` then counts an absent blob as oversized; an ignore file of the searched tree left on the server is fetched by object id into `ignore-blobs.git` (removed on every path) and its pack moved into the cache before the walk; `git-agent-ignore-files-checked` notes the last commit found complete, so its warm searches walk no tree |
+//! | `source::filter_transport` | the transport wrapper every fetch goes through: it notes whether the handshake offers object filters and, when asked, adds `filter <spec>` after the delimiter of each protocol v2 `fetch` request (gix 0.90 cannot ask for it) |
 //! | `chunking`, `golang`, `syntax` | normalized text into chunks: Go declarations through a small lexer that steps over bodies a 64-byte block at a time (generated Go recognised from its heading alone); the declarations of Rust, Python, JavaScript/JSX, TypeScript/TSX, Java, C, C++, C#, Ruby, PHP, Kotlin, Swift, Scala and shell through tree-sitter (`syntax`: one grammar per `lang-*` cargo feature, all on by default; only the top of the tree and container members are visited, one parser per language per thread, tree-sitter's C allocations through mimalloc; every file parsed whole; a golden test pins the output over fixture files per language), with methods as chunks of their own carrying their class/impl/trait line as context, every function or method a chunk of its own and only tiny non-callable neighbours (constants, fields) merged, long declarations windowed with their signature line; Markdown cut at its headings; else 80-line windows. The exact capped embedding input and its SHA-256; the chunker version (rules + built-in languages) goes into each manifest so an index of another chunker is refreshed, reusing every vector whose input is unchanged; the body checksum a record stores is computed only when the record is written (on a few threads, reading only that chunk's bytes of the snapshot) |
-//! | `bodies` | chunk body snapshots: unnamed 0600 temporary files, mapped read-only |
-//! | `spool` | new vectors as their embeddings batches arrive: an unnamed 0600 temporary file read back one vector at a time during publication, so a build never holds every new vector in the heap |
-//! | `cache` | the bounded least-recently-used folder caches of `SearchService` (count and byte budget) |
-//! | `embeddings` | `/v1/embeddings`: batching by inputs and characters, bounded concurrency, split on rejection, retry on transient failure; vectors asked for as base64, number lists read alike, endpoints that reject base64 remembered and asked for numbers |
-//! | `store` | the on-disk format (manifest v3, `vectors.index.json`, shared `vector-store` payload and catalog generations), the publication protocol (new vectors appended a mebibyte at a time, then the payload synced while the catalog generation and the records are written and synced into unpublished temporary files on threads of their own; then renamed in order, the manifest last; a failure removes what was staged), locks (index lock, then the vector-store lock as the lifecycle lock: every reader and writer, never reversed), fault injection |
-//! | `live` | `LiveIndex`: an immutable view of one physical index (records, mapped vectors, norms, the first usable record of each input hash as a sorted index) linked to the file versions it was matched against (each `FileContent` keeps its chunks and, once searched, its term statistics), plus a memo of its recent rankings |
-//! | `records` | a snapshot's records in memory: one flat row each (interned paths, sources, blobs and models; hashes as bytes; `c000001` ids as numbers; the derived vector key as a flag), about 160 bytes a record instead of 500, reading back exactly what `vectors.index.json` holds |
-//! | `refresh` | bringing a view up to date: one pass that walks and, on the walk's threads, reads and chunks what changed into each thread's snapshot segment (outcomes kept in walk order), handing each new embedding input to the embedder as soon as its file is chunked; resolve vectors (this index, then other complete indexes of the metadata root), publish |
-//! | `ranking`, `query` | terms (per file: each term hash once, then the chunks it occurs in; each thread memoizes word → stemmed term hash), BM25, cosine (AVX2/FMA when available), the hybrid score (query terms without English function words, symbol terms from the name only (plus the starts and ends of run-together name words, as matches), scored as the cosine of the name's and the query's term sets; BM25 squashed by the query's term count; `Fusion`: lexical weight, optional per-query cosine normalization; `settings::Ranking` from `GIT_AGENT_SEARCH_*`, query framing) and its order; measured with `tests/src/bin/bench-search-quality.rs` on `tests/corpora/` |
-//! | `remote` | `--remote`: the bare cache `remotes/<sha>/repo.git` and `remote.json`; fetched with gix (an unnamed in-memory remote, so credentials in the URL are never written; SSH through the system OpenSSH in batch mode with strict host keys) on first use, after 15 minutes, with `--reindex` or for an unresolved revision; resolution under the single flight (an expression such as `HEAD~1` on a cold cache after the one main fetch), `remote.json` written after the index is published; the transfer's growing totals (objects, bytes, resolved deltas) come from a small implementation of gix's progress tree and are reported by a thread beside `receive`. A server offering object filters (noted from the v2 handshake) is asked for `blob:limit` (blobs over 1 MiB stay there); the cache's `git-agent-blob-limit` file says so, and `revision::TreeSource` then counts an absent blob as oversized; an ignore file of the searched tree left on the server is fetched by object id into `ignore-blobs.git` (removed on every path) and its pack moved into the cache before the walk; `git-agent-ignore-files-checked` notes the last commit found complete, so its warm searches walk no tree |
-//! | `filter_transport` | the transport wrapper every fetch goes through: it notes whether the handshake offers object filters and, when asked, adds `filter <spec>` after the delimiter of each protocol v2 `fetch` request (gix 0.90 cannot ask for it) |
-//! | `history` | per-index query history in SQLite: cached query embeddings and replay |
-//! | `output` | the JSON envelope (Go number formatting), brief lines, `--ls`, `--ls-files` tree |
-//! | `progress` | terminal progress, the `--agent` endpoint, `--debug` events; `Holder`, the search holding the global single flight as its waiters see it (`waiting for the index build of <what>: <progress>`) |
-//! | `revision` | `--rev`: gix resolution to a commit, the committed tree as a source (the filesystem rules on tree entries, ignore files from the tree's blobs, sizes from object headers, blobs read on a few threads, each with its own handle; bare repositories too), the per-commit index folder `search/revs/<commit>/` |
-//! | `migrate` | before a search writes: the legacy `<project>/.git-agent/` folder moved home, path-keyed search data merged into the origin-keyed store (published through `store`, recognised on rerun, source removed last) |
+//! | `index::bodies` | chunk body snapshots: unnamed 0600 temporary files, mapped read-only |
+//! | `index::spool` | new vectors as their embeddings batches arrive: an unnamed 0600 temporary file read back one vector at a time during publication, so a build never holds every new vector in the heap |
+//! | `index::embeddings` | `/v1/embeddings`: batching by inputs and characters, bounded concurrency, split on rejection, retry on transient failure; vectors asked for as base64, number lists read alike, endpoints that reject base64 remembered and asked for numbers |
+//! | `index::refresh` | bringing a view up to date: one pass that walks and, on the walk's threads, reads and chunks what changed into each thread's snapshot segment (outcomes kept in walk order), handing each new embedding input to the embedder as soon as its file is chunked; resolve vectors (this index, then other complete indexes of the metadata root), publish |
+//! | `index::store` | the on-disk format (manifest v3, `vectors.index.json`, shared `vector-store` payload and catalog generations), the publication protocol (new vectors appended a mebibyte at a time, then the payload synced while the catalog generation and the records are written and synced into unpublished temporary files on threads of their own; then renamed in order, the manifest last; a failure removes what was staged), locks (index lock, then the vector-store lock as the lifecycle lock: every reader and writer, never reversed), fault injection |
+//! | `index::records` | a snapshot's records in memory: one flat row each (interned paths, sources, blobs and models; hashes as bytes; `c000001` ids as numbers; the derived vector key as a flag), about 160 bytes a record instead of 500, reading back exactly what `vectors.index.json` holds |
+//! | `index::live` | `LiveIndex`: an immutable view of one physical index (records, mapped vectors, norms, the first usable record of each input hash as a sorted index) linked to the file versions it was matched against (each `FileContent` keeps its chunks and, once searched, its term statistics), plus a memo of its recent rankings |
+//! | `index::cache` | the bounded least-recently-used folder caches of `SearchService` (count and byte budget) |
+//! | `index::migrate` | before a search writes: the legacy `<project>/.git-agent/` folder moved home, path-keyed search data merged into the origin-keyed store (published through `store`, recognised on rerun, source removed last) |
+//! | `rank::ranking`, `rank::query` | terms (per file: each term hash once, then the chunks it occurs in; each thread memoizes word → stemmed term hash), BM25, cosine (AVX2/FMA when available), the hybrid score (query terms without English function words, symbol terms from the name only (plus the starts and ends of run-together name words, as matches), scored as the cosine of the name's and the query's term sets; BM25 squashed by the query's term count; `Fusion`: lexical weight, optional per-query cosine normalization; `settings::Ranking` from `GIT_AGENT_SEARCH_*`, query framing) and its order; measured with `tests/src/bin/bench-search-quality.rs` on `tests/corpora/` |
+//! | `rank::history` | per-index query history in SQLite: cached query embeddings and replay |
+//! | `report::output` | the JSON envelope (Go number formatting), brief lines, `--ls`, `--ls-files` tree |
+//! | `report::progress` | terminal progress, the `--agent` endpoint, `--debug` events; `Holder`, the search holding the global single flight as its waiters see it (`waiting for the index build of <what>: <progress>`) |
 //!
 //! A search: resolve the project (`identity`), scope and index folder; take the
 //! single flight (an in-process queue per metadata root, then the
-//! `search-index-producer.lock` flock); the build pipeline: `refresh::prepare`
+//! `search-index-producer.lock` flock); the build pipeline: `index::refresh::prepare`
 //! (blocking; its walk threads stream new inputs through a bounded channel;
 //! in remote mode a fetch comes first within the same production)
-//! beside `embeddings::embed_stream` (each complete window sent while the walk
+//! beside `index::embeddings::embed_stream` (each complete window sent while the walk
 //! goes on, the last partial one when it ends; a failure on either side cancels
 //! the other and nothing is published), then the few inputs not streamed, then
-//! `refresh::finish` (publish when anything differs; beside it, the candidates'
+//! `index::refresh::finish` (publish when anything differs; beside it, the candidates'
 //! term statistics are computed for the first ranking); release
 //! the single flight; recall or embed the query (one embedding per exact input
 //! even for parallel callers); rank on a blocking thread; replay and history.
 
 pub use gitagent_chunk::{chunking, paths, syntax, textkind};
 
-pub mod bodies;
-pub mod cache;
-pub mod discovery;
-pub mod embeddings;
-pub mod filter_transport;
-pub mod history;
-pub mod live;
-pub mod migrate;
-pub mod output;
-pub mod progress;
-pub mod query;
-pub mod ranking;
-pub mod records;
-pub mod refresh;
-pub mod remote;
-pub mod revision;
+pub mod index;
+pub mod rank;
+pub mod report;
 pub mod settings;
-pub mod spool;
-pub mod store;
+pub mod source;
+
+use index::{cache, embeddings, live, migrate, refresh, spool, store};
+use rank::{history, query};
+use report::{output, progress};
+use source::{discovery, remote, revision};
 
 use cache::FolderCache;
 use embeddings::{EmbeddingError, EmbeddingSettings, EmbeddingsClient};
@@ -1059,7 +1053,7 @@ impl SearchService {
 
     /// Production: in remote mode, the fetch (when needed) and the
     /// revision resolved under the single flight, then the walk that reads
-    /// and chunks what changed ([`refresh::prepare`]). The walk's new
+    /// and chunks what changed ([`index::refresh::prepare`]). The walk's new
     /// inputs go to `sink` as they are found.
     async fn produce(
         &self,

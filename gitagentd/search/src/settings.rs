@@ -4,8 +4,8 @@
 //! environment.
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
-use super::embeddings::EmbeddingSettings;
-use super::ranking::Fusion;
+use super::index::embeddings::EmbeddingSettings;
+use super::rank::ranking::Fusion;
 use git_agent_shared::Environment;
 use git_agent_shared::environment::vars;
 use git_agent_shared::timefmt::parse_go_duration;

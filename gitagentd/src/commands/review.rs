@@ -102,7 +102,7 @@ pub async fn launch(
     let project_id = identity.id();
     let (project_root, root) = (identity.root.clone(), metadata_root.clone());
     blocking::run_to_end("the metadata migration", move || {
-        gitagent_search::migrate::move_legacy_metadata(&project_root, &root)
+        gitagent_search::index::migrate::move_legacy_metadata(&project_root, &root)
     })
     .await?
     .map_err(TaskError::failed)?;

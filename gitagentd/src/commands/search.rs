@@ -7,7 +7,9 @@ use crate::commands::Services;
 use git_agent_shared::cli::SearchArgs;
 use git_agent_shared::environment::vars;
 use git_agent_shared::timefmt;
-use gitagent_search::{self as search, SearchError, SearchRequest, output as render, progress::Feedback, settings};
+use gitagent_search::{
+    self as search, SearchError, SearchRequest, report::output as render, report::progress::Feedback, settings,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -139,14 +141,14 @@ pub async fn run(
     feedback.event(
         "search_index",
         &[
-            ("index", search::progress::Field::Str(index_status.into())),
-            ("results", search::progress::Field::Int(outcome.hits.len() as i64)),
-            ("files", search::progress::Field::Int(outcome.files as i64)),
-            ("chunks", search::progress::Field::Int(outcome.chunks as i64)),
-            ("reused_chunks", search::progress::Field::Int(outcome.reused as i64)),
-            ("embedded_chunks", search::progress::Field::Int(outcome.embedded as i64)),
-            ("index_dir", search::progress::Field::Str(selection.index_dir.display().to_string())),
-            ("total", search::progress::Field::Duration(started.elapsed())),
+            ("index", search::report::progress::Field::Str(index_status.into())),
+            ("results", search::report::progress::Field::Int(outcome.hits.len() as i64)),
+            ("files", search::report::progress::Field::Int(outcome.files as i64)),
+            ("chunks", search::report::progress::Field::Int(outcome.chunks as i64)),
+            ("reused_chunks", search::report::progress::Field::Int(outcome.reused as i64)),
+            ("embedded_chunks", search::report::progress::Field::Int(outcome.embedded as i64)),
+            ("index_dir", search::report::progress::Field::Str(selection.index_dir.display().to_string())),
+            ("total", search::report::progress::Field::Duration(started.elapsed())),
         ],
     );
     let results: Vec<render::ResultOut> = outcome.hits.iter().map(render::ResultOut::from).collect();
@@ -395,11 +397,11 @@ async fn list_remotes(
     }
     let root = git_agent_shared::paths::metadata_root(&invocation.env).map_err(SearchError::from)?;
     let remotes =
-        gitagent_runtime::blocking::run_to_end("the remote list", move || search::remote::list(&root)).await?;
+        gitagent_runtime::blocking::run_to_end("the remote list", move || search::source::remote::list(&root)).await?;
     output.stdout(match format {
         "json" => render::to_json_line(&remotes),
-        "completion" => search::remote::format_completion(&remotes).into_bytes(),
-        _ => search::remote::format_remotes(&remotes).into_bytes(),
+        "completion" => search::source::remote::format_completion(&remotes).into_bytes(),
+        _ => search::source::remote::format_remotes(&remotes).into_bytes(),
     });
     Ok(())
 }

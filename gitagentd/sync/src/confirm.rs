@@ -17,8 +17,9 @@ use super::repo::SyncError;
 use super::sync::Endpoint;
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::{Environment, giturl, paths, timefmt};
-use gitagent_search::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
-use gitagent_search::{Selection, revision};
+use gitagent_search::Selection;
+use gitagent_search::index::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
+use gitagent_search::source::revision;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -240,9 +241,13 @@ mod tests {
         let world = World::new("main");
         let mut endpoint = world.machine("b");
         // An unreachable remote: any publication attempt fails.
-        endpoint.remote =
-            gitagent_search::remote::Remote::new("/nonexistent/index.git", Path::new("/"), &world.root, &endpoint.env)
-                .unwrap();
+        endpoint.remote = gitagent_search::source::remote::Remote::new(
+            "/nonexistent/index.git",
+            Path::new("/"),
+            &world.root,
+            &endpoint.env,
+        )
+        .unwrap();
         let metadata_dir = world.root.join("b").join(".git-agent").join("a".repeat(64));
         let confirmation = confirmation(endpoint, &metadata_dir);
         let records = vec![record("a.go", "i-a", [1.0, 0.0, 0.0]), record("b.go", "i-b", [0.0, 1.0, 0.0])];

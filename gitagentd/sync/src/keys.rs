@@ -101,7 +101,7 @@ mod tests {
         // printf 'abc\000model\0008' | sha256sum
         let key = hex(&embedding_key("abc", "model", 8));
         assert_eq!(key, "593373a438a43ad60733a937523dea009035cc3b8f580338b3ed576c081e0381");
-        assert_eq!(key, gitagent_search::store::vector_key("abc", "model", 8));
+        assert_eq!(key, gitagent_search::index::store::vector_key("abc", "model", 8));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use super::keys;
 use super::manifest::{SyncRecord, Target};
 use super::sync::{Export, ExportSource, Skipped};
-use gitagent_search::store::{self, IndexRecord, Manifest};
+use gitagent_search::index::store::{self, IndexRecord, Manifest};
 use std::path::{Path, PathBuf};
 
 const MANIFEST: &str = "manifest.json";

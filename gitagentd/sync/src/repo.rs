@@ -30,7 +30,7 @@ use super::pack::{self, Pack};
 use super::schema::{self, SchemaVersion};
 use super::tree::{self, TreeEntry, TreeRules};
 use git_agent_shared::{Environment, giturl, private_fs};
-use gitagent_search::remote::{self, Remote};
+use gitagent_search::source::remote::{self, Remote};
 use gix::ObjectId;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

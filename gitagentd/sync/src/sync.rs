@@ -6,8 +6,8 @@
 use super::manifest::{SyncRecord, Target};
 use super::repo::{self, PushOutcome, RemoteTip, SyncError, SyncRepo};
 use git_agent_shared::Environment;
-use gitagent_search::remote::Remote;
-use gitagent_search::store;
+use gitagent_search::index::store;
+use gitagent_search::source::remote::Remote;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -337,7 +337,7 @@ pub enum Phase {
 /// transfers the same way (as their phase's bracketed suffix).
 pub struct TransferReport(pub repo::TransferObserver);
 
-impl gitagent_search::remote::FetchReporter for TransferReport {
+impl gitagent_search::source::remote::FetchReporter for TransferReport {
     fn fetching(&self, detail: &str) {
         (self.0)(detail.to_string());
     }

@@ -16,7 +16,7 @@ use super::phases::Phases;
 use super::{CommandError, Invocation, Output};
 use crate::commands::Services;
 use git_agent_shared::environment::vars;
-use gitagent_search::{self as search, SearchError, SearchRequest, progress::Feedback, settings};
+use gitagent_search::{self as search, SearchError, SearchRequest, report::progress::Feedback, settings};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -21,7 +21,7 @@
 //! the metadata root and passes it in. The optional shared phase (GC-005)
 //! is [`shared`].
 
-use gitagent_search::store::{
+use gitagent_search::index::store::{
     self, CatalogEntry, CrashPoint, FileLock, IndexRecord, MANIFEST, Manifest, RECORDS, StoreError,
 };
 use serde::Serialize;
@@ -172,7 +172,7 @@ fn remove_abandoned_remote_caches(metadata_root: &Path, dry_run: bool) -> Result
     };
     let mut removed = 0;
     for root in eligible_roots(metadata_root)?.into_iter().filter(|root| root.starts_with(&remotes)) {
-        if gitagent_search::remote::is_abandoned(&root) {
+        if gitagent_search::source::remote::is_abandoned(&root) {
             if !dry_run {
                 fs::remove_dir_all(&root).map_err(io_error("remove", &root))?;
             }

@@ -79,7 +79,7 @@ pub async fn run_shared(
 ) -> Result<SharedSummary, SharedError> {
     if dry_run {
         let remote = endpoint.remote.clone();
-        let lock_path = gitagent_search::store::lock_path(&endpoint.dir);
+        let lock_path = gitagent_search::index::store::lock_path(&endpoint.dir);
         let interrupt = interrupt_on(cancel);
         let flag = Arc::clone(&interrupt.flag);
         let transfer = phase_transfer(&progress, SharedPhase::Transfer);

@@ -1,5 +1,5 @@
 use super::*;
-use gitagent_search::store::{Publication, RecordToWrite, Snapshot, VectorData};
+use gitagent_search::index::store::{Publication, RecordToWrite, Snapshot, VectorData};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -15,8 +15,8 @@
 //! Anything else (a hand-edited or foreign file) is kept as text, so a
 //! record always reads back exactly as it was written.
 
-use super::chunking::{Hash32, hex, parse_hash};
 use super::store::{IndexRecord, vector_key};
+use crate::chunking::{Hash32, hex, parse_hash};
 use std::collections::HashMap;
 
 /// See the module documentation.

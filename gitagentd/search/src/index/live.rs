@@ -5,11 +5,11 @@
 //! swaps it in, so a running search keeps the view it started with.
 
 use super::bodies::BodyRef;
-use super::chunking::{self, ChunkDraft, Hash32};
-use super::discovery::{FileStat, SkipReason};
-use super::query::Hit;
-use super::ranking::{self, FileTerms};
 use super::store::Snapshot;
+use crate::chunking::{self, ChunkDraft, Hash32};
+use crate::rank::query::Hit;
+use crate::rank::ranking::{self, FileTerms};
+use crate::source::discovery::{FileStat, SkipReason};
 use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -75,7 +75,7 @@ impl FileContent {
     /// The `source` of this version's records: `revision` for a
     /// committed blob.
     pub fn source(&self) -> &'static str {
-        if self.blob.is_some() { super::revision::SOURCE } else { FILESYSTEM_SOURCE }
+        if self.blob.is_some() { crate::source::revision::SOURCE } else { FILESYSTEM_SOURCE }
     }
 
     pub fn chunk_body(&self, chunk: &ChunkDraft) -> &str {

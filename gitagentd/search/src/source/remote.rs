@@ -1240,7 +1240,7 @@ mod tests {
 
     #[test]
     fn a_server_that_filters_keeps_blobs_too_large_to_search_and_the_walk_calls_them_oversized() {
-        use crate::discovery::{MAX_FILE_BYTES, SkipReason};
+        use crate::source::discovery::{MAX_FILE_BYTES, SkipReason};
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());
@@ -1282,10 +1282,10 @@ mod tests {
     fn walk_cache(
         remote: &Remote,
         commit: gix::ObjectId,
-    ) -> (Vec<String>, Vec<(String, crate::discovery::SkipReason)>) {
+    ) -> (Vec<String>, Vec<(String, crate::source::discovery::SkipReason)>) {
         let repo = revision::open(&remote.repo_dir()).unwrap();
         let source = revision::TreeSource::new(repo, commit).unwrap();
-        let walk = revision::walk_with(&source, &[], &crate::discovery::NoFileWork).unwrap().walk;
+        let walk = revision::walk_with(&source, &[], &crate::source::discovery::NoFileWork).unwrap().walk;
         let files = walk.files.iter().map(|file| file.path.clone()).collect();
         let skips = walk.skips.iter().map(|skip| (skip.path.clone(), skip.reason)).collect();
         (files, skips)
@@ -1293,7 +1293,7 @@ mod tests {
 
     #[test]
     fn ignore_files_over_the_size_limit_are_fetched_from_a_server_that_filters() {
-        use crate::discovery::{MAX_FILE_BYTES, SkipReason};
+        use crate::source::discovery::{MAX_FILE_BYTES, SkipReason};
         for allow_filter in [true, false] {
             let temp = tempfile::tempdir().unwrap();
             let work = upstream(temp.path());

@@ -3,10 +3,10 @@
 //! `--no-tests`), their vectors read in place from the mapped payload,
 //! their bodies from the snapshot. See [`super::ranking`] for the formula.
 
-use super::chunking::Symbol;
-use super::live::{Link, LiveIndex};
-use super::paths::is_test_path;
 use super::ranking::{self, LexicalInputs, Scores};
+use crate::chunking::Symbol;
+use crate::index::live::{Link, LiveIndex};
+use crate::paths::is_test_path;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -63,9 +63,9 @@ pub struct RankTimings {
 /// the query itself, capped.
 pub fn embedding_input(query: &str, max_chars: usize, framing: bool) -> String {
     if framing {
-        return super::chunking::query_embedding_input(query, max_chars);
+        return crate::chunking::query_embedding_input(query, max_chars);
     }
-    let max_chars = if max_chars == 0 { super::chunking::DEFAULT_MAX_INPUT_CHARS } else { max_chars };
+    let max_chars = if max_chars == 0 { crate::chunking::DEFAULT_MAX_INPUT_CHARS } else { max_chars };
     match query.char_indices().nth(max_chars) {
         Some((end, _)) => query[..end].to_string(),
         None => query.to_string(),
@@ -334,8 +334,8 @@ fn parallel_zip<T: Sync, S: Send>(items: &[T], scores: &mut [S], fill: impl Fn(&
 
 /// Computes missing term statistics on several threads at once.
 fn warm_terms(items: &[Item<'_>]) {
-    let mut pending: Vec<&Arc<super::live::FileContent>> = Vec::new();
-    let mut last: Option<*const super::live::FileContent> = None;
+    let mut pending: Vec<&Arc<crate::index::live::FileContent>> = Vec::new();
+    let mut last: Option<*const crate::index::live::FileContent> = None;
     for item in items {
         let pointer = Arc::as_ptr(&item.link.content);
         if last != Some(pointer) {
@@ -347,7 +347,7 @@ fn warm_terms(items: &[Item<'_>]) {
     if pending.len() < 64 {
         return;
     }
-    super::live::compute_missing_terms(&pending, &|| false);
+    crate::index::live::compute_missing_terms(&pending, &|| false);
 }
 
 /// Numbered lines of a chunk: at most 40 lines and 12 KiB.
@@ -390,11 +390,11 @@ mod tests {
 #[cfg(test)]
 mod ranking_tests {
     use super::*;
-    use crate::bodies::{BodyWriter, body_ref};
     use crate::chunking::{self, hex};
-    use crate::discovery::FileStat;
-    use crate::live::FileContent;
-    use crate::store::{self, IndexRecord, Manifest, Publication, RecordToWrite, VectorData};
+    use crate::index::bodies::{BodyWriter, body_ref};
+    use crate::index::live::FileContent;
+    use crate::index::store::{self, IndexRecord, Manifest, Publication, RecordToWrite, VectorData};
+    use crate::source::discovery::FileStat;
     use std::collections::{HashMap, HashSet};
 
     const DIMENSIONS: usize = 8;

@@ -16,14 +16,14 @@
 //! as is: that is the warm path.
 
 use super::bodies::{BodyWriter, body_ref};
-use super::chunking::{self, ChunkDraft, Hash32, hex};
-use super::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
 use super::live::{FileContent, LiveIndex};
-use super::paths::{is_code_path, path_in_scope};
 use super::records::Record;
-use super::revision::{self, RevisionError, TreeSource};
 use super::spool::{NewVectors, Spooled};
 use super::store::{self, CatalogEntry, CrashPoint, IndexRecord, Manifest, RecordToWrite, StoreError, VectorData};
+use crate::chunking::{self, ChunkDraft, Hash32, hex};
+use crate::paths::{is_code_path, path_in_scope};
+use crate::source::discovery::{self, FileStat, IgnoreRules, MAX_FILE_BYTES, SkipCounts, SkipReason};
+use crate::source::revision::{self, RevisionError, TreeSource};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1130,7 +1130,7 @@ fn still_valid_outside(root: &Path, rules: &mut IgnoreRules, path: &str) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::VectorSpool;
+    use crate::index::spool::VectorSpool;
     use sha2::{Digest, Sha256};
 
     struct Quiet;
@@ -1422,7 +1422,7 @@ mod tests {
             let record = IndexRecord {
                 chunk_id: format!("c{:06}", old.len() + 1),
                 path: "demo.go".into(),
-                source: crate::live::FILESYSTEM_SOURCE.into(),
+                source: crate::index::live::FILESYSTEM_SOURCE.into(),
                 start_line: chunk.start_line.into(),
                 end_line: chunk.end_line.into(),
                 content_hash: hex(&Sha256::digest(go_chunks.body(chunk).as_bytes())),
@@ -1440,7 +1440,7 @@ mod tests {
             IndexRecord {
                 chunk_id: "c000004".into(),
                 path: "src/lib.rs".into(),
-                source: crate::live::FILESYSTEM_SOURCE.into(),
+                source: crate::index::live::FILESYSTEM_SOURCE.into(),
                 start_line: 1,
                 end_line: 5,
                 content_hash: hex(&Sha256::digest(rust.trim_end().as_bytes())),

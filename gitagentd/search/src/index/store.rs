@@ -25,9 +25,9 @@
 //!
 //! This module never decides what to index; it reads and writes snapshots.
 
-use super::chunking::{Hash32, hex, parse_hash};
 use super::records::{Records, RecordsBuilder};
 use super::spool::{NewVectors, Spooled};
+use crate::chunking::{Hash32, hex, parse_hash};
 use git_agent_shared::{private_fs, timefmt};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
@@ -101,7 +101,7 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub vector_store: String,
     /// The chunker whose chunks the records hold
-    /// ([`super::chunking::chunker_version`]); empty for indexes written
+    /// ([`crate::chunking::chunker_version`]); empty for indexes written
     /// before it was recorded (or by the original implementation). A
     /// search refreshes an index of another chunker instead of trusting
     /// its records, reusing every vector whose exact input is unchanged.

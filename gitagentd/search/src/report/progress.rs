@@ -13,8 +13,8 @@
 //!
 //! Updates are serialized behind one lock, so they never interleave.
 
-use super::discovery::SkipReason;
-use super::refresh::Reporter;
+use crate::index::refresh::Reporter;
+use crate::source::discovery::SkipReason;
 use git_agent_shared::timefmt;
 use gitagent_runtime::output::Output;
 use std::path::{Path, PathBuf};
@@ -447,7 +447,7 @@ pub fn render_event(at: SystemTime, kind: &str, fields: &[(&str, Field)]) -> Str
     gitagent_runtime::trace::render_event(&timefmt::format_clock(at), &event, false)
 }
 
-impl super::remote::FetchReporter for Feedback {
+impl crate::source::remote::FetchReporter for Feedback {
     fn fetching(&self, detail: &str) {
         Feedback::fetching(self, detail);
     }

@@ -295,7 +295,7 @@ fn remove_any(path: &Path, is_dir: bool) -> Result<(), MigrateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::load;
+    use crate::index::store::load;
 
     fn manifest(created: &str) -> Manifest {
         Manifest {

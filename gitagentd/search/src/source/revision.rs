@@ -19,7 +19,7 @@
 use super::discovery::{
     self, FileStat, FileWork, FoundFile, IGNORE_FILES, Level, MAX_FILE_BYTES, Skip, SkipReason, Walk, WorkedWalk,
 };
-use super::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
+use crate::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 use std::path::{Path, PathBuf};
@@ -47,9 +47,9 @@ pub enum RevisionError {
 /// The physical index folder of a committed tree: keyed by the commit,
 /// plus a `scope-*` folder for scopes that opt into skipped paths.
 pub fn index_dir(metadata_dir: &Path, commit: &str, skipped_scope: Option<&[String]>) -> PathBuf {
-    let dir = super::store::search_root(metadata_dir).join("revs").join(commit);
+    let dir = crate::index::store::search_root(metadata_dir).join("revs").join(commit);
     match skipped_scope {
-        Some(scope) => dir.join(super::store::scope_cache_name(scope)),
+        Some(scope) => dir.join(crate::index::store::scope_cache_name(scope)),
         None => dir,
     }
 }

@@ -9,7 +9,7 @@
 //! The spool is read with positioned reads, never mapped, so its pages
 //! stay in the page cache instead of the daemon's resident set.
 
-use super::chunking::Hash32;
+use crate::chunking::Hash32;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -11,7 +11,7 @@
 //! ([`read_candidate`]) adds the binary and non-text checks. The walk
 //! itself only stats: the daemon decides which files it must read.
 
-use super::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
+use crate::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::HashMap;
@@ -719,10 +719,10 @@ pub fn check_candidate(path: &str, data: Vec<u8>) -> Result<String, SkipReason> 
     if data.len() as u64 > MAX_FILE_BYTES {
         return Err(SkipReason::Oversized);
     }
-    if super::textkind::is_binary(&data) {
+    if crate::textkind::is_binary(&data) {
         return Err(SkipReason::Binary);
     }
-    if !super::textkind::is_indexable_text(path, &data) {
+    if !crate::textkind::is_indexable_text(path, &data) {
         return Err(SkipReason::NonText);
     }
     Ok(match String::from_utf8(data) {

@@ -2,10 +2,10 @@
 //! original implementation's, numbers printed the way it prints them),
 //! the brief format, and the `--ls` / `--ls-files` listings.
 
-use super::chunking::Symbol;
-use super::discovery::SkipCounts;
-use super::history::Replay;
-use super::query::Hit;
+use crate::chunking::Symbol;
+use crate::rank::history::Replay;
+use crate::rank::query::Hit;
+use crate::source::discovery::SkipCounts;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io;
@@ -270,7 +270,7 @@ fn brief_summary(result: &ResultOut) -> String {
         if is_meaningful_line(text) {
             return text.to_string();
         }
-        if super::chunking::is_trivial_line(text) {
+        if crate::chunking::is_trivial_line(text) {
             last_resort.get_or_insert(text);
         } else {
             fallback.get_or_insert(text);
@@ -282,7 +282,7 @@ fn brief_summary(result: &ResultOut) -> String {
 /// A line that says something on its own: more than punctuation or a
 /// closing keyword, and more than one short word (`self`, `pass`).
 fn is_meaningful_line(text: &str) -> bool {
-    !super::chunking::is_trivial_line(text) && (text.contains([' ', '\t']) || text.chars().count() >= 8)
+    !crate::chunking::is_trivial_line(text) && (text.contains([' ', '\t']) || text.chars().count() >= 8)
 }
 
 /// One completed index, as `--ls` lists it.
