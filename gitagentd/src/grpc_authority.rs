@@ -175,14 +175,6 @@ impl<S> AuthorityRepair<S> {
 
     /// Decodes a complete block and forwards it, as received or repaired.
     fn finish_block(&mut self, block: Block) -> Result<(), RepairError> {
-        // Most connections open with an authority h2 accepts: read it
-        // alone and pass the connection on, without decoding every header
-        // (HPACK's Huffman tables are most of what the shim would cost).
-        if matches!(self.mode, Mode::Inspecting(_)) && first_block_authority_is_valid(&block.fragment) {
-            self.output.extend_from_slice(&block.raw);
-            self.mode = Mode::Passing;
-            return Ok(());
-        }
         let codec = match &mut self.mode {
             Mode::Inspecting(codec) | Mode::Repairing(codec) => codec,
             Mode::Passing => return Ok(()),
@@ -235,124 +227,6 @@ fn start_block(frame: &Bytes, flags: u8, stream: u32) -> Result<Block, RepairErr
         fragment: BytesMut::from(payload),
         raw: BytesMut::from(&frame[..]),
     })
-}
-
-/// Whether a connection's first header block carries at most one
-/// `:authority`, named by the static table, whose value h2 accepts (or
-/// none). Only that value is decoded; the other fields are stepped over by
-/// their lengths. Anything else (a name or value it cannot read this way,
-/// a reference into the dynamic table) answers `false`, and the block is
-/// then decoded whole.
-fn first_block_authority_is_valid(mut block: &[u8]) -> bool {
-    /// `:authority` in HPACK's static table.
-    const AUTHORITY: usize = 1;
-    /// The first index of the dynamic table.
-    const DYNAMIC: usize = 62;
-    let mut authority = None;
-    while let Some(&first) = block.first() {
-        let name = match first {
-            // An indexed field: a whole static entry (`:authority` there
-            // has no value) or a dynamic one, unknown here.
-            0x80.. => match hpack_integer(&mut block, 7) {
-                Some(index) if index != 0 && index != AUTHORITY && index < DYNAMIC => continue,
-                _ => return false,
-            },
-            // A dynamic table size update.
-            0x20..=0x3f => match hpack_integer(&mut block, 5) {
-                Some(_) => continue,
-                None => return false,
-            },
-            // A literal with incremental indexing; without, or never indexed.
-            0x40..=0x7f => hpack_integer(&mut block, 6),
-            _ => hpack_integer(&mut block, 4),
-        };
-        match name {
-            Some(0) => {
-                // A literal name: `:authority` is never sent that way by
-                // the clients this serves; read it whole if it is.
-                match hpack_string(&mut block) {
-                    Some((false, name)) if name != b":authority" => {}
-                    _ => return false,
-                }
-                if hpack_string(&mut block).is_none() {
-                    return false;
-                }
-            }
-            Some(index) if index < DYNAMIC => {
-                let Some(value) = hpack_string(&mut block) else { return false };
-                if index == AUTHORITY {
-                    if authority.is_some() {
-                        return false;
-                    }
-                    authority = Some(value);
-                }
-            }
-            _ => return false,
-        }
-    }
-    let Some((huffman, raw)) = authority else { return true };
-    let value = if huffman {
-        // One field, `:authority` with this value, decoded on its own.
-        let mut field = vec![0x01];
-        let length = raw.len();
-        if length < 0x7f {
-            field.push(0x80 | length as u8);
-        } else {
-            field.push(0xff);
-            let mut rest = length - 0x7f;
-            while rest >= 0x80 {
-                field.push((rest % 0x80) as u8 | 0x80);
-                rest /= 0x80;
-            }
-            field.push(rest as u8);
-        }
-        field.extend_from_slice(raw);
-        match loona_hpack::Decoder::new().decode(&field) {
-            Ok(mut headers) if headers.len() == 1 => headers.remove(0).1,
-            _ => return false,
-        }
-    } else {
-        raw.to_vec()
-    };
-    hyper::http::uri::Authority::try_from(&value[..]).is_ok()
-}
-
-/// Reads an HPACK integer whose first byte keeps `prefix` bits (RFC 7541,
-/// 5.1).
-fn hpack_integer(bytes: &mut &[u8], prefix: u32) -> Option<usize> {
-    let (&first, mut rest) = bytes.split_first()?;
-    let max = (1usize << prefix) - 1;
-    let mut value = usize::from(first) & max;
-    if value == max {
-        let mut shift = 0;
-        loop {
-            let (&byte, after) = rest.split_first()?;
-            rest = after;
-            value = value.checked_add(usize::from(byte & 0x7f).checked_shl(shift)?)?;
-            shift += 7;
-            if byte & 0x80 == 0 {
-                break;
-            }
-            if shift > 28 {
-                return None;
-            }
-        }
-    }
-    *bytes = rest;
-    Some(value)
-}
-
-/// Reads an HPACK string literal: whether it is Huffman-coded, and its
-/// bytes as sent (RFC 7541, 5.2).
-fn hpack_string<'a>(bytes: &mut &'a [u8]) -> Option<(bool, &'a [u8])> {
-    let huffman = bytes.first()? & 0x80 != 0;
-    let length = hpack_integer(bytes, 7)?;
-    if bytes.len() < length {
-        return None;
-    }
-    let (value, rest) = bytes.split_at(length);
-    *bytes = rest;
-    Some((huffman, value))
 }
 
 /// Replaces an `:authority` h2 would refuse; returns whether it did.
@@ -622,23 +496,6 @@ mod tests {
         let error = repair.read_to_end(&mut Vec::new()).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData);
         assert!(error.to_string().contains("inside a header block"), "{error}");
-    }
-
-    #[test]
-    fn the_first_block_authority_is_read_without_decoding_the_block() {
-        // RFC 7541, C.4.1: GET http://www.example.com/, the authority
-        // Huffman-coded with incremental indexing.
-        let rfc =
-            [0x82, 0x86, 0x84, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff];
-        assert!(first_block_authority_is_valid(&rfc));
-        let mut client = loona_hpack::Encoder::new();
-        assert!(first_block_authority_is_valid(&encode(&mut client, &request_headers("localhost"))));
-        let mut client = loona_hpack::Encoder::new();
-        assert!(!first_block_authority_is_valid(&encode(&mut client, &request_headers("/tmp/ga/gitagentd.sock"))));
-        // Cut short, or naming the dynamic table: decoded whole instead.
-        assert!(!first_block_authority_is_valid(&rfc[..rfc.len() - 1]));
-        assert!(!first_block_authority_is_valid(&[0xbe]));
-        assert!(first_block_authority_is_valid(&[0x82, 0x86, 0x84]), "no authority at all is h2's business");
     }
 
     #[test]
