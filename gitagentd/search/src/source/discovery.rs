@@ -295,6 +295,48 @@ impl IgnoreRules {
     }
 }
 
+/// What the selection rules say of one folder or file, before anything
+/// else is read of it: the same rules for a checkout ([`walk_with`]) and a
+/// committed tree (`revision`).
+pub(super) enum Rule {
+    /// Go on: enter the folder, or look at the file.
+    Keep,
+    /// Out of scope, an ignore file or ignored: passed over silently.
+    Quiet,
+    /// Passed over and reported.
+    Skip(SkipReason),
+    /// An ignored folder, counted but not listed.
+    IgnoredDir,
+}
+
+/// The rule for folder `path` (named `name`), below the ignore levels
+/// `stack`.
+pub(super) fn folder_rule(path: &str, name: &str, scope: &[String], stack: &[Arc<Level>]) -> Rule {
+    if !path_in_scope(path, scope) && !scope_may_contain_dir(path, scope) {
+        Rule::Quiet
+    } else if is_dot_name(name) && dot_rule_skips(path, scope) {
+        Rule::Skip(SkipReason::DotDir)
+    } else if ignored_with(stack, path, true) {
+        Rule::IgnoredDir
+    } else {
+        Rule::Keep
+    }
+}
+
+/// The rule for file `path` (named `name`), below the ignore levels
+/// `stack`.
+pub(super) fn file_rule(path: &str, name: &str, scope: &[String], stack: &[Arc<Level>]) -> Rule {
+    if !path_in_scope(path, scope) || (is_dot_name(name) && IGNORE_FILES.contains(&name)) {
+        Rule::Quiet
+    } else if is_dot_name(name) && dot_rule_skips(path, scope) {
+        Rule::Skip(SkipReason::DotFile)
+    } else if ignored_with(stack, path, false) {
+        Rule::Quiet
+    } else {
+        Rule::Keep
+    }
+}
+
 /// Whether `path` is ignored, given the ignore levels of its ancestor
 /// directories (`stack`, root first).
 pub(super) fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
@@ -657,33 +699,23 @@ fn visit(
         return skip(out, path, SkipReason::Unreadable);
     };
     if file_type.is_dir() {
-        if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
-            return;
-        }
-        if is_dot_name(&name) && dot_rule_skips(&path, scope) {
-            return skip(out, path, SkipReason::DotDir);
-        }
-        if ignored_with(stack, &path, true) {
-            out.skipped.dirs += 1;
-            return;
+        match folder_rule(&path, &name, scope, stack) {
+            Rule::Keep => {}
+            Rule::Quiet => return,
+            Rule::Skip(reason) => return skip(out, path, reason),
+            Rule::IgnoredDir => {
+                out.skipped.dirs += 1;
+                return;
+            }
         }
         let slot = jobs.add_folder(path, stack.to_vec());
         out.items.push(Item::Folder(slot));
         return;
     }
-    if !path_in_scope(&path, scope) {
-        return;
-    }
-    if is_dot_name(&name) {
-        if IGNORE_FILES.contains(&name.as_str()) {
-            return;
-        }
-        if dot_rule_skips(&path, scope) {
-            return skip(out, path, SkipReason::DotFile);
-        }
-    }
-    if ignored_with(stack, &path, false) {
-        return;
+    match file_rule(&path, &name, scope, stack) {
+        Rule::Keep => {}
+        Rule::Quiet | Rule::IgnoredDir => return,
+        Rule::Skip(reason) => return skip(out, path, reason),
     }
     if file_type.is_symlink() {
         return skip(out, path, SkipReason::Symlink);

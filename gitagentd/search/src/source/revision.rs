@@ -17,9 +17,8 @@
 //! metadata root seed it through the shared vector store.
 
 use super::discovery::{
-    self, FileStat, FileWork, FoundFile, IGNORE_FILES, Level, MAX_FILE_BYTES, Skip, SkipReason, Walk, WorkedWalk,
+    self, FileStat, FileWork, FoundFile, IGNORE_FILES, Level, MAX_FILE_BYTES, Rule, Skip, SkipReason, Walk, WorkedWalk,
 };
-use crate::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 use std::path::{Path, PathBuf};
@@ -423,34 +422,28 @@ fn walk_tree(
     for (name, kind, oid) in entries {
         let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
         if kind == EntryKind::Tree {
-            if !path_in_scope(&path, scope) && !scope_may_contain_dir(&path, scope) {
-                continue;
-            }
-            if is_dot_name(&name) && dot_rule_skips(&path, scope) {
-                skip(out, path, SkipReason::DotDir);
-                continue;
-            }
-            if discovery::ignored_with(stack, &path, true) {
-                out.skipped.dirs += 1;
-                continue;
+            match discovery::folder_rule(&path, &name, scope, stack) {
+                Rule::Keep => {}
+                Rule::Quiet => continue,
+                Rule::Skip(reason) => {
+                    skip(out, path, reason);
+                    continue;
+                }
+                Rule::IgnoredDir => {
+                    out.skipped.dirs += 1;
+                    continue;
+                }
             }
             walk_tree(repo, source, root, oid, &path, scope, stack, out)?;
             continue;
         }
-        if !path_in_scope(&path, scope) {
-            continue;
-        }
-        if is_dot_name(&name) {
-            if IGNORE_FILES.contains(&name.as_str()) {
+        match discovery::file_rule(&path, &name, scope, stack) {
+            Rule::Keep => {}
+            Rule::Quiet | Rule::IgnoredDir => continue,
+            Rule::Skip(reason) => {
+                skip(out, path, reason);
                 continue;
             }
-            if dot_rule_skips(&path, scope) {
-                skip(out, path, SkipReason::DotFile);
-                continue;
-            }
-        }
-        if discovery::ignored_with(stack, &path, false) {
-            continue;
         }
         match kind {
             EntryKind::Link => skip(out, path, SkipReason::Symlink),
