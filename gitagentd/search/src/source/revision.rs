@@ -499,20 +499,9 @@ mod tests {
         std::fs::write(full, text).unwrap();
     }
 
-    struct NoWork;
-    impl FileWork for NoWork {
-        type State = ();
-        type Output = ();
-        fn state(&self, _: usize) {}
-        fn wants(&self, _: &FoundFile) -> bool {
-            false
-        }
-        fn run(&self, _: &mut (), _: &FoundFile) {}
-    }
-
     fn walked(source: &TreeSource, scope: &[&str]) -> (Vec<String>, Vec<(String, SkipReason)>) {
         let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
-        let walk = walk_with(source, &scope, &NoWork).unwrap().walk;
+        let walk = walk_with(source, &scope, &discovery::NoFileWork).unwrap().walk;
         (
             walk.files.into_iter().map(|file| file.path).collect(),
             walk.skips.into_iter().map(|skip| (skip.path, skip.reason)).collect(),
@@ -605,7 +594,7 @@ mod tests {
         let (found, skips) = walked(&source, &[]);
         assert_eq!(found, ["src/config.py"]);
         assert!(skips.is_empty(), "{skips:?}");
-        let file = walk_with(&source, &[], &NoWork).unwrap().walk.files.remove(0);
+        let file = walk_with(&source, &[], &discovery::NoFileWork).unwrap().walk.files.remove(0);
         assert!(source.read(&source.local(), &file).unwrap().contains("parse_config"));
         assert!(
             source.absent_ignore_files().unwrap().is_empty() && source.absent_selected_files(&[]).unwrap().is_empty()
