@@ -7,6 +7,7 @@ pub mod build;
 pub mod cli;
 pub mod config_file;
 pub mod environment;
+pub mod error_chain;
 pub mod executable;
 pub mod giturl;
 pub mod golden;

@@ -301,6 +301,8 @@ pub enum RecordError {
     Io { id: String, path: PathBuf, source: std::io::Error },
     #[error("background task {id} record at {path} is corrupt: {reason}")]
     Corrupt { id: String, path: PathBuf, reason: String },
+    #[error("background task {id} record at {path} is corrupt")]
+    Malformed { id: String, path: PathBuf, source: serde_json::Error },
     #[error("cannot write background task {id} record at {path}: {source}")]
     Write { id: String, path: PathBuf, source: std::io::Error },
     #[error("cannot encode background task {id} record: {source}")]
@@ -365,7 +367,11 @@ pub fn read_record(path: &Path, id: &TaskId) -> Result<Record, RecordError> {
         return Err(corrupt(format!("the record exceeds {MAX_RECORD_BYTES} bytes")));
     }
     let bytes = std::fs::read(path).map_err(io)?;
-    let record: Record = serde_json::from_slice(&bytes).map_err(|error| corrupt(error.to_string()))?;
+    let record: Record = serde_json::from_slice(&bytes).map_err(|source| RecordError::Malformed {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+        source,
+    })?;
     validate(&record, id, path)?;
     Ok(record)
 }
@@ -657,7 +663,10 @@ mod tests {
             r#"{"version":4,"id":"OTHERGHIJKLMNOPQRSTUVWXYZ","command":"review","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}"#,
         ] {
             std::fs::write(&path, text).unwrap();
-            assert!(matches!(read_record(&path, &id()), Err(RecordError::Corrupt { .. })), "{text}");
+            assert!(
+                matches!(read_record(&path, &id()), Err(RecordError::Corrupt { .. } | RecordError::Malformed { .. })),
+                "{text}"
+            );
         }
     }
 
