@@ -25,8 +25,14 @@ const POLL: Duration = Duration::from_millis(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("{0}")]
-    Setup(String),
+    #[error(transparent)]
+    MissingHome(#[from] git_agent_shared::environment::MissingHome),
+    #[error("cannot encode the launch object")]
+    Encode(#[source] serde_json::Error),
+    #[error("cannot create a pipe")]
+    Pipe(#[source] nix::Error),
+    #[error("the daemon of another build on {} did not stop\nhint: run `gitagentd stop`", socket.display())]
+    OtherBuildStays { socket: PathBuf },
     #[error(
         "cannot find the {DAEMON_BINARY} executable next to {client} or on PATH\nhint: install both binaries together (packaging/install.sh)"
     )]
@@ -118,7 +124,7 @@ fn check_socket_folder(socket: &Path, expected_uid: u32) -> Result<(), DaemonErr
 
 /// The socket of the invocation, once its folder is known to be private.
 pub(crate) fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> {
-    let socket = paths::socket_path(env).map_err(|error| DaemonError::Setup(error.to_string()))?;
+    let socket = paths::socket_path(env)?;
     check_socket_folder(&socket, private_fs::current_uid())?;
     Ok(socket)
 }
@@ -204,7 +210,7 @@ pub async fn launch(invocation: pb::Invocation) -> Result<i32, DaemonError> {
             Ok(reply) => {
                 let reply = reply.into_inner();
                 let launch = LaunchObject { command: reply.command, id: reply.id, pid: reply.pid };
-                let mut line = serde_json::to_string(&launch).map_err(|error| DaemonError::Setup(error.to_string()))?;
+                let mut line = serde_json::to_string(&launch).map_err(DaemonError::Encode)?;
                 line.push('\n');
                 return Ok(write_stdout(line.as_bytes()));
             }
@@ -260,7 +266,7 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
     }
     Ok(match wait_locally(&env, &id, command).await {
         Ok(report) => write_stdout(report.as_bytes()),
-        Err(error) => fail(&error.to_string(), 1),
+        Err(error) => fail(&git_agent_shared::error_chain::render(&error), 1),
     })
 }
 
@@ -385,10 +391,7 @@ async fn replace(client: &mut GitAgentClient<Channel>, socket: &Path) -> Result<
             Ok(_) => tokio::time::sleep(POLL).await,
         }
     }
-    Err(DaemonError::Setup(format!(
-        "the daemon of another build on {} did not stop\nhint: run `gitagentd stop`",
-        socket.display()
-    )))
+    Err(DaemonError::OtherBuildStays { socket: socket.to_path_buf() })
 }
 
 /// Starts `gitagentd serve --auto` detached in its own session and waits
@@ -396,8 +399,7 @@ async fn replace(client: &mut GitAgentClient<Channel>, socket: &Path) -> Result<
 /// pipe we pass it) or exits.
 fn start_daemon(socket: &Path) -> Result<Started, DaemonError> {
     let path = locate_daemon()?;
-    let (ready_read, ready_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|error| DaemonError::Setup(format!("cannot create a pipe: {error}")))?;
+    let (ready_read, ready_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(DaemonError::Pipe)?;
     // The log beside the socket outlives this call; where that folder
     // cannot be created (the daemon will fail on it too), an unnamed
     // temporary file still carries the daemon's reason back here.

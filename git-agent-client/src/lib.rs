@@ -50,7 +50,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     let invocation = match invocation::capture(&argv, cli.cwd.as_deref()) {
         Ok(invocation) => invocation,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", git_agent_shared::error_chain::Chain(&error));
             return 1;
         }
     };
@@ -78,7 +78,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     match runtime.block_on(work) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", git_agent_shared::error_chain::Chain(&error));
             1
         }
     }

@@ -39,7 +39,7 @@ pub async fn serve(base: pb::Invocation) -> i32 {
         match daemon::checked_socket(&env) {
             Ok(socket) => socket,
             Err(error) => {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", git_agent_shared::error_chain::Chain(&error));
                 return 1;
             }
         }
@@ -195,7 +195,7 @@ impl ToolFailure {
 
 impl From<DaemonError> for ToolFailure {
     fn from(error: DaemonError) -> Self {
-        Self::error(error)
+        Self::error(git_agent_shared::error_chain::Chain(&error))
     }
 }
 
@@ -557,7 +557,7 @@ impl Call<'_> {
             async move { client.run(request).await }
         })
         .await?
-        .map_err(|status| ToolFailure::error(DaemonError::Rpc(status.message().to_string())))?
+        .map_err(|status| ToolFailure::from(DaemonError::Rpc(status.message().to_string())))?
         .into_inner();
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
@@ -570,7 +570,7 @@ impl Call<'_> {
             // The daemon never fails a stream it has started: a broken or
             // unfinished one means it went away, and the tools only read.
             let Ok(Some(event)) = next else {
-                return Err(ToolFailure::error(DaemonError::Stopped { command, interrupted: Interrupted::Repeatable }));
+                return Err(DaemonError::Stopped { command, interrupted: Interrupted::Repeatable }.into());
             };
             let Some(event) = event.event else { continue };
             use pb::run_event::Event;

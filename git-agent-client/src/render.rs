@@ -78,7 +78,7 @@ impl Renderer {
                 let result = actions::git_commit(root, &commit.message, commit.amend);
                 self.committed = Some(result.is_ok());
                 if let Err(error) = result {
-                    let _ = writeln!(io::stderr(), "error: {error}");
+                    let _ = writeln!(io::stderr(), "error: {}", git_agent_shared::error_chain::Chain(&error));
                     self.action_failed = true;
                 }
             }

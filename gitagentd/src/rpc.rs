@@ -187,10 +187,11 @@ fn optional_env(invocation: Option<pb::Invocation>) -> Result<Option<Environment
 }
 
 fn task_status(error: TaskError) -> Status {
+    let message = error.render();
     match error {
-        TaskError::Usage(message) => Status::invalid_argument(message),
-        TaskError::Failed(message) => Status::aborted(message),
-        TaskError::NotFound(message) => Status::not_found(message),
+        TaskError::Usage(_) => Status::invalid_argument(message),
+        TaskError::Failed(_) | TaskError::Message(_) => Status::aborted(message),
+        TaskError::NotFound(_) => Status::not_found(message),
     }
 }
 
@@ -318,7 +319,7 @@ impl GitAgent for Daemon {
         let outcome = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
             Ok(report) => pb::task_outcome::Outcome::ReportJson(report),
             Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
-            Err(TaskError::Failed(message) | TaskError::NotFound(message)) => pb::task_outcome::Outcome::Error(message),
+            Err(error) => pb::task_outcome::Outcome::Error(error.render()),
         };
         Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome) }))
     }
@@ -338,7 +339,7 @@ impl GitAgent for Daemon {
         let (current, receiver) =
             self.services.tasks.watch(&task.id, &task.command, env.as_ref()).await.map_err(|error| match error {
                 TaskError::Usage(message) => Status::invalid_argument(message),
-                TaskError::Failed(message) | TaskError::NotFound(message) => Status::not_found(message),
+                error => Status::not_found(error.render()),
             })?;
         let stream = async_stream_of(current, receiver);
         Ok(Response::new(Box::pin(stream)))

@@ -160,16 +160,17 @@ async fn status(
     id: &str,
 ) -> Result<(TaskStatus, Option<watch::Receiver<TaskStatus>>), Response<Body>> {
     if let Err(invalid) = TaskId::parse(id) {
-        return Err(error(StatusCode::BAD_REQUEST, invalid.to_string()));
+        return Err(error(StatusCode::BAD_REQUEST, git_agent_shared::error_chain::render(&invalid)));
     }
     tasks.watch(id, "", None).await.map_err(task_error)
 }
 
 fn task_error(failure: TaskError) -> Response<Body> {
+    let message = failure.render();
     match failure {
-        TaskError::Usage(message) => error(StatusCode::BAD_REQUEST, message),
-        TaskError::NotFound(message) => error(StatusCode::NOT_FOUND, message),
-        TaskError::Failed(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
+        TaskError::Usage(_) => error(StatusCode::BAD_REQUEST, message),
+        TaskError::NotFound(_) => error(StatusCode::NOT_FOUND, message),
+        TaskError::Failed(_) | TaskError::Message(_) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
 

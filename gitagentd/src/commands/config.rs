@@ -30,7 +30,7 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
         (true, _) => String::new(),
         (false, None) => {
             if config.index.remote.is_empty() {
-                return Err(CommandError::Failed(format!(
+                return Err(CommandError::Message(format!(
                     "{INDEX_REMOTE_KEY} is not configured\nhint: git-agent config {INDEX_REMOTE_KEY} <git-url>"
                 )));
             }

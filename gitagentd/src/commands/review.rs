@@ -12,6 +12,7 @@ use crate::activity::Activity;
 use crate::tasks::{Failure, Finished, Launched, Outcome, TaskContext, TaskError};
 use git_agent_shared::cli::{self, Command, Depth, InspectArgs};
 use git_agent_shared::environment::vars;
+use git_agent_shared::error_chain::render;
 use git_agent_shared::paths;
 use git_agent_shared::task_record::{self, FailureDiagnostic, TaskCommand};
 use gitagent_git::identity::ProjectIdentity;
@@ -156,28 +157,28 @@ pub async fn launch(
     let settings = blocking::run_to_end("the settings file", move || hooks::load_settings(&settings_root)).await;
     let post_inspection = match settings {
         Ok(Ok(settings)) => settings.post_inspection(),
-        Ok(Err(error)) => return Err(task.fail(error.to_string(), None).await),
-        Err(error) => return Err(task.fail(error.to_string(), None).await),
+        Ok(Err(error)) => return Err(task.fail(render(&error), None).await),
+        Err(error) => return Err(task.fail(render(&error), None).await),
     };
     let prepared = match prepared {
         Ok(Ok(prepared)) => Arc::new(prepared),
         Ok(Err(error)) => {
             let diagnostic = FailureDiagnostic { mode: mode.as_str().into(), ..FailureDiagnostic::default() };
-            return Err(task.fail(error.to_string(), Some(diagnostic)).await);
+            return Err(task.fail(render(&error), Some(diagnostic)).await);
         }
-        Err(error) => return Err(task.fail(error.to_string(), None).await),
+        Err(error) => return Err(task.fail(render(&error), None).await),
     };
     if let Some(parent) = &parent
         && let Err(error) = parent.check_workspace(&prepared.root)
     {
-        return Err(task.fail(error.to_string(), None).await);
+        return Err(task.fail(render(&error), None).await);
     }
     let depth = parent.as_ref().map_or(args.depth.unwrap_or(Depth::Balanced), |parent| parent.depth);
     let tools = budget::standard_tools(mode);
     let plan =
         match budget::plan(command, mode, &ChangeMetrics::from_prepared(&prepared), &tools, depth, args.max_steps) {
             Ok(plan) => plan,
-            Err(error) => return Err(task.fail(format!("plan {command} budget: {error}"), None).await),
+            Err(error) => return Err(task.fail(format!("plan {command} budget: {}", render(&error)), None).await),
         };
     let request = InspectionRequest {
         task_id: id.to_string(),
@@ -275,7 +276,7 @@ impl Inspection {
         let terminal = match outcome {
             Ok(outcome) => match self.final_report(&outcome.report_text, &cancel).await {
                 Ok(report) => Ok((report, outcome)),
-                Err(error) => Err((error.to_string(), FailureDiagnostic::default())),
+                Err(error) => Err((render(&error), FailureDiagnostic::default())),
             },
             Err(failure) => Err((failure.message, failure.diagnostic)),
         };
@@ -368,7 +369,7 @@ impl Inspection {
             Ok(()) => {}
             Err(error) if error.is_cancelled() => {}
             Err(error) => {
-                let (message, _) = task_record::limit_text(&error.to_string(), 4096, 40);
+                let (message, _) = task_record::limit_text(&render(&error), 4096, 40);
                 tracing::warn!(id = %request.task_id, %message, "a post-inspection hook failed");
                 self.task.publish("post_inspection_hook_failed", Some(message));
             }

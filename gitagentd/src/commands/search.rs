@@ -20,7 +20,7 @@ const MAX_LIMIT: i64 = 100;
 
 impl From<SearchError> for CommandError {
     fn from(error: SearchError) -> Self {
-        if error.is_usage() { CommandError::Usage(error.to_string()) } else { CommandError::Failed(error.to_string()) }
+        if error.is_usage() { CommandError::usage(error) } else { CommandError::failed(error) }
     }
 }
 
@@ -131,7 +131,7 @@ pub async fn run(
             outcome
         }
         Err(error) => {
-            feedback.finish(Some(&error.to_string()));
+            feedback.finish(Some(&git_agent_shared::error_chain::render(&error)));
             return Err(error.into());
         }
     };
@@ -246,16 +246,19 @@ impl HeadRevision<'_> {
 
 /// A failure of `index.remote` during a search: the spec wants no silent
 /// local fallback, so the search fails, telling an offline user how to
-/// search anyway.
-fn index_remote_failed(error: impl std::fmt::Display) -> CommandError {
-    let message = error.to_string();
-    if message.contains("\nhint: ") {
-        return CommandError::Failed(message);
-    }
-    CommandError::Failed(format!(
-        "{message}\nhint: to search without it, run git-agent config --unset index.remote (and set it again once the remote is reachable)"
-    ))
+/// search anyway (unless the cause already holds its own hint).
+fn index_remote_failed(error: impl std::error::Error + Send + Sync + 'static) -> CommandError {
+    CommandError::failed(IndexRemoteFailed { source: Box::new(error) })
 }
+
+/// The cause of an `index.remote` failure, and the hint to go without it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", if git_agent_shared::error_chain::render(.source.as_ref()).contains("\nhint: ") { "" } else { INDEX_REMOTE_HINT })]
+struct IndexRemoteFailed {
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+const INDEX_REMOTE_HINT: &str = "\nhint: to search without it, run git-agent config --unset index.remote (and set it again once the remote is reachable)";
 
 fn validate_min_score(score: f64) -> Result<(), CommandError> {
     if !score.is_finite() || score <= 0.0 || score > 1.0 {
@@ -268,7 +271,7 @@ fn validate_min_score(score: f64) -> Result<(), CommandError> {
 
 fn scopes(args: &SearchArgs) -> Result<Vec<String>, CommandError> {
     match args.scope.as_deref() {
-        Some(value) => search::paths::split_scope_flag(value).map_err(|error| CommandError::Usage(error.to_string())),
+        Some(value) => search::paths::split_scope_flag(value).map_err(CommandError::usage),
         None => Ok(Vec::new()),
     }
 }

@@ -73,6 +73,9 @@ pub struct Launched {
     pub pid: u32,
 }
 
+/// Why a launch, a wait or a status read failed. A failure keeps its
+/// cause until the RPC or HTTP layer renders it with
+/// [`git_agent_shared::error_chain::render`] ([`TaskError::render`]).
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
     /// The command line is wrong: exit 2.
@@ -80,15 +83,25 @@ pub enum TaskError {
     Usage(String),
     /// The launch or the wait failed: exit 1.
     #[error("{0}")]
-    Failed(String),
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The launch or the wait failed, for a reason that is only a message
+    /// (the task's recorded failure, a refused command).
+    #[error("{0}")]
+    Message(String),
     /// No record of the task exists under the metadata root.
     #[error("{0}")]
     NotFound(String),
 }
 
 impl TaskError {
-    pub fn failed(error: impl std::fmt::Display) -> Self {
-        Self::Failed(error.to_string())
+    /// A failure caused by `error`, kept whole.
+    pub fn failed(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Failed(Box::new(error))
+    }
+
+    /// The message a caller reads: the error and its causes.
+    pub fn render(&self) -> String {
+        git_agent_shared::error_chain::render(self)
     }
 }
 
@@ -251,7 +264,7 @@ impl TaskService {
         let project_id = project_id.to_string();
         blocking::run_to_end("the task table", move || {
             let rows = table::list_rows(&table, &project_id)
-                .map_err(|error| TaskError::Failed(format!("cannot list tasks: {error}")))?;
+                .map_err(|error| TaskError::failed(table::TableError::List(error)))?;
             Ok(rows
                 .into_iter()
                 .map(|(status, path)| match live.get(&status.id) {
@@ -271,21 +284,20 @@ fn status_from_record(mut status: TaskStatus, path: &Path) -> TaskStatus {
     let Ok(id) = TaskId::parse(&status.id) else { return status };
     let Some(command) = TaskCommand::parse(&status.command) else { return status };
     let record = task_record::read_record(path, &id);
-    let state = record.as_ref().map_err(|error| error.to_string()).and_then(|record| {
-        task_record::evaluate(record, command, task_record::process_alive, jiff::Timestamp::now())
-            .map_err(|error| error.to_string())
+    let state = record.as_ref().ok().and_then(|record| {
+        task_record::evaluate(record, command, task_record::process_alive, jiff::Timestamp::now()).ok()
     });
     match state {
-        Ok(TaskState::Running { .. }) => {}
-        Ok(TaskState::Succeeded { .. }) => {
+        Some(TaskState::Running { .. }) => {}
+        Some(TaskState::Succeeded { .. }) => {
             status.state = "succeeded".into();
             status.phase = "done".into();
         }
-        Ok(TaskState::Failed { .. }) => {
+        Some(TaskState::Failed { .. }) => {
             status.state = "failed".into();
             status.phase = "error".into();
         }
-        Err(_) => {
+        None => {
             status.state = "failed".into();
             status.phase = "dead_producer".into();
         }
@@ -322,12 +334,12 @@ impl TaskService {
 /// The status of a task this daemon does not run, from its durable record.
 fn stored_status(metadata_root: &Path, id: &TaskId, command: &str) -> Result<TaskStatus, TaskError> {
     let path = task_record::find_record(metadata_root, id).map_err(|error| match error {
-        task_record::RecordError::Unknown { .. } => TaskError::NotFound(error.to_string()),
+        task_record::RecordError::Unknown { .. } => TaskError::NotFound(git_agent_shared::error_chain::render(&error)),
         error => TaskError::failed(error),
     })?;
     let record = task_record::read_record(&path, id).map_err(TaskError::failed)?;
     if !command.is_empty() && record.command != command {
-        return Err(TaskError::Failed(format!("background task {id} belongs to {}, not {command}", record.command)));
+        return Err(TaskError::Message(format!("background task {id} belongs to {}, not {command}", record.command)));
     }
     let project_id = path
         .parent()
@@ -378,7 +390,7 @@ impl NewTask {
     pub async fn fail(&self, message: String, diagnostic: Option<FailureDiagnostic>) -> TaskError {
         let completed = self.record.clone().complete(error_event(&message, 1), diagnostic, jiff::Timestamp::now());
         let _ = write(&self.record_path, &completed).await;
-        TaskError::Failed(message)
+        TaskError::Message(message)
     }
 
     /// Lists the task, makes it live and runs the future `work` builds to
@@ -505,7 +517,7 @@ impl Running {
         // Durable first: the terminal record is on disk before any waiter
         // or watcher learns that the task ended.
         if let Err(error) = write(&self.record_path, &completed).await {
-            tracing::error!(%error, "cannot store the terminal task record");
+            tracing::error!(error = %git_agent_shared::error_chain::Chain(&error), "cannot store the terminal task record");
         }
         let now_ms = now.as_millisecond();
         self.status.send_modify(|status| {

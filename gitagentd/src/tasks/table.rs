@@ -18,6 +18,19 @@ pub(super) const OPEN_TABLES: usize = 4;
 
 pub(super) type Table = Arc<Mutex<rusqlite::Connection>>;
 
+/// Why the task table cannot be used. SQLite's errors are shown in their
+/// own words (`{source}`), which ends the rendered chain there: their
+/// sources repeat the same failure as a code.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("cannot open the task table under {}: {source}", root.display())]
+    Open { root: PathBuf, source: Box<dyn std::error::Error + Send + Sync> },
+    #[error("cannot list tasks: {0}")]
+    List(#[source] rusqlite::Error),
+    #[error("the task table lock is poisoned")]
+    Poisoned,
+}
+
 /// The open task tables, most recently used first.
 #[derive(Debug, Default)]
 pub(super) struct OpenTables {
@@ -47,11 +60,10 @@ pub(super) async fn open(tables: &Mutex<OpenTables>, metadata_root: &Path) -> Re
         return Ok(table);
     }
     let root = metadata_root.to_path_buf();
-    let connection =
-        blocking::run_to_end("the task table", move || open_connection(&root)).await?.map_err(|error| {
-            TaskError::Failed(format!("cannot open the task table under {}: {error}", metadata_root.display()))
-        })?;
-    let mut tables = tables.lock().map_err(|_| TaskError::Failed("the task table lock is poisoned".into()))?;
+    let connection = blocking::run_to_end("the task table", move || open_connection(&root))
+        .await?
+        .map_err(|source| TaskError::failed(TableError::Open { root: metadata_root.to_path_buf(), source }))?;
+    let mut tables = tables.lock().map_err(|_| TaskError::failed(TableError::Poisoned))?;
     // A concurrent caller may have opened it meanwhile: keep theirs.
     if let Some(table) = tables.get(metadata_root) {
         return Ok(table);

@@ -116,7 +116,7 @@ impl InspectionEngine for ProviderEngine {
             let mut secrets = Secrets::from_request(request);
             let result = self.inspect(request, &status, &mut secrets, cancel).await;
             result.map_err(|error| EngineFailure {
-                message: secrets.sanitize(&error.to_string()),
+                message: secrets.sanitize(&git_agent_shared::error_chain::render(&error)),
                 diagnostic: diagnostic(request, status.tool_events(), &secrets),
             })
         })

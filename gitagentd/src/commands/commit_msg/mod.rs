@@ -107,7 +107,7 @@ pub async fn run(
     .await?;
     if let Prepared::Normal(staged) = &prepared {
         if staged.is_empty() {
-            return Err(CommandError::Failed(format!(
+            return Err(CommandError::Message(format!(
                 "nothing is staged: {command} describes the staged changes\nhint: stage changes with git add, then run git-agent {command} again"
             )));
         }
@@ -138,7 +138,7 @@ pub async fn run(
     let text = message::preserve_task_id_suffix(&outcome.text, &prepared.recent_subjects());
     let errors = (rules.validate)(&text);
     if !errors.is_empty() {
-        return Err(CommandError::Failed(format!("the generated message is invalid: {}", errors.join("; "))));
+        return Err(CommandError::Message(format!("the generated message is invalid: {}", errors.join("; "))));
     }
     let finished = Instant::now();
 

@@ -135,9 +135,9 @@ pub type Runner<Q> = Box<
 /// a failed batch.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BatchError {
-    /// The conversation failed; its message, for every member.
+    /// The conversation failed; its error, for every member.
     #[error("{0}")]
-    Failed(String),
+    Failed(#[source] Arc<crate::commands::CommandError>),
     #[error("the batch answer has no findings for {0}")]
     NoFindings(String),
 }
@@ -571,8 +571,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_batch_failure_fails_every_member() {
         let batcher = Arc::new(Batcher::<String>::default());
-        let failing: Runner<String> =
-            Box::new(|_, _, _| Box::pin(async { Err(BatchError::Failed("the provider failed".into())) }));
+        let failing: Runner<String> = Box::new(|_, _, _| {
+            Box::pin(async {
+                Err(BatchError::Failed(Arc::new(crate::commands::CommandError::message("the provider failed"))))
+            })
+        });
         let (first, second) = (batcher.reserve(key("/w")), batcher.reserve(key("/w")));
         let (_, a) = first.join("A".into(), "a".into(), CancellationToken::new(), failing);
         let (_, b) = second.join("B".into(), "b".into(), CancellationToken::new(), runner(Arc::default()));

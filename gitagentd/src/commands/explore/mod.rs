@@ -24,6 +24,7 @@ use super::{CommandError, Invocation, Output};
 use crate::commands::Services;
 use answer::Finding;
 use git_agent_shared::cli::{ExploreArgs, ExploreTarget};
+use git_agent_shared::error_chain;
 use git_agent_shared::task_record::TaskId;
 use gitagent_agent::guidance::{self, Family, WorktreeReader};
 use gitagent_agent::tools::{self, RepoFiles, ToolRegistry};
@@ -154,9 +155,9 @@ pub async fn run(
         batch::Role::Follower => "explore: waiting for the batch leader",
     });
     let findings = tokio::select! {
-        () = cancel.cancelled() => return Err(CommandError::Failed("the command was cancelled".into())),
+        () = cancel.cancelled() => return Err(CommandError::Message("the command was cancelled".into())),
         result = result => result
-            .map_err(|_| CommandError::Failed("the explore batch ended without a result".into()))?
+            .map_err(|_| CommandError::Message("the explore batch ended without a result".into()))?
             .map_err(CommandError::failed)?,
     };
     // The leader reported its own batch work; a follower only waited.
@@ -252,7 +253,7 @@ impl Conversation {
         // The leader reports the batch's wait for late compatible
         // questions, once nobody reserved was still getting ready.
         self.phases.done("join_grace", collected.grace_since);
-        self.answer(questions, &cancel).await.map_err(|error| batch::BatchError::Failed(error.to_string()))
+        self.answer(questions, &cancel).await.map_err(|error| batch::BatchError::Failed(Arc::new(error)))
     }
 
     /// Whether the batch's warm leads need the deferred synchronization.
@@ -355,7 +356,7 @@ impl Conversation {
         let mut sessions = Vec::with_capacity(items.len());
         for item in &items {
             let findings = answers.get(&item.item_id).cloned().ok_or_else(|| {
-                CommandError::Failed(format!("the batch answer has no findings for {}", item.item_id))
+                CommandError::Message(format!("the batch answer has no findings for {}", item.item_id))
             })?;
             sessions.push(Session {
                 id: item.item_id.clone(),
@@ -376,7 +377,8 @@ impl Conversation {
             Ok(()) => {}
             // A read-only HOME costs the follow-ups, not the answer.
             Err(error) if error.is_unwritable() => self.output.stderr(format!(
-                "warning: {error}\nhint: the answer's ID cannot be followed up; make {} writable to keep sessions\n",
+                "warning: {}\nhint: the answer's ID cannot be followed up; make {} writable to keep sessions\n",
+                error_chain::Chain(&error),
                 self.project.metadata_dir.parent().unwrap_or(&self.project.metadata_dir).display()
             )),
             Err(error) => return Err(CommandError::failed(error)),
@@ -408,7 +410,7 @@ async fn open_root(root: &Path, cancel: &CancellationToken) -> Result<Arc<RepoFi
     let root = root.to_path_buf();
     gitagent_runtime::blocking::run("the exploration root", cancel, move |_| {
         if !root.is_dir() {
-            return Err(CommandError::Failed(format!("{}: not a folder", root.display())));
+            return Err(CommandError::Message(format!("{}: not a folder", root.display())));
         }
         let repo = match Repository::discover(&root) {
             Ok(repo) => Some(repo),
@@ -448,7 +450,7 @@ async fn record_disposition(
     })
     .await;
     if let Ok(Err(error)) = recorded {
-        output.stderr(format!("warning: {error}\n"));
+        output.stderr(format!("warning: {}\n", error_chain::Chain(&error)));
     }
 }
 
@@ -524,7 +526,7 @@ async fn assemble(
     let system = system_prompt(request.instruction_target).trim().to_string();
     if let Some(parent) = request.parent {
         let mut history = provider::items_from_json(&parent.history).ok_or_else(|| {
-            CommandError::Failed(format!("explore search ID {} has no replayable conversation", parent.id))
+            CommandError::Message(format!("explore search ID {} has no replayable conversation", parent.id))
         })?;
         if let Some(target) = request.target.filter(|target| Some(*target) != parent.active_target) {
             history.push(Item::developer(target_changed(target)));

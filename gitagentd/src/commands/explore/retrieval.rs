@@ -114,7 +114,10 @@ pub async fn probe(
         // The leads are optional: a metadata folder this user cannot
         // write (a read-only HOME) costs them, not the answer.
         Err(error) if is_unwritable(&error) => {
-            output.stderr(format!("warning: explore goes without semantic leads: {error}\n"));
+            output.stderr(format!(
+                "warning: explore goes without semantic leads: {}\n",
+                git_agent_shared::error_chain::Chain(&error)
+            ));
             return Ok(Probe::Cold);
         }
         Err(error) => return Err(error.into()),

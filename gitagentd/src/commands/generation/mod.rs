@@ -43,8 +43,7 @@ impl Generation {
     /// Validates the auth-independent flags.
     pub fn from_args(message: &MessageArgs) -> Result<Self, CommandError> {
         let args = &message.shared;
-        let family =
-            Family::parse(args.guidance_family.as_deref()).map_err(|error| CommandError::Usage(error.to_string()))?;
+        let family = Family::parse(args.guidance_family.as_deref()).map_err(CommandError::usage)?;
         let timeout = args.timeout.unwrap_or(gitagent_provider::config::DEFAULT_TIMEOUT);
         let mut limits = Limits::default();
         if let Some(steps) = message.max_steps {
@@ -145,7 +144,7 @@ pub async fn run_loop(
         sink.warn_controls(outcome.controls_removed);
     }
     result.map_err(|error| match error {
-        AgentError::DeadlineExceeded => CommandError::Failed(format!(
+        AgentError::DeadlineExceeded => CommandError::Message(format!(
             "{command} ran out of time after {}\nhint: pass a longer --timeout, such as --timeout 5m",
             git_agent_shared::cli::format_duration(settings.timeout)
         )),

@@ -17,11 +17,9 @@ pub struct DiagnosticsServer {
 
 impl DiagnosticsServer {
     pub async fn start(address: &str) -> Result<Self, CommandError> {
-        let listener = tokio::net::TcpListener::bind(address).await.map_err(|error| {
-            CommandError::Failed(format!(
-                "--pprof cannot listen on {address}: {error}\nhint: pass a free host:port, such as 127.0.0.1:6060"
-            ))
-        })?;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| CommandError::failed(ListenError { address: address.to_string(), source }))?;
         let address = listener.local_addr().map_err(CommandError::failed)?;
         let stop = CancellationToken::new();
         let handler: Handler = Arc::new(|method, path| match (method, path) {
@@ -35,6 +33,14 @@ impl DiagnosticsServer {
         tokio::spawn(gitagent_runtime::http::serve(listener, handler, stop.clone()));
         Ok(Self { address, _stop: stop.drop_guard() })
     }
+}
+
+/// `--pprof`'s address cannot be bound.
+#[derive(Debug, thiserror::Error)]
+#[error("--pprof cannot listen on {address}\nhint: pass a free host:port, such as 127.0.0.1:6060")]
+struct ListenError {
+    address: String,
+    source: std::io::Error,
 }
 
 const TEXT: &str = "text/plain; charset=utf-8";

@@ -184,7 +184,7 @@ async fn configured_remote(invocation: &Invocation) -> Result<String, CommandErr
         .await?
         .map_err(CommandError::failed)?;
     if config.index.remote.is_empty() {
-        return Err(CommandError::Failed(format!(
+        return Err(CommandError::Message(format!(
             "{INDEX_REMOTE_KEY} is not configured\nhint: git-agent config {INDEX_REMOTE_KEY} <git-url>"
         )));
     }

@@ -39,7 +39,7 @@ pub async fn run(
     cancel: &CancellationToken,
     args: ReleaseNoteArgs,
 ) -> Result<(), CommandError> {
-    let request = RangeRequest::from_args(&args.range).map_err(|error| CommandError::Usage(error.to_string()))?;
+    let request = RangeRequest::from_args(&args.range).map_err(CommandError::usage)?;
     let mut settings = Generation::from_args(&args.generation)?;
     settings.raise_to(MIN_STEPS, MIN_TIMEOUT);
     let out = match args.out.as_deref() {
@@ -82,7 +82,7 @@ pub async fn run(
     let rules = output_rules(&context);
     let outcome = generation::run_loop(&provider, &settings, COMMAND, &sink, cancel, &task, &rules).await?;
     let markdown = finish(&outcome.text, &context).map_err(|errors| {
-        CommandError::Failed(format!("the generated release note is invalid: {}", errors.join("; ")))
+        CommandError::Message(format!("the generated release note is invalid: {}", errors.join("; ")))
     })?;
     let mut event = generation::final_event(markdown.as_str(), &outcome);
     if let Some(out) = &out {
