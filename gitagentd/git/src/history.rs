@@ -190,16 +190,16 @@ pub(super) fn commits_between(
     new: gix::ObjectId,
     limit: usize,
 ) -> Result<Vec<CommitInfo>, GitError> {
-    let error = |error: &dyn std::fmt::Display| GitError::Read {
+    let error = |error: Box<dyn std::error::Error + Send + Sync>| GitError::Read {
         path: repo.git_dir().to_path_buf(),
         what: format!("the commits between {} and {}", old.to_hex_with_len(7), new.to_hex_with_len(7)),
-        message: error.to_string(),
+        source: error,
     };
-    let walk = repo.rev_walk([new]).with_hidden([old]).all().map_err(|e| error(&e))?;
+    let walk = repo.rev_walk([new]).with_hidden([old]).all().map_err(|e| error(e.into()))?;
     let mut commits = Vec::new();
     for info in walk.take(limit) {
-        let info = info.map_err(|e| error(&e))?;
-        let commit = info.object().map_err(|e| error(&e))?;
+        let info = info.map_err(|e| error(e.into()))?;
+        let commit = info.object().map_err(|e| error(e.into()))?;
         commits.push(commit_info(&commit));
     }
     Ok(commits)

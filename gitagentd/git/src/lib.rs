@@ -37,12 +37,14 @@ use std::path::{Path, PathBuf};
 pub enum GitError {
     #[error("{}", crate::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
-    #[error("cannot open the Git repository at {path}: {message}")]
-    Open { path: PathBuf, message: String },
+    /// gix's message is shown as it is (`{source}`), which ends the
+    /// rendered chain there.
+    #[error("cannot open the Git repository at {path}: {source}")]
+    Open { path: PathBuf, source: Box<gix::Error> },
     #[error("the repository at {path} has no work tree; git-agent needs a checkout")]
     Bare { path: PathBuf },
-    #[error("cannot read {what} in {path}: {message}")]
-    Read { path: PathBuf, what: String, message: String },
+    #[error("cannot read {what} in {path}: {source}")]
+    Read { path: PathBuf, what: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error(
         "nothing to amend: HEAD in {path} has no commit yet\nhint: commit first, e.g. with git-agent commit, then amend"
     )]
@@ -162,7 +164,7 @@ impl Repository {
             return Err(GitError::NotARepository { path: start.to_path_buf() });
         }
         let repo = gix::ThreadSafeRepository::discover_opts(start, Default::default(), trust)
-            .map_err(|error| GitError::Open { path: start.to_path_buf(), message: error.to_string() })?;
+            .map_err(|source| GitError::Open { path: start.to_path_buf(), source: Box::new(source) })?;
         let root =
             repo.work_dir().map(Path::to_path_buf).ok_or_else(|| GitError::Bare { path: start.to_path_buf() })?;
         let root = root.canonicalize().unwrap_or(root);
@@ -192,8 +194,12 @@ impl Repository {
         self.repo.to_thread_local()
     }
 
-    fn read_error(&self, what: impl Into<String>, error: impl std::fmt::Display) -> GitError {
-        GitError::Read { path: self.root.clone(), what: what.into(), message: error.to_string() }
+    fn read_error(
+        &self,
+        what: impl Into<String>,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> GitError {
+        GitError::Read { path: self.root.clone(), what: what.into(), source: error.into() }
     }
 
     pub fn head(&self) -> HeadInfo {

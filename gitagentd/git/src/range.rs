@@ -44,8 +44,8 @@ const OBJECT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 pub enum HistoryError {
     #[error("{}", crate::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
-    #[error("cannot open the git repository at {path}: {message}")]
-    Open { path: PathBuf, message: String },
+    #[error("cannot open the git repository at {path}: {source}")]
+    Open { path: PathBuf, source: Box<gix::Error> },
     #[error(
         "unknown revision {spec:?} in {root}\nhint: check the spelling; fetch missing tags with `git fetch --tags`"
     )]
@@ -78,8 +78,8 @@ pub enum HistoryError {
         "the current branch has no committed changes against {base}\nhint: commit the work first; pr-message describes committed changes only, not staged or unstaged ones"
     )]
     NoBranchChanges { base: String },
-    #[error("cannot read {what} in {root}: {message}")]
-    Read { root: PathBuf, what: String, message: String },
+    #[error("cannot read {what} in {root}: {source}")]
+    Read { root: PathBuf, what: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("the command was cancelled")]
     Interrupted,
 }
@@ -120,7 +120,7 @@ impl History {
     pub fn open(path: &Path) -> Result<Self, HistoryError> {
         let options = gix::open::Options::isolated().strict_config(false);
         let mut repo = gix::open_opts(path, options)
-            .map_err(|error| HistoryError::Open { path: path.to_path_buf(), message: error.to_string() })?;
+            .map_err(|source| HistoryError::Open { path: path.to_path_buf(), source: Box::new(source) })?;
         prepare_handle(&mut repo);
         let root = repo.workdir().unwrap_or_else(|| repo.git_dir()).to_path_buf();
         Ok(Self { repo, root })
@@ -131,8 +131,12 @@ impl History {
         &self.root
     }
 
-    fn read_error(&self, what: impl Into<String>, error: impl std::fmt::Display) -> HistoryError {
-        HistoryError::Read { root: self.root.clone(), what: what.into(), message: error.to_string() }
+    fn read_error(
+        &self,
+        what: impl Into<String>,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> HistoryError {
+        HistoryError::Read { root: self.root.clone(), what: what.into(), source: error.into() }
     }
 
     /// The commit HEAD points to.

@@ -113,7 +113,7 @@ impl History {
                         Err(HistoryError::Read {
                             root: root.clone(),
                             what: "the commits of the range".into(),
-                            message: "a reader thread panicked".into(),
+                            source: "a reader thread panicked".into(),
                         })
                     })
                 })
