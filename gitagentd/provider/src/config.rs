@@ -101,10 +101,10 @@ pub enum ConfigError {
          hint: sign in with the Codex CLI (ChatGPT auth) or export OPENAI_API_KEY"
     )]
     MissingCredentials { auth_path: PathBuf },
-    #[error("cannot read {path}: {source}\nhint: fix its permissions or move it away to use OPENAI_API_KEY")]
+    #[error("cannot read {path}\nhint: fix its permissions or move it away to use OPENAI_API_KEY")]
     UnreadableAuthFile { path: PathBuf, source: std::io::Error },
-    #[error("{path} is not valid JSON: {message}\nhint: sign in again with the Codex CLI")]
-    MalformedAuthFile { path: PathBuf, message: String },
+    #[error("{path} is not valid JSON\nhint: sign in again with the Codex CLI")]
+    MalformedAuthFile { path: PathBuf, source: serde_json::Error },
     #[error("{path} has auth_mode \"chatgpt\" but no tokens.{field}\nhint: sign in again with the Codex CLI")]
     IncompleteChatGptAuth { path: PathBuf, field: &'static str },
     #[error("HOME is not set, so ~/.codex/auth.json cannot be found")]
@@ -177,7 +177,7 @@ fn read_chatgpt_auth(path: &std::path::Path) -> Result<Option<Credentials>, Conf
         Err(source) => return Err(ConfigError::UnreadableAuthFile { path: path.to_path_buf(), source }),
     };
     let file: CodexAuthFile = serde_json::from_slice(&bytes)
-        .map_err(|error| ConfigError::MalformedAuthFile { path: path.to_path_buf(), message: error.to_string() })?;
+        .map_err(|source| ConfigError::MalformedAuthFile { path: path.to_path_buf(), source })?;
     if file.auth_mode.as_deref() != Some("chatgpt") {
         return Ok(None);
     }

@@ -91,8 +91,13 @@ pub enum NetworkError {
     UnreadableCa { variable: &'static str, path: PathBuf, source: std::io::Error },
     #[error("{} ({variable}) holds no usable PEM certificate{}\nhint: point {variable} at PEM CA certificates, or unset it", path.display(), reason.as_deref().map(|reason| format!(": {reason}")).unwrap_or_default())]
     InvalidCa { variable: &'static str, path: PathBuf, reason: Option<String> },
+    /// reqwest's message without its URL: its sources are not shown.
     #[error("cannot build the HTTP client: {0}")]
     Build(String),
+    /// NetworkError is also flattened inside gix's transport errors, whose
+    /// rendering walks every cause: the cause is written out here.
+    #[error("cannot build the HTTP client: the HTTP client builder stopped unexpectedly: {0}")]
+    BuilderStopped(#[source] tokio::task::JoinError),
     #[error("the HTTP client cache is poisoned")]
     Poisoned,
 }
@@ -115,7 +120,7 @@ impl HttpClients {
         let settings = network.clone();
         let client = tokio::task::spawn_blocking(move || build_client(&settings, kind))
             .await
-            .map_err(|error| NetworkError::Build(format!("the HTTP client builder stopped unexpectedly: {error}")))??;
+            .map_err(NetworkError::BuilderStopped)??;
         self.insert(network, kind, client.clone())?;
         Ok(client)
     }

@@ -204,6 +204,22 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_auth_file_keeps_its_json_error_and_reads_as_before() {
+        let json = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let config =
+            gitagent_provider::ConfigError::MalformedAuthFile { path: "/home/u/.codex/auth.json".into(), source: json };
+        let error = CommandError::failed(config);
+        let cause = error.source().expect("the provider's error is the cause");
+        assert!(cause.downcast_ref::<gitagent_provider::ConfigError>().is_some());
+        assert!(chain(cause).any(|error| error.downcast_ref::<serde_json::Error>().is_some()));
+        assert_eq!(
+            stderr_text(&error),
+            "error: /home/u/.codex/auth.json is not valid JSON: EOF while parsing an object at line 1 column 1\n\
+             hint: sign in again with the Codex CLI\n"
+        );
+    }
+
+    #[test]
     fn a_usage_error_and_a_message_exit_as_before() {
         let usage = CommandError::Usage("search accepts only one of --ls, --ls-remotes, or --ls-files".into());
         assert_eq!(

@@ -75,8 +75,9 @@ pub enum EmbeddingError {
         "the embeddings endpoint {url} returned {got}-dimensional vectors, but {want} were requested\nhint: choose dimensions the model supports with --embedding-dimensions or OPENAI_EMBEDDING_DIMENSIONS"
     )]
     Dimensions { url: String, got: usize, want: usize },
+    /// The reader or a request task stopped; its error is written out.
     #[error("cannot set up the embeddings client: {0}")]
-    Client(String),
+    Client(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Network(#[from] NetworkError),
     #[error("the search was cancelled")]
@@ -455,7 +456,7 @@ where
             let inputs =
                 gitagent_runtime::blocking::run("the embedding input reader", &cancel, move |_| build(build_range))
                     .await
-                    .map_err(|error| EmbeddingError::Client(error.to_string()))?;
+                    .map_err(|error| EmbeddingError::Client(error.into()))?;
             let vectors = client.embed(&settings, &inputs, &cancel).await?;
             Ok::<_, EmbeddingError>((range, vectors, started.elapsed()))
         });
@@ -480,7 +481,7 @@ where
             }
             Err(error) => {
                 local_cancel.cancel();
-                failure.get_or_insert(EmbeddingError::Client(error.to_string()));
+                failure.get_or_insert(EmbeddingError::Client(error.into()));
             }
         }
     }
@@ -600,7 +601,7 @@ where
                         None
                     }
                     Ok(Err(error)) => Some(error),
-                    Err(error) => Some(EmbeddingError::Client(error.to_string())),
+                    Err(error) => Some(EmbeddingError::Client(error.into())),
                 };
                 if let Some(error) = error {
                     local_cancel.cancel();
