@@ -39,6 +39,8 @@ use std::path::PathBuf;
 pub enum FormatError {
     #[error("index sync schema.json is malformed: {0}")]
     SchemaMalformed(String),
+    #[error("index sync schema.json is malformed: {0}")]
+    SchemaJson(#[source] serde_json::Error),
     #[error("index sync schema version {0} is not supported by this git-agent\nhint: upgrade git-agent")]
     SchemaUnsupported(u64),
     #[error("index sync repository has data but no schema.json")]
@@ -47,6 +49,8 @@ pub enum FormatError {
     Pack { name: String, reason: String },
     #[error("synced index {path} is invalid: {reason}")]
     Manifest { path: String, reason: String },
+    #[error("synced index {path} is invalid: {source}")]
+    ManifestJson { path: String, source: serde_json::Error },
     #[error("synced index {path} does not belong to the selected revision: {field} differs")]
     Mismatch { path: String, field: &'static str },
     #[error("index sync target is invalid: {0}")]

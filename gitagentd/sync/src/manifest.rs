@@ -220,6 +220,10 @@ fn malformed(path: &str, reason: impl Into<String>) -> FormatError {
     FormatError::Manifest { path: path.to_string(), reason: reason.into() }
 }
 
+fn malformed_json(path: &str, source: serde_json::Error) -> FormatError {
+    FormatError::ManifestJson { path: path.to_string(), source }
+}
+
 fn compact_json(value: &impl Serialize) -> Vec<u8> {
     // Serializing these plain structs cannot fail (string keys, finite or
     // already-validated values); an error would be a programming mistake.
@@ -230,7 +234,7 @@ fn compact_json(value: &impl Serialize) -> Vec<u8> {
 
 /// Reads a schema-v1 snapshot of `target` at `path` (for error messages).
 pub fn decode_v1(bytes: &[u8], path: &str, target: &Target) -> Result<Vec<SyncRecord>, FormatError> {
-    let snapshot: SnapshotV1 = serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))?;
+    let snapshot: SnapshotV1 = serde_json::from_slice(bytes).map_err(|source| malformed_json(path, source))?;
     target.check(
         path,
         snapshot.version,
@@ -270,7 +274,7 @@ pub fn target_of(bytes: &[u8], path: &str) -> Result<Target, FormatError> {
         model: String,
         dimensions: i64,
     }
-    let header: Header = serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))?;
+    let header: Header = serde_json::from_slice(bytes).map_err(|source| malformed_json(path, source))?;
     let target =
         Target { origin: header.origin, revision: header.revision, model: header.model, dimensions: header.dimensions };
     target.validate()?;
@@ -279,7 +283,7 @@ pub fn target_of(bytes: &[u8], path: &str) -> Result<Target, FormatError> {
 
 /// Parses a schema-v2 manifest without resolving its references.
 pub fn parse_v2(bytes: &[u8], path: &str) -> Result<ManifestV2, FormatError> {
-    serde_json::from_slice(bytes).map_err(|error| malformed(path, error.to_string()))
+    serde_json::from_slice(bytes).map_err(|source| malformed_json(path, source))
 }
 
 pub fn encode_v2(manifest: &ManifestV2) -> Vec<u8> {

@@ -396,8 +396,8 @@ fn split_v1(files: &BTreeMap<String, ObjectId>, schema: SchemaVersion) -> (Vec<S
 /// that path and every record must validate.
 fn read_snapshot(repo: &SyncRepo, path: &str, bytes: &[u8]) -> Result<Snapshot, SyncError> {
     let shown = repo.dir().join(path).display().to_string();
-    let header: SnapshotV1 = serde_json::from_slice(bytes)
-        .map_err(|error| FormatError::Manifest { path: shown.clone(), reason: error.to_string() })?;
+    let header: SnapshotV1 =
+        serde_json::from_slice(bytes).map_err(|source| FormatError::ManifestJson { path: shown.clone(), source })?;
     let target = validate::target_at(&shown, &header.origin, &header.revision, &header.model, header.dimensions)?;
     if target.manifest_path(SchemaVersion::V1)? != path {
         return Err(validate::path_mismatch(&shown).into());

@@ -54,8 +54,12 @@ pub enum SyncError {
     Format(#[from] FormatError),
     #[error("cannot use the index sync repository at {}: {source}", dir.display())]
     Io { dir: PathBuf, source: std::io::Error },
+    /// A message from git, its URLs sanitized.
     #[error("index sync repository {}: {message}", dir.display())]
     Git { dir: PathBuf, message: String },
+    /// gix's error on the local sync repository, written out (`{source}`).
+    #[error("index sync repository {}: {source}", dir.display())]
+    Repository { dir: PathBuf, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("fetch index.remote {remote}: {message}")]
     Fetch { remote: String, message: String },
     #[error("push index.remote {remote}: {message}")]
@@ -107,13 +111,13 @@ impl SyncRepo {
             private_fs::ensure_private_dir(parent).map_err(io)?;
         }
         private_fs::ensure_private_dir(&dir).map_err(io)?;
-        let git = |message: String| SyncError::Git { dir: dir.clone(), message };
+        let git = |source: Box<dyn std::error::Error + Send + Sync>| SyncError::Repository { dir: dir.clone(), source };
         if !dir.join(".git").join("HEAD").is_file() {
-            gix::init(&dir).map_err(|error| git(error.to_string()))?;
+            gix::init(&dir).map_err(|error| git(error.into()))?;
         }
         persist_unsigned_commits(&dir.join(".git").join("config")).map_err(io)?;
         let options = gix::open::Options::isolated().strict_config(false);
-        let mut repo = gix::open_opts(&dir, options).map_err(|error| git(error.to_string()))?;
+        let mut repo = gix::open_opts(&dir, options).map_err(|error| git(error.into()))?;
         let mut config = repo.config_snapshot_mut();
         // Ref updates need no reflog and no identity from the user's
         // configuration (which an isolated open does not read anyway).
@@ -122,8 +126,8 @@ impl SyncRepo {
             .and_then(|_| config.set_value(&gix::config::tree::Core::LOG_ALL_REF_UPDATES, "false"))
             .and_then(|_| config.set_value(&gix::config::tree::User::NAME, COMMITTER_NAME))
             .and_then(|_| config.set_value(&gix::config::tree::User::EMAIL, COMMITTER_EMAIL))
-            .map_err(|error| git(error.to_string()))?;
-        config.commit().map_err(|error| git(error.to_string()))?;
+            .map_err(|error| git(error.into()))?;
+        config.commit().map_err(|error| git(error.into()))?;
         Ok(Self { remote, dir, repo })
     }
 
@@ -136,7 +140,7 @@ impl SyncRepo {
         }
         let options = gix::open::Options::isolated().strict_config(false);
         let repo = gix::open_opts(&dir, options)
-            .map_err(|error| SyncError::Git { dir: dir.clone(), message: error.to_string() })?;
+            .map_err(|source| SyncError::Repository { dir: dir.clone(), source: source.into() })?;
         Ok(Some(Self { remote, dir, repo }))
     }
 

@@ -34,8 +34,7 @@ struct SchemaDocument {
 pub fn parse(bytes: &[u8]) -> Result<SchemaVersion, FormatError> {
     // `from_slice` refuses trailing values; `deny_unknown_fields` unknown
     // members; a missing or non-integer version fails the typed field.
-    let document: SchemaDocument =
-        serde_json::from_slice(bytes).map_err(|error| FormatError::SchemaMalformed(error.to_string()))?;
+    let document: SchemaDocument = serde_json::from_slice(bytes).map_err(FormatError::SchemaJson)?;
     match document.version {
         1 => Ok(SchemaVersion::V1),
         2 => Ok(SchemaVersion::V2),
@@ -82,7 +81,10 @@ mod tests {
             b"{\"version\":2,\"version\":2}",
             b"{\"version\":2",
         ] {
-            assert!(matches!(parse(document), Err(FormatError::SchemaMalformed(_))), "{document:?}");
+            assert!(
+                matches!(parse(document), Err(FormatError::SchemaMalformed(_) | FormatError::SchemaJson(_))),
+                "{document:?}"
+            );
         }
     }
 }
