@@ -7,6 +7,7 @@
 //! XDG_RUNTIME_DIR, XDG_CONFIG_HOME and XDG_STATE_HOME, so each test talks
 //! to its own daemon, which is stopped when the environment is dropped.
 
+pub mod corpus;
 pub mod fake_embeddings;
 pub mod fake_openai;
 pub mod fake_proxy;
