@@ -972,6 +972,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn names_that_are_not_utf8_are_skipped_first_in_their_folder_and_not_entered() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a/b.txt", b"text\n");
+        write(root, "a/.env", b"x\n");
+        write(root, "z.txt", b"text\n");
+        fs::create_dir(root.join(OsStr::from_bytes(b"a/caf\xe9"))).unwrap();
+        fs::write(root.join(OsStr::from_bytes(b"a/caf\xe9/inner.txt")), b"text\n").unwrap();
+        fs::write(root.join(OsStr::from_bytes(b"y\xff.txt")), b"text\n").unwrap();
+        let walk = walk(root, &[], &mut IgnoreRules::new(root));
+        let files: Vec<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
+        assert_eq!(files, ["a/b.txt", "z.txt"]);
+        let skips: Vec<(&str, &str)> =
+            walk.skips.iter().map(|skip| (skip.path.as_str(), skip.reason.as_str())).collect();
+        assert_eq!(
+            skips,
+            [(r#""y\377.txt""#, "non_utf8_name"), (r#""a/caf\351""#, "non_utf8_name"), ("a/.env", "dot_file")]
+        );
+        assert_eq!(walk.skipped.unreadable, 2);
+    }
+
     /// File work that reads nothing and panics on one file.
     struct PanicsOn(&'static str);
 
