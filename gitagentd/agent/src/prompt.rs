@@ -4,18 +4,20 @@
 
 use serde::Serialize;
 
+/// minijinja's message is shown as it is (`{source}`), which ends the
+/// rendered chain there.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot render the prompt template {name}: {message}")]
+#[error("cannot render the prompt template {name}: {source}")]
 pub struct PromptError {
     pub name: &'static str,
-    pub message: String,
+    pub source: minijinja::Error,
 }
 
 /// Renders `source` (the template named `name`) with `context`. Undefined
 /// variables are errors; block tags leave no blank lines behind; the
 /// result is trimmed.
 pub fn render(name: &'static str, source: &'static str, context: impl Serialize) -> Result<String, PromptError> {
-    let error = |error: minijinja::Error| PromptError { name, message: error.to_string() };
+    let error = |source: minijinja::Error| PromptError { name, source };
     let mut environment = minijinja::Environment::new();
     let syntax = minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
     environment.set_syntax(syntax.map_err(error)?);
@@ -94,5 +96,15 @@ mod tests {
         assert!(render("t", "{{ missing }}", serde_json::json!({})).is_err());
         let text = render("t", "a\n{% for x in xs %}\n- {{ x }}\n{% endfor %}\nb\n", serde_json::json!({"xs": [1, 2]}));
         assert_eq!(text.unwrap(), "a\n- 1\n- 2\nb");
+    }
+
+    #[test]
+    fn a_template_error_keeps_minijinja_error_and_reads_as_before() {
+        use std::error::Error as _;
+        let error = render("t", "{{ missing }}", serde_json::json!({})).unwrap_err();
+        let cause = error.source().and_then(|cause| cause.downcast_ref::<minijinja::Error>()).expect("minijinja's");
+        assert_eq!(cause.kind(), minijinja::ErrorKind::UndefinedError);
+        let before = format!("cannot render the prompt template t: {cause}");
+        assert_eq!(git_agent_shared::error_chain::render(&error), before);
     }
 }

@@ -137,15 +137,20 @@ pub struct Repository {
 /// empty repository and an ancestor beyond a shallow clone's history are
 /// said as such; otherwise gix's own reason.
 pub fn explain_unresolved(repo: &gix::Repository, rev: &str, error: &dyn std::fmt::Display) -> String {
+    unresolved_reason(repo, rev).unwrap_or_else(|| error.to_string())
+}
+
+/// The reason [`explain_unresolved`] gives instead of gix's, if any.
+pub fn unresolved_reason(repo: &gix::Repository, rev: &str) -> Option<String> {
     if repo.head().is_ok_and(|head| head.is_unborn()) {
-        return "the repository has no commit yet".to_string();
+        return Some("the repository has no commit yet".to_string());
     }
     if repo.is_shallow().unwrap_or(false) && rev.contains(['~', '^']) {
-        return format!(
+        return Some(format!(
             "{rev} reaches past the history of this shallow clone (git fetch --deepen=<n> or --unshallow brings more)"
-        );
+        ));
     }
-    error.to_string()
+    None
 }
 
 impl std::fmt::Debug for Repository {

@@ -168,12 +168,14 @@ struct Arguments {
 }
 
 /// Why a branch call was refused; it fails the calling conversation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum BranchError {
     #[error("branch is unavailable at conversation depth {depth}")]
     DepthLimit { depth: u32 },
+    /// serde's message is shown as it is (`{0}`), which ends the rendered
+    /// chain there.
     #[error("invalid branch call: {0}")]
-    Arguments(String),
+    Arguments(#[source] serde_json::Error),
     #[error("a branch call requires 2 to {max} children, not {count}")]
     Children { count: usize, max: usize },
     #[error("branches[{index}].scope {problem}")]
@@ -193,8 +195,7 @@ pub fn parse(command: TaskCommand, policy: Policy, depth: u32, arguments: &str) 
     if !policy.allows(depth) {
         return Err(BranchError::DepthLimit { depth });
     }
-    let parsed: Arguments =
-        serde_json::from_str(arguments).map_err(|error| BranchError::Arguments(error.to_string()))?;
+    let parsed: Arguments = serde_json::from_str(arguments).map_err(BranchError::Arguments)?;
     let count = parsed.branches.len();
     if !(2..=policy.max_children).contains(&count) {
         return Err(BranchError::Children { count, max: policy.max_children });
@@ -357,10 +358,10 @@ mod tests {
     fn branch_calls_are_checked_structurally() {
         let fast = Policy::of(Depth::Fast);
         let two = call(vec![child("a", "inherit", "inherit"), child("b", "gpt-5.6-sol", "high")]);
-        assert_eq!(parse(TaskCommand::Review, fast, 0, &two).map(|children| children.len()), Ok(2));
-        assert_eq!(parse(TaskCommand::Review, fast, 1, &two), Err(BranchError::DepthLimit { depth: 1 }));
+        assert_eq!(parse(TaskCommand::Review, fast, 0, &two).map(|children| children.len()).ok(), Some(2));
+        assert!(matches!(parse(TaskCommand::Review, fast, 1, &two), Err(BranchError::DepthLimit { depth: 1 })));
         let three = call(vec![child("a", "inherit", "inherit"); 3]);
-        assert_eq!(parse(TaskCommand::Review, fast, 0, &three), Err(BranchError::Children { count: 3, max: 2 }));
+        assert!(matches!(parse(TaskCommand::Review, fast, 0, &three), Err(BranchError::Children { count: 3, max: 2 })));
         let one = call(vec![child("a", "inherit", "inherit")]);
         assert!(matches!(parse(TaskCommand::Review, fast, 0, &one), Err(BranchError::Children { .. })));
         let blank = call(vec![child(" ", "inherit", "inherit"), child("b", "inherit", "inherit")]);
@@ -376,6 +377,17 @@ mod tests {
         assert!(matches!(parse(TaskCommand::Review, fast, 0, &escaping), Err(BranchError::PathHint { .. })));
         let unknown = r#"{"branches":[],"extra":1}"#;
         assert!(matches!(parse(TaskCommand::Review, fast, 0, unknown), Err(BranchError::Arguments(_))));
+    }
+
+    #[test]
+    fn malformed_branch_arguments_keep_serde_error_and_read_as_before() {
+        use std::error::Error as _;
+        let unknown = r#"{"branches":[],"extra":1}"#;
+        let error = parse(TaskCommand::Review, Policy::of(Depth::Fast), 0, unknown).unwrap_err();
+        let cause = error.source().and_then(|cause| cause.downcast_ref::<serde_json::Error>()).expect("serde's error");
+        let before = format!("invalid branch call: {cause}");
+        assert!(before.contains("unknown field `extra`"), "{before}");
+        assert_eq!(git_agent_shared::error_chain::render(&error), before);
     }
 
     fn finding(severity: &str, title: &str) -> Value {

@@ -212,11 +212,13 @@ pub struct GolangciPlan {
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error(
-        "plan check \"{GOLANGCI_LINT}\": cannot read {message}\nhint: fix the folder's permissions, or ignore it in .gitignore"
+        "plan check \"{GOLANGCI_LINT}\": cannot read {source}\nhint: fix the folder's permissions, or ignore it in .gitignore"
     )]
-    Access { message: String },
+    Access { source: ignore::Error },
+    /// The cause's message is shown as it is (`{0}`), which ends the
+    /// rendered chain there.
     #[error("plan static checks: materialize the checked snapshot: {0}")]
-    Snapshot(String),
+    Snapshot(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Drift(#[from] super::prepare::PrepareError),
 }
@@ -270,10 +272,10 @@ fn materialize(prepared: &PreparedScope, git_env: &GitEnv) -> Result<(tempfile::
     let dir = tempfile::Builder::new()
         .prefix("git-agent-index-")
         .tempdir()
-        .map_err(|error| PlanError::Snapshot(error.to_string()))?;
+        .map_err(|error| PlanError::Snapshot(error.into()))?;
     super::scope::materialize_index(&workspace, git_env, dir.path())
-        .map_err(|error| PlanError::Snapshot(error.to_string()))?;
-    let root = std::fs::canonicalize(dir.path()).map_err(|error| PlanError::Snapshot(error.to_string()))?;
+        .map_err(|error| PlanError::Snapshot(error.into()))?;
+    let root = std::fs::canonicalize(dir.path()).map_err(|error| PlanError::Snapshot(error.into()))?;
     Ok((dir, root))
 }
 
@@ -354,7 +356,7 @@ fn codebase_modules(root: &Path, components: &[String], git_env: &GitEnv) -> Res
         })
         .build();
     for entry in walker {
-        let entry = entry.map_err(|error| PlanError::Access { message: error.to_string() })?;
+        let entry = entry.map_err(|source| PlanError::Access { source })?;
         if entry.file_name() == "go.mod"
             && entry.file_type().is_some_and(|kind| kind.is_file())
             && let Some(parent) = entry.path().parent()
@@ -878,6 +880,7 @@ pub fn synthetic_clippy_result(plan: &ClippyPlan) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::GitError;
     use crate::tests::Fixture;
 
     fn fake_linter(dir: &Path) -> String {
@@ -888,6 +891,20 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         bin.display().to_string()
+    }
+
+    #[test]
+    fn a_snapshot_failure_keeps_its_cause_and_reads_as_before() {
+        use std::error::Error as _;
+        let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let worktree = GitError::Worktree { path: "/r/a.go".into(), source: denied };
+        let before = format!("plan static checks: materialize the checked snapshot: {worktree}");
+        let error = PlanError::Snapshot(worktree.into());
+        assert!(error.source().is_some_and(|cause| cause.downcast_ref::<GitError>().is_some()));
+        assert_eq!(git_agent_shared::error_chain::render(&error), before);
+        assert!(
+            before.ends_with(": permission denied\nhint: check the file's permissions, or ignore it in .gitignore")
+        );
     }
 
     #[test]
@@ -1049,7 +1066,12 @@ mod tests {
         let path = fake_linter(fixture.dir.path());
         let prepared = fixture.prepare(Mode::Codebase).unwrap();
         let error = plan_golangci(&prepared, Some(&path), &fixture.env()).unwrap_err();
-        assert!(matches!(&error, PlanError::Access { message } if message.contains("too long")), "{error}");
+        let PlanError::Access { source } = &error else { panic!("{error}") };
+        assert!(source.to_string().contains("too long"), "{error}");
+        let before = format!(
+            "plan check \"{GOLANGCI_LINT}\": cannot read {source}\nhint: fix the folder's permissions, or ignore it in .gitignore"
+        );
+        assert_eq!(git_agent_shared::error_chain::render(&error), before);
 
         let excludes = fixture.home().join(".config/git/ignore");
         std::fs::create_dir_all(excludes.parent().unwrap()).unwrap();

@@ -22,23 +22,29 @@ pub const MAX_DIFF_FILE_BYTES: u64 = gitagent_git::patch::MAX_TEXT_BYTES as u64;
 pub enum GitError {
     #[error("{}", gitagent_git::identity::not_a_work_tree(path))]
     NotARepository { path: PathBuf },
-    #[error("cannot open the git repository at {path}: {message}")]
-    Open { path: PathBuf, message: String },
-    #[error("cannot read {what} in the repository at {path}: {message}")]
-    Read { path: PathBuf, what: String, message: String },
+    /// gix's message is shown as it is (`{source}`), which ends the
+    /// rendered chain there.
+    #[error("cannot open the git repository at {path}: {source}")]
+    Open { path: PathBuf, source: Box<dyn std::error::Error + Send + Sync> },
+    #[error("cannot read {what} in the repository at {path}: {source}")]
+    Read { path: PathBuf, what: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("cannot read {path}: {source}\nhint: check the file's permissions, or ignore it in .gitignore")]
     Worktree { path: PathBuf, source: std::io::Error },
     #[error(
-        "cannot resolve {spec:?} to a commit in {path}: {message}\nhint: name a branch, tag or commit, such as main or HEAD~1"
+        "cannot resolve {spec:?} to a commit in {path}: {source}\nhint: name a branch, tag or commit, such as main or HEAD~1"
     )]
-    Revision { path: PathBuf, spec: String, message: String },
+    Revision { path: PathBuf, spec: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("{spec:?} and HEAD have no common ancestor in {path}\nhint: pass a base that shares history with HEAD")]
     NoMergeBase { path: PathBuf, spec: String },
 }
 
 impl GitError {
-    pub fn read(repo: &gix::Repository, what: impl Into<String>, error: impl std::fmt::Display) -> Self {
-        GitError::Read { path: workdir(repo), what: what.into(), message: error.to_string() }
+    pub fn read(
+        repo: &gix::Repository,
+        what: impl Into<String>,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        GitError::Read { path: workdir(repo), what: what.into(), source: error.into() }
     }
 }
 
@@ -100,16 +106,15 @@ impl GitEnv {
 /// global excludes file and without the daemon's own environment.
 pub fn open(root: &Path, git_env: &GitEnv) -> Result<gix::Repository, GitError> {
     let options = gix::open::Options::isolated().strict_config(false);
-    let mut repo = gix::open_opts(root, options)
-        .map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
+    let failed =
+        |error: Box<dyn std::error::Error + Send + Sync>| GitError::Open { path: root.to_path_buf(), source: error };
+    let mut repo = gix::open_opts(root, options).map_err(|error| failed(error.into()))?;
     let has_local = repo.config_snapshot().trusted_path("core.excludesFile").ok().flatten().is_some();
     if !has_local && let Some(excludes) = git_env.global_excludes_file(root) {
         let mut config = repo.config_snapshot_mut();
         let value = BString::from(excludes.to_string_lossy().into_owned());
-        config
-            .set_raw_value("core.excludesFile", value.as_bstr())
-            .map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
-        config.commit().map_err(|error| GitError::Open { path: root.to_path_buf(), message: error.to_string() })?;
+        config.set_raw_value("core.excludesFile", value.as_bstr()).map_err(|error| failed(error.into()))?;
+        config.commit().map_err(|error| failed(error.into()))?;
     }
     Ok(repo)
 }
@@ -191,11 +196,18 @@ pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId>
 /// The commit `spec` names (a branch, tag, `HEAD~2`, an id), peeled to
 /// a commit.
 pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
-    let failed = |message: String| GitError::Revision { path: workdir(repo), spec: spec.to_string(), message };
-    let id =
-        repo.rev_parse_single(spec).map_err(|error| failed(gitagent_git::explain_unresolved(repo, spec, &error)))?;
-    let object = id.object().map_err(|error| failed(error.to_string()))?;
-    let commit = object.peel_to_commit().map_err(|error| failed(error.to_string()))?;
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| GitError::Revision {
+        path: workdir(repo),
+        spec: spec.to_string(),
+        source,
+    };
+    // gix's error, unless an unborn HEAD or a shallow clone explains the
+    // failure better.
+    let id = repo.rev_parse_single(spec).map_err(|error| {
+        failed(gitagent_git::unresolved_reason(repo, spec).map_or_else(|| error.into(), Into::into))
+    })?;
+    let object = id.object().map_err(|error| failed(error.into()))?;
+    let commit = object.peel_to_commit().map_err(|error| failed(error.into()))?;
     Ok(commit.id)
 }
 
@@ -399,4 +411,48 @@ pub fn commit_summaries(
         out.push((info.id.to_hex_with_len(7).to_string(), summary));
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::Fixture;
+    use git_agent_shared::error_chain;
+    use std::error::Error as _;
+
+    #[test]
+    fn an_unopenable_repository_keeps_gix_error_and_reads_as_before() {
+        let fixture = Fixture::new();
+        let plain = fixture.dir.path().join("home");
+        let error = open(&plain, &fixture.env()).unwrap_err();
+        let cause = error.source().expect("gix's error is the cause");
+        let gix_error = cause.downcast_ref::<gix::Error>().expect("a gix open error");
+        let before = format!("cannot open the git repository at {}: {gix_error}", plain.display());
+        assert_eq!(error.to_string(), before);
+        assert_eq!(error_chain::render(&error), before);
+    }
+
+    #[test]
+    fn an_unknown_revision_keeps_gix_error_and_an_unborn_head_its_explanation() {
+        let fixture = Fixture::new();
+        let repo = open(&fixture.repo(), &fixture.env()).unwrap();
+        let error = resolve_commit(&repo, "main").unwrap_err();
+        assert!(error.source().is_some_and(|cause| cause.to_string() == "the repository has no commit yet"));
+        fixture.write("a.txt", "a\n");
+        fixture.commit_all("initial");
+        let repo = open(&fixture.repo(), &fixture.env()).unwrap();
+        let error = resolve_commit(&repo, "no-such-branch").unwrap_err();
+        let cause = error.source().expect("gix's error is the cause");
+        let gix_error = cause.downcast_ref::<gix::Error>().expect("a gix rev-parse error");
+        let before = format!(
+            "cannot resolve \"no-such-branch\" to a commit in {}: {gix_error}\nhint: name a branch, tag or commit, such as main or HEAD~1",
+            workdir(&repo).display()
+        );
+        assert_eq!(error_chain::render(&error), before);
+        let missing = ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
+        let error = blob_bytes(&repo, missing).unwrap_err();
+        assert!(error.source().is_some_and(|cause| cause.downcast_ref::<gix::Error>().is_some()));
+        assert_eq!(error_chain::render(&error), error.to_string());
+        assert!(error.to_string().starts_with(&format!("cannot read blob {missing} in the repository at ")));
+    }
 }

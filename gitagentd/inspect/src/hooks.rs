@@ -189,10 +189,12 @@ pub fn repository_summary(root: &Path, git_env: &super::git::GitEnv) -> Reposito
 pub enum HookError {
     #[error("encode post-inspection hook payload: {0}")]
     Encode(#[source] serde_json::Error),
-    #[error("post-inspection hook {index}: parse shell template: {message}")]
-    Parse { index: usize, message: String },
-    #[error("post-inspection hook {index}: render shell template: {message}")]
-    Render { index: usize, message: String },
+    /// gtmpl's message is shown as it is (`{source}`), which ends the
+    /// rendered chain there.
+    #[error("post-inspection hook {index}: parse shell template: {source}")]
+    Parse { index: usize, source: Box<gtmpl::error::ParseError> },
+    #[error("post-inspection hook {index}: render shell template: {source}")]
+    Render { index: usize, source: Box<gtmpl::error::ExecError> },
     #[error("post-inspection hook {index}: {source}")]
     Run { index: usize, source: SubprocessError },
     #[error("post-inspection hook {index}: sh exited with {status}{}", stderr_suffix(.stderr))]
@@ -269,9 +271,9 @@ pub fn render(source: &str, data: &Value, index: usize) -> Result<String, HookEr
         ("json", template_json as gtmpl::Func),
         ("shellquote", template_shellquote as gtmpl::Func),
     ]);
-    template.parse(source).map_err(|error| HookError::Parse { index, message: error.to_string() })?;
+    template.parse(source).map_err(|source| HookError::Parse { index, source: Box::new(source) })?;
     let context = gtmpl::Context::from(to_template(data, true));
-    template.render(&context).map_err(|error| HookError::Render { index, message: error.to_string() })
+    template.render(&context).map_err(|source| HookError::Render { index, source: Box::new(source) })
 }
 
 /// The payload's own keys (not the report's) as Go exports them.

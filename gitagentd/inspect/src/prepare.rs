@@ -125,7 +125,7 @@ impl CommitRange {
             ObjectId::from_hex(hex.as_bytes()).map_err(|error| GitError::Revision {
                 path: PathBuf::new(),
                 spec: hex.to_string(),
-                message: error.to_string(),
+                source: error.into(),
             })
         };
         let base = self.base_commit.as_deref().map(parse).transpose()?;

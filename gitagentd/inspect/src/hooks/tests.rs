@@ -126,6 +126,23 @@ fn templates_use_go_names_functions_and_missing_keys_fail() {
 }
 
 #[test]
+fn template_errors_keep_gtmpl_error_and_read_as_before() {
+    use git_agent_shared::error_chain;
+    use std::error::Error as _;
+    let data = data();
+    let error = render("{{.Session.ID", &data, 3).unwrap_err();
+    let cause =
+        error.source().and_then(|cause| cause.downcast_ref::<Box<gtmpl::error::ParseError>>()).expect("gtmpl's error");
+    let before = format!("post-inspection hook 3: parse shell template: {cause}");
+    assert_eq!((error.to_string(), error_chain::render(&error)), (before.clone(), before));
+    let error = render("{{.Session.Nope}}", &data, 2).unwrap_err();
+    let cause =
+        error.source().and_then(|cause| cause.downcast_ref::<Box<gtmpl::error::ExecError>>()).expect("gtmpl's error");
+    let before = format!("post-inspection hook 2: render shell template: {cause}");
+    assert_eq!((error.to_string(), error_chain::render(&error)), (before.clone(), before));
+}
+
+#[test]
 fn markdown_escapes_dynamic_text_and_lists_everything() {
     let markdown = format_markdown(&data());
     for expected in [
