@@ -46,7 +46,7 @@ const MAX_BLOCK: usize = 1 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum RepairError {
     #[error("HTTP/2 header block does not decode: {0}")]
-    Hpack(String),
+    Hpack(#[source] loona_hpack::decoder::DecoderError),
     #[error("HTTP/2 HEADERS frame with a bad padding length")]
     Padding,
     #[error("HTTP/2 frame of type {kind} inside a header block")]
@@ -179,8 +179,7 @@ impl<S> AuthorityRepair<S> {
             Mode::Inspecting(codec) | Mode::Repairing(codec) => codec,
             Mode::Passing => return Ok(()),
         };
-        let mut headers =
-            codec.decoder.decode(&block.fragment).map_err(|error| RepairError::Hpack(error.to_string()))?;
+        let mut headers = codec.decoder.decode(&block.fragment).map_err(RepairError::Hpack)?;
         let repaired = repair_authority(&mut headers);
         if matches!(self.mode, Mode::Inspecting(_)) {
             if !repaired {
@@ -496,6 +495,26 @@ mod tests {
         let error = repair.read_to_end(&mut Vec::new()).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData);
         assert!(error.to_string().contains("inside a header block"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_undecodable_header_block_keeps_the_hpack_error_and_reads_as_before() {
+        use std::error::Error as _;
+        // An indexed field naming entry 62: the dynamic table is empty.
+        let sent = frame(HEADERS, END_HEADERS, 1, &[0x80 | 62]);
+        let (mut writer, server) = tokio::io::duplex(1 << 16);
+        writer.write_all(&sent).await.unwrap();
+        drop(writer);
+        let mut repair = AuthorityRepair::new(server, Vec::new());
+        let error = repair.read_to_end(&mut Vec::new()).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        let repair_error =
+            error.get_ref().and_then(|inner| inner.downcast_ref::<RepairError>()).expect("a RepairError");
+        let cause = repair_error.source().and_then(|cause| cause.downcast_ref::<loona_hpack::decoder::DecoderError>());
+        assert_eq!(cause, Some(&loona_hpack::decoder::DecoderError::HeaderIndexOutOfBounds));
+        let before = "HTTP/2 header block does not decode: Header index out of bounds";
+        assert_eq!(git_agent_shared::error_chain::render(repair_error), before);
+        assert_eq!(error.to_string(), before);
     }
 
     #[test]
