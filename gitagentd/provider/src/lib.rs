@@ -554,7 +554,8 @@ impl Provider {
 
     fn transport_error(&self, error: reqwest::Error) -> ProviderError {
         let brk = retry::classify_transport(&error);
-        let message = error_chain(&error.without_url());
+        // reqwest keeps the reason (connect, TLS, timeout) in its causes.
+        let message = git_agent_shared::error_chain::render(&error.without_url());
         ProviderError::Transport { endpoint: self.config.base_url.clone(), message, brk }
     }
 }
@@ -570,21 +571,6 @@ fn endpoint_kind(config: &ProviderConfig) -> EndpointKind {
         (Some("chatgpt.com"), Credentials::ChatGpt { .. }) => EndpointKind::ChatGpt,
         _ => EndpointKind::Custom,
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 /// At most 64 KiB of an error body, lossily decoded; what arrived before

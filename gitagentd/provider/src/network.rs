@@ -91,9 +91,11 @@ pub enum NetworkError {
     UnreadableCa { variable: &'static str, path: PathBuf, source: std::io::Error },
     #[error("{} ({variable}) holds no usable PEM certificate{}\nhint: point {variable} at PEM CA certificates, or unset it", path.display(), reason.as_deref().map(|reason| format!(": {reason}")).unwrap_or_default())]
     InvalidCa { variable: &'static str, path: PathBuf, reason: Option<String> },
-    /// reqwest's message without its URL: its sources are not shown.
+    /// reqwest's error without its URL (or a sanitized gix text). Its
+    /// message is shown as it is (`{0}`), which ends the rendered chain
+    /// there: reqwest's own causes are not shown.
     #[error("cannot build the HTTP client: {0}")]
-    Build(String),
+    Build(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// NetworkError is also flattened inside gix's transport errors, whose
     /// rendering walks every cause: the cause is written out here.
     #[error("cannot build the HTTP client: the HTTP client builder stopped unexpectedly: {0}")]
@@ -239,7 +241,7 @@ pub fn build_client(network: &NetworkSettings, kind: ClientKind) -> Result<reqwe
             builder.connect_timeout(Duration::from_secs(30)).pool_idle_timeout(Duration::from_secs(60))
         }
     };
-    builder.build().map_err(|error| NetworkError::Build(error.without_url().to_string()))
+    builder.build().map_err(|error| NetworkError::Build(Box::new(error.without_url())))
 }
 
 /// Configures gix's HTTP client (the blocking client of the same reqwest,
@@ -452,5 +454,32 @@ mod tests {
         drop(cached);
         clients.get(&NetworkSettings::default(), ClientKind::Embeddings).unwrap();
         assert_eq!(clients.len(), CACHED_CLIENTS, "kinds are keys too, within the same bound");
+    }
+
+    #[test]
+    fn a_client_build_failure_keeps_reqwest_error_and_reads_as_before() {
+        use git_agent_shared::error_chain;
+        use std::error::Error as _;
+        let reqwest_error = reqwest::Proxy::all("http://[::1").unwrap_err().without_url();
+        assert!(reqwest_error.source().is_some(), "reqwest keeps the reason below its message");
+        let before = format!("cannot build the HTTP client: {reqwest_error}");
+        assert_eq!(before, "cannot build the HTTP client: builder error");
+        let error = NetworkError::Build(Box::new(reqwest_error));
+        assert!(error.source().is_some_and(|cause| cause.downcast_ref::<reqwest::Error>().is_some()));
+        assert_eq!(error_chain::render(&error), before, "reqwest's causes stay unshown");
+    }
+
+    /// The provider's transport failures render reqwest's chain with the
+    /// one renderer; its text is what the provider's own walker wrote.
+    #[tokio::test]
+    async fn a_refused_connection_reads_as_before() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/responses", closed.local_addr().unwrap());
+        drop(closed);
+        let error = reqwest::Client::new().get(&url).send().await.unwrap_err().without_url();
+        assert_eq!(
+            git_agent_shared::error_chain::render(&error),
+            "error sending request: client error (Connect): tcp connect error: Connection refused (os error 111)"
+        );
     }
 }
