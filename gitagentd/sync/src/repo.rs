@@ -29,7 +29,7 @@ use super::merge::{self, PackCatalog, PackSlot};
 use super::pack::{self, Pack};
 use super::schema::{self, SchemaVersion};
 use super::tree::{self, TreeEntry, TreeRules};
-use git_agent_shared::{Environment, giturl, private_fs};
+use git_agent_shared::{Environment, error_chain, giturl, private_fs};
 use gitagent_search::source::remote::{self, Remote};
 use gix::ObjectId;
 use std::collections::{BTreeMap, HashMap};
@@ -186,7 +186,7 @@ impl SyncRepo {
             self.remote.transport_options(&self.repo, &url).map_err(|error| failed(error.to_string()))?;
         let mut connection = handle
             .connect(Direction::Fetch)
-            .map_err(|error| failed(remote::describe(&error)))?
+            .map_err(|error| failed(error_chain::render(&error)))?
             .with_credentials(move |action| remote::credentials(action, account.as_ref()));
         if let Some(options) = transport_options {
             connection = connection.with_transport_options(options);
@@ -195,7 +195,7 @@ impl SyncRepo {
             gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
         let prepare = connection
             .prepare_fetch(gix::progress::Discard, options)
-            .map_err(|error| failed(remote::describe(&error)))?;
+            .map_err(|error| failed(error_chain::render(&error)))?;
         let refs = &prepare.ref_map().remote_refs;
         let branch = default_branch(refs);
         let has_branches = refs.iter().any(|reference| {
@@ -215,7 +215,7 @@ impl SyncRepo {
                 if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
                     SyncError::Cancelled
                 } else {
-                    failed(remote::describe(&error))
+                    failed(error_chain::render(&error))
                 }
             })?;
             reporter.fetching(&totals.detail("received", sanitized));

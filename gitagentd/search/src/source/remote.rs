@@ -39,7 +39,7 @@
 
 use super::filter_transport::FilterTransport;
 use super::revision;
-use git_agent_shared::{Environment, giturl, private_fs, timefmt};
+use git_agent_shared::{Environment, error_chain, giturl, private_fs, timefmt};
 use gitagent_provider::{
     self as provider,
     network::{NetworkError, NetworkSettings},
@@ -58,16 +58,21 @@ const REPO: &str = "repo.git";
 const REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
 
 /// Why a remote could not be prepared. Messages carry the sanitized URL
-/// only; transport texts are sanitized before they are kept, which is why
-/// they are text and not the gix error (whose text may hold the raw URL).
+/// only; transport and lookup texts are sanitized before they are kept,
+/// which is why `Fetch` and `Resolve` hold text and not the gix error
+/// (whose text may hold the raw URL, and whose causes the renderer would
+/// print unsanitized). Opening the cache touches local paths only, so
+/// `Open` keeps its cause.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     #[error("--remote needs a Git URL or repository path")]
     Empty,
     #[error("cannot use the remote cache at {dir}: {source}")]
     Io { dir: PathBuf, source: std::io::Error },
-    #[error("cannot open the cached repository {dir}: {message}")]
-    Open { dir: PathBuf, message: String },
+    /// The cause's message is shown as it is (`{source}`), which ends the
+    /// rendered chain there.
+    #[error("cannot open the cached repository {dir}: {source}")]
+    Open { dir: PathBuf, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("fetch {remote}: {message}")]
     Fetch { remote: String, message: String },
     #[error("resolve --rev {rev:?} for remote {remote}: {message}")]
@@ -206,7 +211,7 @@ impl Remote {
         let _checked = provider::network::configure_git_client(&self.network, reqwest::blocking::ClientBuilder::new())?;
         let defaults = repo
             .transport_options(gix::bstr::BStr::new(&url.to_bstring()), None)
-            .map_err(|error| NetworkError::Build(self.sanitize_text(&error.to_string())))?;
+            .map_err(|error| NetworkError::Build(self.sanitize_text(&error.to_string()).into()))?;
         let mut options = match defaults.map(|options| options.downcast::<http::Options>()) {
             Some(Ok(options)) => *options,
             _ => http::Options::default(),
@@ -371,17 +376,17 @@ fn open(remote: &Remote) -> Result<gix::Repository, RemoteError> {
 /// The bare repository at `dir`, configured to reach `remote`.
 fn open_at(remote: &Remote, dir: &Path) -> Result<gix::Repository, RemoteError> {
     let opened =
-        |error: &dyn std::fmt::Display| RemoteError::Open { dir: dir.to_path_buf(), message: error.to_string() };
+        |source: Box<dyn std::error::Error + Send + Sync>| RemoteError::Open { dir: dir.to_path_buf(), source };
     let options = gix::open::Options::isolated().strict_config(false);
-    let mut repo = gix::open_opts(dir, options).map_err(|error| opened(&error))?;
+    let mut repo = gix::open_opts(dir, options).map_err(|error| opened(error.into()))?;
     let mut config = repo.config_snapshot_mut();
     let set = config
         .set_value(&gix::config::tree::Core::SSH_COMMAND, remote.ssh_command.as_str())
         .and_then(|_| config.set_value(&gix::config::tree::Core::LOG_ALL_REF_UPDATES, "false"));
     if let Err(error) = set {
-        return Err(opened(&error));
+        return Err(opened(error.into()));
     }
-    config.commit().map_err(|error| opened(&error))?;
+    config.commit().map_err(|error| opened(error.into()))?;
     Ok(repo)
 }
 
@@ -408,7 +413,7 @@ fn open_or_init(remote: &Remote) -> Result<gix::Repository, RemoteError> {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(io)?;
         }
-        gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
+        gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), source: error.into() })?;
     }
     open(remote)
 }
@@ -450,14 +455,14 @@ fn with_prepared_fetch<R>(
     let transport_options = remote.transport_options(repo, &url).map_err(|error| failed(error.to_string()))?;
     // gix's own `connect`, with the transport wrapped.
     let (connect_url, version) =
-        handle.sanitized_url_and_version(Direction::Fetch).map_err(|error| failed(describe(&error)))?;
+        handle.sanitized_url_and_version(Direction::Fetch).map_err(|error| failed(error_chain::render(&error)))?;
     let ssh = match connect_url.scheme {
-        gix::url::Scheme::Ssh => repo.ssh_connect_options().map_err(|error| failed(describe(&error)))?,
+        gix::url::Scheme::Ssh => repo.ssh_connect_options().map_err(|error| failed(error_chain::render(&error)))?,
         _ => Default::default(),
     };
     use gix::protocol::transport::client::blocking_io::connect;
     let transport = connect::connect(connect_url, connect::Options { version, ssh, trace: false })
-        .map_err(|error| failed(describe(&error)))?;
+        .map_err(|error| failed(error_chain::render(&error)))?;
     let mut transport = FilterTransport::new(transport);
     if let Some(spec) = filter {
         transport = transport.with_filter(spec);
@@ -470,8 +475,9 @@ fn with_prepared_fetch<R>(
         connection = connection.with_transport_options(options);
     }
     let options = gix::remote::ref_map::Options { prefix_from_spec_as_filter_on_remote: false, ..Default::default() };
-    let prepare =
-        connection.prepare_fetch(gix::progress::Discard, options).map_err(|error| failed(describe(&error)))?;
+    let prepare = connection
+        .prepare_fetch(gix::progress::Discard, options)
+        .map_err(|error| failed(error_chain::render(&error)))?;
     let offered = filter_offered.load(Ordering::Relaxed);
     body(prepare, offered)
 }
@@ -522,7 +528,7 @@ fn fetch(remote: &Remote, rev: &str, reporter: &dyn FetchReporter, interrupt: &A
             prepare.receive(TransferProgress::new(Arc::clone(&totals)), interrupt)
         });
         received.map_err(|error| {
-            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
+            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(error_chain::render(&error)) }
         })?;
         reporter.fetching(&totals.detail("received", &remote.sanitized));
         if let Some(target) = head {
@@ -596,8 +602,10 @@ fn fetch_absent_ignore_files(
         private_fs::write_atomic(&checked, format!("{commit}\n").as_bytes())
             .map_err(|source| RemoteError::Io { dir: remote.repo_dir(), source })
     };
-    let absent = revision::absent_ignore_blobs(&cache, commit)
-        .map_err(|message| RemoteError::Open { dir: remote.repo_dir(), message: remote.sanitize_text(&message) })?;
+    let absent = revision::absent_ignore_blobs(&cache, commit).map_err(|message| RemoteError::Open {
+        dir: remote.repo_dir(),
+        source: remote.sanitize_text(&message).into(),
+    })?;
     if absent.is_empty() {
         note_checked()?;
         return Ok(0);
@@ -617,13 +625,13 @@ fn fetch_absent_ignore_files(
         std::fs::remove_dir_all(&dir).map_err(|source| RemoteError::Io { dir: dir.clone(), source })?;
     }
     let _removed = Removed(&dir);
-    gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), message: error.to_string() })?;
+    gix::init_bare(&dir).map_err(|error| RemoteError::Open { dir: dir.clone(), source: error.into() })?;
     let repo = open_at(remote, &dir)?;
     let wanted: Vec<String> = absent.iter().map(|id| id.to_string()).collect();
     let refspecs: Vec<&str> = wanted.iter().map(String::as_str).collect();
     with_prepared_fetch(remote, &repo, &refspecs, None, |prepare, _| {
         prepare.receive(gix::progress::Discard, interrupt).map_err(|error| {
-            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(describe(&error)) }
+            if interrupt.load(Ordering::Relaxed) { RemoteError::Cancelled } else { failed(error_chain::render(&error)) }
         })?;
         Ok(())
     })?;
@@ -862,22 +870,6 @@ impl gix::progress::NestedProgress for TransferProgress {
     fn add_child_with_id(&mut self, name: impl Into<String>, id: gix::progress::Id) -> Self::SubProgress {
         Self::node(Arc::clone(&self.totals), id, Some(name.into()))
     }
-}
-
-/// An error and its causes on one line (gix keeps the transport's reason
-/// in the sources).
-pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The only credentials a fetch uses: those of the `--remote` URL. No
@@ -1388,6 +1380,43 @@ mod tests {
         assert!(!format!("{remote:?}").contains("hunter2"));
         let text = remote.sanitize_text(&format!("cannot reach {raw} (user:hunter2secret@127.0.0.1)"));
         assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    /// Fetch failures are rendered by the one renderer and sanitized; the
+    /// text is what the former walker of causes wrote.
+    #[test]
+    fn a_refused_fetch_reads_as_before_and_without_credentials() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = closed.local_addr().unwrap();
+        drop(closed);
+        let raw = format!("http://user:hunter2secret@{address}/repo.git");
+        let remote = Remote::new(&raw, temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        let freshness = Freshness { reindex: false, started: SystemTime::now() };
+        let error = resolve(&remote, None, freshness, &Quiet, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "fetch http://{address}/repo.git: Transport handshake failed: An IO error occurred when talking to the server: \
+                 error sending request for url (http://{address}/repo.git/info/refs?service=git-upload-pack): \
+                 client error (Connect): tcp connect error: Connection refused (os error 111)"
+            )
+        );
+    }
+
+    #[test]
+    fn an_unopenable_cache_keeps_gix_error_and_reads_as_before() {
+        use std::error::Error as _;
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let remote = Remote::new("/srv/repo.git", temp.path(), &home.join(".git-agent"), &env(&home)).unwrap();
+        let dir = temp.path().join("not-a-repository");
+        std::fs::create_dir_all(&dir).unwrap();
+        let error = open_at(&remote, &dir).unwrap_err();
+        let cause = error.source().and_then(|cause| cause.downcast_ref::<gix::Error>()).expect("gix's error");
+        let before = format!("cannot open the cached repository {}: {cause}", dir.display());
+        assert_eq!(git_agent_shared::error_chain::render(&error), before);
     }
 
     #[test]
