@@ -113,7 +113,7 @@ impl Repository {
                 GitError::Revision {
                     path: self.root.clone(),
                     rev: rev.to_string(),
-                    message: super::explain_unresolved(&repo, rev, &error),
+                    source: super::unresolved(&repo, rev, error),
                 }
             })
         };

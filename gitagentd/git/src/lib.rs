@@ -50,9 +50,9 @@ pub enum GitError {
     )]
     NoHeadCommit { path: PathBuf },
     #[error(
-        "cannot resolve revision {rev:?} in {path}: {message}\nhint: name a commit such as HEAD, HEAD~1, a branch, a tag or a commit id"
+        "cannot resolve revision {rev:?} in {path}: {source}\nhint: name a commit such as HEAD, HEAD~1, a branch, a tag or a commit id"
     )]
-    Revision { path: PathBuf, rev: String, message: String },
+    Revision { path: PathBuf, rev: String, source: Box<dyn std::error::Error + Send + Sync> },
 }
 
 /// Where a file's content comes from.
@@ -140,8 +140,14 @@ pub fn explain_unresolved(repo: &gix::Repository, rev: &str, error: &dyn std::fm
     unresolved_reason(repo, rev).unwrap_or_else(|| error.to_string())
 }
 
+/// gix's error for an unresolved `rev`, or the reason
+/// [`explain_unresolved`] gives instead, as a cause.
+pub fn unresolved(repo: &gix::Repository, rev: &str, error: gix::Error) -> Box<dyn std::error::Error + Send + Sync> {
+    unresolved_reason(repo, rev).map_or_else(|| Box::new(error) as _, Into::into)
+}
+
 /// The reason [`explain_unresolved`] gives instead of gix's, if any.
-pub fn unresolved_reason(repo: &gix::Repository, rev: &str) -> Option<String> {
+fn unresolved_reason(repo: &gix::Repository, rev: &str) -> Option<String> {
     if repo.head().is_ok_and(|head| head.is_unborn()) {
         return Some("the repository has no commit yet".to_string());
     }
@@ -301,11 +307,14 @@ impl Repository {
     /// may name a place outside the repository.
     pub fn file_at_revision(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let repo = self.local();
-        let revision_error =
-            |message: String| GitError::Revision { path: self.root.clone(), rev: rev.to_string(), message };
-        let id = repo.rev_parse_single(rev).map_err(|error| revision_error(explain_unresolved(&repo, rev, &error)))?;
-        let object = id.object().map_err(|error| revision_error(error.to_string()))?;
-        let tree = object.peel_to_tree().map_err(|error| revision_error(error.to_string()))?;
+        let revision_error = |source: Box<dyn std::error::Error + Send + Sync>| GitError::Revision {
+            path: self.root.clone(),
+            rev: rev.to_string(),
+            source,
+        };
+        let id = repo.rev_parse_single(rev).map_err(|error| revision_error(unresolved(&repo, rev, error)))?;
+        let object = id.object().map_err(|error| revision_error(error.into()))?;
+        let tree = object.peel_to_tree().map_err(|error| revision_error(error.into()))?;
         let entry =
             tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} at {rev}"), error))?;
         match entry {

@@ -157,7 +157,14 @@ fn amend_scopes_match_git() {
         fixture.git(&["show", "HEAD~1:a.txt"]).into_bytes()
     );
     assert!(repo.file_at_revision("HEAD", "c.txt").unwrap().is_none(), "staged only, not in HEAD");
-    assert!(repo.file_at_revision("no-such-ref", "a.txt").unwrap_err().to_string().contains("cannot resolve"));
+    let error = repo.file_at_revision("no-such-ref", "a.txt").unwrap_err();
+    let cause = std::error::Error::source(&error).and_then(|cause| cause.downcast_ref::<gix::Error>());
+    let cause = cause.expect("gix's error is the cause");
+    let before = format!(
+        "cannot resolve revision \"no-such-ref\" in {}: {cause}\nhint: name a commit such as HEAD, HEAD~1, a branch, a tag or a commit id",
+        repo.root().display()
+    );
+    assert_eq!(git_agent_shared::error_chain::render(&error), before);
 
     let amend = AmendContext::prepare(&repo, AmendLimits::default()).unwrap();
     assert_eq!(amend.original_subject(), "feat: b");

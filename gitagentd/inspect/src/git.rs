@@ -203,9 +203,7 @@ pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, Gi
     };
     // gix's error, unless an unborn HEAD or a shallow clone explains the
     // failure better.
-    let id = repo.rev_parse_single(spec).map_err(|error| {
-        failed(gitagent_git::unresolved_reason(repo, spec).map_or_else(|| error.into(), Into::into))
-    })?;
+    let id = repo.rev_parse_single(spec).map_err(|error| failed(gitagent_git::unresolved(repo, spec, error)))?;
     let object = id.object().map_err(|error| failed(error.into()))?;
     let commit = object.peel_to_commit().map_err(|error| failed(error.into()))?;
     Ok(commit.id)
