@@ -476,6 +476,9 @@ mod tests {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1/responses", closed.local_addr().unwrap());
         drop(closed);
+        // Whichever test of this process runs first, the client needs
+        // the TLS provider installed (as every client of the daemon has).
+        install_tls_provider();
         let error = reqwest::Client::new().get(&url).send().await.unwrap_err().without_url();
         assert_eq!(
             git_agent_shared::error_chain::render(&error),
