@@ -7,6 +7,8 @@
 //!   and turns texts into unit-length vectors, with pure-Rust inference
 //!   (the `tokenizers` crate with its pure-Rust regex engine, candle's CPU
 //!   kernels), bounded threads and cancellation between batches.
+//! - [`download`]: the pinned model files from the Hugging Face hub,
+//!   checked, resumable, published atomically into the models folder.
 //! - [`bert`] (private): the encoder itself, on candle-nn's layers.
 //!
 //! The crate never reads the environment and never talks to the user: the
@@ -18,6 +20,7 @@
 //! vectors with a forward pass written plainly in the test.
 
 mod bert;
+pub mod download;
 pub mod model;
 
 pub use model::{EmbedError, Limits, LoadOptions, LocalModel, ModelKey, Pooling};
