@@ -11,14 +11,14 @@
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
 use super::index::embeddings::{Backend, EmbeddingSettings, LocalSource};
-use git_agent_shared::config_file::{SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY, SearchConfig};
-use git_agent_shared::paths;
-use gitagent_embed::download::{HUB, ModelSpec};
-use std::path::PathBuf;
 use super::rank::ranking::Fusion;
 use git_agent_shared::Environment;
+use git_agent_shared::config_file::{SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY, SearchConfig};
 use git_agent_shared::environment::vars;
+use git_agent_shared::paths;
 use git_agent_shared::timefmt::parse_go_duration;
+use gitagent_embed::download::{HUB, ModelSpec};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub const DEFAULT_MODEL: &str = "text-embedding-3-small";
@@ -136,7 +136,11 @@ pub fn resolve(
 
 /// The local model's settings: one embedder in the daemon (its own
 /// threads, bounded to the cores), batches of the model's size.
-fn resolve_local(flags: &SettingFlags, env: &Environment, config: &SearchConfig) -> Result<EmbeddingSettings, SettingsError> {
+fn resolve_local(
+    flags: &SettingFlags,
+    env: &Environment,
+    config: &SearchConfig,
+) -> Result<EmbeddingSettings, SettingsError> {
     let named = [
         (flags.model.is_some(), "--embedding-model"),
         (flags.dimensions.is_some(), "--embedding-dimensions"),
@@ -358,7 +362,8 @@ mod tests {
 
     #[test]
     fn defaults_and_fallbacks() {
-        let settings = resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 12).unwrap();
+        let settings =
+            resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 12).unwrap();
         assert_eq!(settings.api_key.expose(), "k");
         assert_eq!(settings.base_url, DEFAULT_BASE_URL);
         assert_eq!(settings.model, DEFAULT_MODEL);
@@ -368,7 +373,12 @@ mod tests {
         assert_eq!(settings.batch_max_chars, 700_000);
         assert_eq!(settings.concurrency, 8);
         assert_eq!(settings.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 2).unwrap().concurrency, 2);
+        assert_eq!(
+            resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 2)
+                .unwrap()
+                .concurrency,
+            2
+        );
 
         let specific = env(&[
             ("OPENAI_API_KEY", "general"),
@@ -399,11 +409,20 @@ mod tests {
         let remote = SearchConfig { embeddings: "remote".into(), ..SearchConfig::default() };
         assert!(matches!(resolve(&SettingFlags::default(), &env(&[]), &remote, 1), Err(SettingsError::Environment(_))));
         let with_key = env(&[("OPENAI_API_KEY", "k"), ("OPENAI_EMBEDDING_BATCH_INPUTS", "0")]);
-        assert!(matches!(resolve(&SettingFlags::default(), &with_key, &SearchConfig::default(), 1), Err(SettingsError::Environment(_))));
+        assert!(matches!(
+            resolve(&SettingFlags::default(), &with_key, &SearchConfig::default(), 1),
+            Err(SettingsError::Environment(_))
+        ));
         let flags = SettingFlags { dimensions: Some(0), ..SettingFlags::default() };
-        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1), Err(SettingsError::Flag(_))));
+        assert!(matches!(
+            resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1),
+            Err(SettingsError::Flag(_))
+        ));
         let flags = SettingFlags { timeout: Some("soon".into()), ..SettingFlags::default() };
-        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1), Err(SettingsError::Flag(_))));
+        assert!(matches!(
+            resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1),
+            Err(SettingsError::Flag(_))
+        ));
         let error = resolve(&SettingFlags::default(), &env(&[]), &remote, 1).unwrap_err().to_string();
         assert!(error.contains("OPENAI_EMBEDDING_API_KEY"), "{error}");
     }
@@ -434,7 +453,9 @@ mod tests {
 
         let folder = SearchConfig { model_dir: "/models/minilm".into(), ..SearchConfig::default() };
         let settings = resolve(&SettingFlags::default(), &env(&home), &folder, 2).unwrap();
-        assert!(matches!(&settings.backend, Backend::Local { source: LocalSource::Folder(dir), .. } if dir == &PathBuf::from("/models/minilm")));
+        assert!(
+            matches!(&settings.backend, Backend::Local { source: LocalSource::Folder(dir), .. } if dir == &PathBuf::from("/models/minilm"))
+        );
         let cache = env(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/c")]);
         let Backend::Local { source: LocalSource::Pinned { models_dir, .. }, .. } =
             resolve(&SettingFlags::default(), &cache, &none, 2).unwrap().backend

@@ -4,8 +4,8 @@
 
 use super::{CommandError, Invocation, Output};
 use git_agent_shared::cli::ConfigArgs;
-use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY, KEYS, SEARCH_EMBEDDINGS_KEY};
 use git_agent_shared::config_file::SEARCH_MODEL_DIR_KEY;
+use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY, KEYS, SEARCH_EMBEDDINGS_KEY};
 use git_agent_shared::{giturl, paths};
 
 /// The name of the configuration file's blocking reads and writes.

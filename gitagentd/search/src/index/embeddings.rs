@@ -24,11 +24,11 @@
 use git_agent_shared::{Secret, giturl};
 use gitagent_embed::LocalModel;
 use gitagent_embed::download::ModelSpec;
-use std::path::PathBuf;
 use gitagent_provider::{ClientKind, HttpClients, NetworkError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};

@@ -43,7 +43,8 @@ struct Loaded {
 
 impl std::fmt::Debug for LocalModels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let loaded = self.loaded.lock().ok().and_then(|loaded| loaded.as_ref().map(|loaded| loaded.model.key().clone()));
+        let loaded =
+            self.loaded.lock().ok().and_then(|loaded| loaded.as_ref().map(|loaded| loaded.model.key().clone()));
         f.debug_struct("LocalModels").field("loaded", &loaded).finish_non_exhaustive()
     }
 }
@@ -112,12 +113,13 @@ impl LocalModels {
                 let options = DownloadOptions { base_url: hub.clone(), ..DownloadOptions::default() };
                 let shown = Mutex::new(None::<(u64, Instant)>);
                 let progress = |progress: download::Progress<'_>| show_download(feedback, &spec.name, &shown, progress);
-                let dir = download::ensure(spec, models_dir, &http, &options, &progress, cancel).await.map_err(
-                    |error| match error {
-                        download::DownloadError::Cancelled => SearchError::Cancelled,
-                        error => SearchError::LocalModel(Box::new(error)),
-                    },
-                )?;
+                let dir =
+                    download::ensure(spec, models_dir, &http, &options, &progress, cancel).await.map_err(|error| {
+                        match error {
+                            download::DownloadError::Cancelled => SearchError::Cancelled,
+                            error => SearchError::LocalModel(Box::new(error)),
+                        }
+                    })?;
                 (dir, Some(spec.key()))
             }
         };
@@ -192,7 +194,12 @@ fn folder_stamp(dir: &Path) -> Vec<(u64, SystemTime)> {
 /// Shows the download as a fetch (a rewritten line on a terminal, the
 /// `--agent` endpoint's status, a `search_fetch` event under `--debug`),
 /// at most every quarter second and once per file's end.
-fn show_download(feedback: &Feedback, name: &str, shown: &Mutex<Option<(u64, Instant)>>, progress: download::Progress<'_>) {
+fn show_download(
+    feedback: &Feedback,
+    name: &str,
+    shown: &Mutex<Option<(u64, Instant)>>,
+    progress: download::Progress<'_>,
+) {
     let mut shown = shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let finished_file = progress.file_done == progress.file_size;
     if let Some((_, at)) = *shown
@@ -246,8 +253,11 @@ mod tests {
 
     fn local_settings(dir: &Path) -> EmbeddingSettings {
         let env = Environment::new(
-            [("HOME".to_string(), "/nonexistent".to_string()), ("GIT_AGENT_MODEL_DIR".into(), dir.display().to_string())]
-                .into(),
+            [
+                ("HOME".to_string(), "/nonexistent".to_string()),
+                ("GIT_AGENT_MODEL_DIR".into(), dir.display().to_string()),
+            ]
+            .into(),
         );
         settings::resolve(&SettingFlags::default(), &env, &SearchConfig::default(), 2).unwrap()
     }
