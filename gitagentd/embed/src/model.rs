@@ -10,9 +10,16 @@
 //!
 //! [`LocalModel::embed`] is synchronous and CPU-bound: the daemon calls it
 //! on its blocking pool. The work runs on the model's own thread pool of
-//! [`Limits::threads`] threads (candle's matrix kernels and the tokenizer
+//! [`Limits::threads`] threads (candle's matrix products and the tokenizer
 //! run on the current rayon pool), so concurrent callers share that bound
-//! rather than each taking every core. Inputs are sorted by length and
+//! rather than each taking every core. candle's element-wise kernels (on
+//! tensors of 64K values or more) use a process-wide pool of candle's own
+//! instead, sized once, on first use, to the cores the process may use
+//! minus one (or `CANDLE_NUM_THREADS` minus one), whose threads spin
+//! briefly and then park: the total stays within the machine's cores, but
+//! a [`Limits::threads`] below that bounds only the matrix products. A
+//! daemon that wants both bounded sets `CANDLE_NUM_THREADS` before its
+//! first thread starts. Inputs are sorted by length and
 //! cut into batches that bound the memory of one forward pass; the
 //! caller's cancellation is checked between batches. This module never
 //! reads the environment and never touches the network.
