@@ -21,7 +21,7 @@
 //! and the models folder is synced: a model folder is whole or absent.
 //! Files are fetched from `{base}/{repo}/resolve/{revision}/{file}`, with
 //! `base` [`HUB`] unless the caller overrides it (the daemon reads
-//! `HF_ENDPOINT`, the variable the hub's own tools read for a mirror), through the
+//! `GIT_AGENT_MODEL_HUB`, a mirror with the hub's URL layout), through the
 //! caller's HTTP client so its proxies and CAs apply. Every failure names
 //! the URL and the file and says what to do. This module never reads the
 //! environment.
@@ -222,10 +222,10 @@ pub enum DownloadError {
 fn status_hint(status: reqwest::StatusCode) -> &'static str {
     match status.as_u16() {
         404 => {
-            "the server has no such file at the pinned revision; check the hub mirror (HF_ENDPOINT), or copy the model folder from a machine that has it and point search.model_dir at it"
+            "the server has no such file at the pinned revision; check the hub mirror (GIT_AGENT_MODEL_HUB), or copy the model folder from a machine that has it and point search.model_dir at it"
         }
         401 | 403 => {
-            "the server refuses the file; check the hub mirror (HF_ENDPOINT) and its access rules, or copy the model folder from a machine that has it and point search.model_dir at it"
+            "the server refuses the file; check the hub mirror (GIT_AGENT_MODEL_HUB) and its access rules, or copy the model folder from a machine that has it and point search.model_dir at it"
         }
         429 | 500..=599 => "the server is busy or failing; run the command again later to resume the download",
         _ => {

@@ -16,7 +16,7 @@
 //! in. How the daemon uses it: `download::ensure(&ModelSpec::
 //! all_minilm_l6_v2(), &models_dir, &client, ..)` with a client from the
 //! provider's `HttpClients` (so the caller's proxies and CAs apply) and
-//! `base_url` from `HF_ENDPOINT` when set; then, on the blocking pool,
+//! `base_url` from `GIT_AGENT_MODEL_HUB` when set; then, on the blocking pool,
 //! `LocalModel::load(&dir, &LoadOptions { key: Some(spec.key()), .. })`
 //! once, shared, and `model.embed(&texts, &|| interrupt.is_raised())`.
 //! The model key (`all-MiniLM-L6-v2@1110a243…`) belongs in the index
