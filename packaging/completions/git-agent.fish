@@ -28,7 +28,7 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -l cwd -d 'Run as if g
 complete -c git-agent -n "__fish_git_agent_needs_command" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_needs_command" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "project_id" -d 'Print the project identifier shared by search metadata and task records'
-complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote)'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote, search.embeddings, search.model_dir)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'

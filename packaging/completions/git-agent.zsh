@@ -44,7 +44,7 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
-':key -- The configuration key; only index.remote exists:_default' \
+':key -- The configuration key\: index.remote, search.embeddings or search.model_dir:_default' \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
@@ -319,7 +319,7 @@ esac
 _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
-'config:Read or change the global configuration (index.remote)' \
+'config:Read or change the global configuration (index.remote, search.embeddings, search.model_dir)' \
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \

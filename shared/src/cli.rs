@@ -25,7 +25,7 @@ pub enum Command {
     #[command(name = "project_id")]
     ProjectId,
 
-    /// Read or change the global configuration (index.remote).
+    /// Read or change the global configuration (index.remote, search.embeddings, search.model_dir).
     Config(ConfigArgs),
 
     /// Launch a detached, evidence-backed read-only code review.
@@ -72,18 +72,20 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-#[command(override_usage = "git-agent config index.remote [<git-url>]\n       git-agent config --unset index.remote")]
+#[command(
+    override_usage = "git-agent config index.remote [<git-url>]\n       git-agent config search.embeddings [local|remote]\n       git-agent config search.model_dir [<folder>]\n       git-agent config --unset <key>"
+)]
 pub struct ConfigArgs {
     /// Remove the setting.
     #[arg(long)]
     pub unset: bool,
 
-    /// The configuration key; only index.remote exists.
+    /// The configuration key: index.remote, search.embeddings or search.model_dir.
     #[arg(value_name = "key")]
     pub key: String,
 
     /// The new value; without it the current value is printed.
-    #[arg(value_name = "git-url")]
+    #[arg(value_name = "value")]
     pub value: Option<String>,
 }
 

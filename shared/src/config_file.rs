@@ -6,14 +6,23 @@ use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The one key `git-agent config` knows.
+/// The shared index repository (the spec's one key).
 pub const INDEX_REMOTE_KEY: &str = "index.remote";
+/// Which embeddings search uses: `local` or `remote` (unset: remote when
+/// an embeddings key is in the caller's environment, local otherwise).
+pub const SEARCH_EMBEDDINGS_KEY: &str = "search.embeddings";
+/// A folder holding the local model's files, used instead of the download.
+pub const SEARCH_MODEL_DIR_KEY: &str = "search.model_dir";
+/// Every key `git-agent config` knows.
+pub const KEYS: [&str; 3] = [INDEX_REMOTE_KEY, SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY];
 
 /// The file's contents. Field names are the original implementation's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigFile {
     #[serde(default, skip_serializing_if = "IndexConfig::is_empty")]
     pub index: IndexConfig,
+    #[serde(default, skip_serializing_if = "SearchConfig::is_empty")]
+    pub search: SearchConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +34,43 @@ pub struct IndexConfig {
 impl IndexConfig {
     fn is_empty(&self) -> bool {
         self.remote.is_empty()
+    }
+}
+
+/// The `search.*` keys (this project's own, beside the spec's file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub embeddings: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model_dir: String,
+}
+
+impl SearchConfig {
+    fn is_empty(&self) -> bool {
+        self.embeddings.is_empty() && self.model_dir.is_empty()
+    }
+}
+
+impl ConfigFile {
+    /// The value of `key` (one of [`KEYS`]); empty when unset.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            INDEX_REMOTE_KEY => Some(&self.index.remote),
+            SEARCH_EMBEDDINGS_KEY => Some(&self.search.embeddings),
+            SEARCH_MODEL_DIR_KEY => Some(&self.search.model_dir),
+            _ => None,
+        }
+    }
+
+    /// Sets `key` (one of [`KEYS`]) to `value`; empty unsets it.
+    pub fn set(&mut self, key: &str, value: String) {
+        match key {
+            INDEX_REMOTE_KEY => self.index.remote = value,
+            SEARCH_EMBEDDINGS_KEY => self.search.embeddings = value,
+            SEARCH_MODEL_DIR_KEY => self.search.model_dir = value,
+            _ => {}
+        }
     }
 }
 

@@ -14,6 +14,9 @@ pub mod vars {
     pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
     pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
     pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+    /// Where downloaded local embedding models are kept
+    /// (`${XDG_CACHE_HOME:-~/.cache}/git-agent/models`).
+    pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
     /// Where `search --agent` creates its private progress socket folder
     /// (default `/tmp`).
     pub const TMPDIR: &str = "TMPDIR";
@@ -35,6 +38,15 @@ pub mod vars {
     pub const GIT_AGENT_SEARCH_QUERY_FRAMING: &str = "GIT_AGENT_SEARCH_QUERY_FRAMING";
     pub const GIT_AGENT_SEARCH_LEXICAL_WEIGHT: &str = "GIT_AGENT_SEARCH_LEXICAL_WEIGHT";
     pub const GIT_AGENT_SEARCH_COSINE: &str = "GIT_AGENT_SEARCH_COSINE";
+    /// `local` or `remote`: which embeddings search uses, over the
+    /// `search.embeddings` configuration key.
+    pub const GIT_AGENT_EMBEDDINGS: &str = "GIT_AGENT_EMBEDDINGS";
+    /// A folder holding the local model's files (Hugging Face layout), over
+    /// the `search.model_dir` configuration key: no download.
+    pub const GIT_AGENT_MODEL_DIR: &str = "GIT_AGENT_MODEL_DIR";
+    /// A mirror of the Hugging Face hub (same URL layout) the local model
+    /// is downloaded from instead of `https://huggingface.co`.
+    pub const GIT_AGENT_MODEL_HUB: &str = "GIT_AGENT_MODEL_HUB";
     /// Proxies for the provider and embeddings requests, read from the
     /// invocation in either case (the lower-case name wins).
     pub const HTTP_PROXY: &str = "HTTP_PROXY";

@@ -48,6 +48,16 @@ pub fn config_file(env: &Environment) -> Result<PathBuf, MissingHome> {
     Ok(base.join(APP_DIR).join("config.json"))
 }
 
+/// Where downloaded local embedding models live, one folder per model and
+/// revision.
+pub fn models_dir(env: &Environment) -> Result<PathBuf, MissingHome> {
+    let base = match env.absolute_dir(vars::XDG_CACHE_HOME) {
+        Some(dir) => dir,
+        None => env.home()?.join(".cache"),
+    };
+    Ok(base.join(APP_DIR).join("models"))
+}
+
 /// The state directory for daemon logs and other per-user state.
 pub fn state_dir(env: &Environment) -> Result<PathBuf, MissingHome> {
     let base = match env.absolute_dir(vars::XDG_STATE_HOME) {

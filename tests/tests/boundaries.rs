@@ -14,7 +14,9 @@ use std::process::Command;
 const OWNERS: &[(&str, &[&str])] = &[
     ("gix", &["gitagent-git", "gitagent-search", "gitagent-sync", "gitagent-inspect", "gitagentd"]),
     ("gix-transport", &["gitagent-search"]),
-    ("reqwest", &["gitagent-provider", "gitagent-search", "git-agent-tests"]),
+    // gitagent-embed: the local model's download, through a client of the
+    // provider's `HttpClients` that the caller passes in.
+    ("reqwest", &["gitagent-provider", "gitagent-search", "gitagent-embed", "git-agent-tests"]),
     ("tonic", &["gitagent-proto", "git-agent-client", "gitagentd"]),
     ("rusqlite", &["gitagent-search", "gitagentd"]),
     ("tree-sitter", &["gitagent-chunk"]),

@@ -146,6 +146,9 @@ pub enum SearchError {
     TooLarge { root: PathBuf, reason: String },
     #[error("a search worker failed: {0}")]
     Worker(#[from] gitagent_runtime::blocking::BlockingError),
+    /// The local embedding model could not be downloaded or loaded.
+    #[error(transparent)]
+    LocalModel(Box<dyn std::error::Error + Send + Sync>),
     #[error("the search was cancelled")]
     Cancelled,
     /// A warm-only search found a chunk without a vector (or no chunk at
@@ -497,6 +500,8 @@ pub struct SearchService {
     /// later searches walk no tree for missing objects (emptied at
     /// [`PROMISED_MEMO_MAX`] entries).
     promised: Mutex<std::collections::HashSet<(PathBuf, gix::ObjectId, Vec<String>)>>,
+    /// The local embedding model, loaded on first use.
+    local_models: Arc<index::local_model::LocalModels>,
     crash_at: Option<CrashPoint>,
 }
 
@@ -638,8 +643,31 @@ impl SearchService {
             histories: Mutex::new(FolderCache::new(CACHED_HISTORIES, u64::MAX)),
             query_flights: Mutex::new(HashMap::new()),
             promised: Mutex::new(std::collections::HashSet::new()),
+            local_models: index::local_model::LocalModels::new(index::local_model::IDLE_RELEASE),
             crash_at,
         }
+    }
+
+    /// Makes `settings` ready to embed: with the local backend, the model
+    /// is found (downloaded on first use), loaded, and named in `settings`
+    /// (its key as the model, its dimensions). Remote settings pass as they
+    /// are. Call it before selecting an index: the model decides which.
+    pub async fn prepare_embeddings(
+        &self,
+        settings: &mut EmbeddingSettings,
+        feedback: &Feedback,
+        cancel: &CancellationToken,
+    ) -> Result<(), SearchError> {
+        self.local_models.prepare(settings, &self.clients, feedback, cancel).await?;
+        feedback.event(
+            "search_embeddings",
+            &[
+                ("backend", Field::Str(settings.backend.name().into())),
+                ("model", Field::Str(settings.model.clone())),
+                ("dimensions", Field::Int(settings.dimensions as i64)),
+            ],
+        );
+        Ok(())
     }
 
     /// The test-only fault injection point (`None` outside test builds),

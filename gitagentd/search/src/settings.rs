@@ -2,13 +2,23 @@
 //! spec's order: flag, then `OPENAI_EMBEDDING_*`, then the general
 //! `OPENAI_*` fallback, then the default. Never the daemon's own
 //! environment.
+//!
+//! Which embeddings: `GIT_AGENT_EMBEDDINGS`, else the `search.embeddings`
+//! configuration key, else remote when the caller has an embeddings key
+//! and the local model otherwise. The local model is the pinned default
+//! (downloaded once into `${XDG_CACHE_HOME:-~/.cache}/git-agent/models`)
+//! unless `GIT_AGENT_MODEL_DIR` or `search.model_dir` names a folder.
 
 use super::chunking::DEFAULT_MAX_INPUT_CHARS;
-use super::index::embeddings::EmbeddingSettings;
+use super::index::embeddings::{Backend, EmbeddingSettings, LocalSource};
 use super::rank::ranking::Fusion;
 use git_agent_shared::Environment;
+use git_agent_shared::config_file::{SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY, SearchConfig};
 use git_agent_shared::environment::vars;
+use git_agent_shared::paths;
 use git_agent_shared::timefmt::parse_go_duration;
+use gitagent_embed::download::{HUB, ModelSpec};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub const DEFAULT_MODEL: &str = "text-embedding-3-small";
@@ -82,8 +92,103 @@ fn max_dimensions(model: &str) -> usize {
     }
 }
 
-/// Everything a search needs to call the embeddings endpoint.
-pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<EmbeddingSettings, SettingsError> {
+/// Which embeddings the invocation asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Local,
+    Remote,
+}
+
+/// `GIT_AGENT_EMBEDDINGS`, else `search.embeddings`, else remote exactly
+/// when the caller has an embeddings key.
+pub fn choice(env: &Environment, config: &SearchConfig) -> Result<Choice, SettingsError> {
+    let (value, from) = match env.get(vars::GIT_AGENT_EMBEDDINGS) {
+        Some(value) => (value.trim(), vars::GIT_AGENT_EMBEDDINGS),
+        None => (config.embeddings.trim(), SEARCH_EMBEDDINGS_KEY),
+    };
+    match value {
+        "local" => Ok(Choice::Local),
+        "remote" => Ok(Choice::Remote),
+        "" if env.get(vars::OPENAI_EMBEDDING_API_KEY).is_some() || env.get(vars::OPENAI_API_KEY).is_some() => {
+            Ok(Choice::Remote)
+        }
+        "" => Ok(Choice::Local),
+        other => Err(SettingsError::Environment(format!(
+            "{from} {other:?} is neither local nor remote\nhint: use local (the built-in model) or remote (an OpenAI-compatible endpoint)"
+        ))),
+    }
+}
+
+/// Everything a search needs to embed: the remote endpoint's settings, or
+/// the local model's source (its key and dimensions are filled in once it
+/// is loaded).
+pub fn resolve(
+    flags: &SettingFlags,
+    env: &Environment,
+    config: &SearchConfig,
+    cores: usize,
+) -> Result<EmbeddingSettings, SettingsError> {
+    match choice(env, config)? {
+        Choice::Remote => resolve_remote(flags, env, cores),
+        Choice::Local => resolve_local(flags, env, config),
+    }
+}
+
+/// The local model's settings: one embedder in the daemon (its own
+/// threads, bounded to the cores), batches of the model's size.
+fn resolve_local(
+    flags: &SettingFlags,
+    env: &Environment,
+    config: &SearchConfig,
+) -> Result<EmbeddingSettings, SettingsError> {
+    let named = [
+        (flags.model.is_some(), "--embedding-model"),
+        (flags.dimensions.is_some(), "--embedding-dimensions"),
+        (flags.base_url.is_some(), "--base-url"),
+    ];
+    if let Some((_, flag)) = named.iter().find(|(set, _)| *set) {
+        return Err(SettingsError::Flag(format!(
+            "{flag} applies to remote embeddings, and this search uses the local model\nhint: set OPENAI_EMBEDDING_API_KEY (or git-agent config {SEARCH_EMBEDDINGS_KEY} remote) to use an endpoint"
+        )));
+    }
+    let folder = match env.get(vars::GIT_AGENT_MODEL_DIR) {
+        Some(dir) => Some((dir.trim().to_string(), vars::GIT_AGENT_MODEL_DIR)),
+        None => Some((config.model_dir.trim().to_string(), SEARCH_MODEL_DIR_KEY)).filter(|(dir, _)| !dir.is_empty()),
+    };
+    let source = match folder {
+        Some((dir, from)) => {
+            let dir = PathBuf::from(dir);
+            if !dir.is_absolute() {
+                return Err(SettingsError::Environment(format!(
+                    "{from} {:?} is not an absolute path\nhint: name the folder holding config.json, tokenizer.json and model.safetensors by its full path",
+                    dir.display()
+                )));
+            }
+            LocalSource::Folder(dir)
+        }
+        None => LocalSource::Pinned {
+            spec: ModelSpec::all_minilm_l6_v2(),
+            models_dir: paths::models_dir(env).map_err(|error| SettingsError::Environment(error.to_string()))?,
+            hub: env.get(vars::GIT_AGENT_MODEL_HUB).unwrap_or(HUB).trim().to_string(),
+        },
+    };
+    Ok(EmbeddingSettings {
+        api_key: git_agent_shared::Secret::new(String::new()),
+        base_url: String::new(),
+        model: String::new(),
+        dimensions: 0,
+        max_input_chars: positive_env(env, vars::OPENAI_EMBEDDING_MAX_INPUT_CHARS)?.unwrap_or(DEFAULT_MAX_INPUT_CHARS),
+        batch_inputs: DEFAULT_BATCH_INPUTS,
+        batch_max_chars: DEFAULT_BATCH_MAX_CHARS,
+        concurrency: 1,
+        timeout: DEFAULT_TIMEOUT,
+        network: gitagent_provider::NetworkSettings::from_env(env),
+        backend: Backend::Local { source, model: None },
+    })
+}
+
+/// The remote endpoint's settings.
+fn resolve_remote(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<EmbeddingSettings, SettingsError> {
     let (model, dimensions) = model_and_dimensions(flags, env)?;
     let timeout = match flags.timeout.as_deref() {
         Some(text) => match parse_go_duration(text) {
@@ -98,7 +203,7 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
     };
     let api_key = env.get(vars::OPENAI_EMBEDDING_API_KEY).or_else(|| env.get(vars::OPENAI_API_KEY)).ok_or_else(|| {
         SettingsError::Environment(
-            "search requires OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY; Codex auth does not support embeddings\nhint: export OPENAI_EMBEDDING_API_KEY=<key> (and OPENAI_EMBEDDING_BASE_URL for another provider)"
+            "remote embeddings require OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY; Codex auth does not support embeddings\nhint: export OPENAI_EMBEDDING_API_KEY=<key> (and OPENAI_EMBEDDING_BASE_URL for another provider), or git-agent config --unset search.embeddings to use the local model"
                 .into(),
         )
     })?;
@@ -130,6 +235,7 @@ pub fn resolve(flags: &SettingFlags, env: &Environment, cores: usize) -> Result<
             .unwrap_or_else(|| cores.clamp(1, MAX_CONCURRENCY)),
         timeout,
         network: gitagent_provider::NetworkSettings::from_env(env),
+        backend: Backend::Remote,
     })
 }
 
@@ -256,7 +362,8 @@ mod tests {
 
     #[test]
     fn defaults_and_fallbacks() {
-        let settings = resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), 12).unwrap();
+        let settings =
+            resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 12).unwrap();
         assert_eq!(settings.api_key.expose(), "k");
         assert_eq!(settings.base_url, DEFAULT_BASE_URL);
         assert_eq!(settings.model, DEFAULT_MODEL);
@@ -266,7 +373,12 @@ mod tests {
         assert_eq!(settings.batch_max_chars, 700_000);
         assert_eq!(settings.concurrency, 8);
         assert_eq!(settings.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), 2).unwrap().concurrency, 2);
+        assert_eq!(
+            resolve(&SettingFlags::default(), &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 2)
+                .unwrap()
+                .concurrency,
+            2
+        );
 
         let specific = env(&[
             ("OPENAI_API_KEY", "general"),
@@ -277,7 +389,7 @@ mod tests {
             ("OPENAI_EMBEDDING_DIMENSIONS", "8"),
             ("OPENAI_EMBEDDING_CONCURRENCY", "3"),
         ]);
-        let settings = resolve(&SettingFlags::default(), &specific, 2).unwrap();
+        let settings = resolve(&SettingFlags::default(), &specific, &SearchConfig::default(), 2).unwrap();
         assert_eq!((settings.api_key.expose(), settings.base_url.as_str()), ("embed", "http://embed.test/v1"));
         assert_eq!((settings.model.as_str(), settings.dimensions, settings.concurrency), ("m", 8, 3));
         let flags = SettingFlags {
@@ -286,7 +398,7 @@ mod tests {
             base_url: Some("http://flag.test".into()),
             timeout: Some("5s".into()),
         };
-        let settings = resolve(&flags, &specific, 2).unwrap();
+        let settings = resolve(&flags, &specific, &SearchConfig::default(), 2).unwrap();
         assert_eq!((settings.model.as_str(), settings.dimensions), ("flag-model", 4));
         assert_eq!(settings.base_url, "http://flag.test");
         assert_eq!(settings.timeout, Duration::from_secs(5));
@@ -294,14 +406,76 @@ mod tests {
 
     #[test]
     fn errors_are_reported() {
-        assert!(matches!(resolve(&SettingFlags::default(), &env(&[]), 1), Err(SettingsError::Environment(_))));
+        let remote = SearchConfig { embeddings: "remote".into(), ..SearchConfig::default() };
+        assert!(matches!(resolve(&SettingFlags::default(), &env(&[]), &remote, 1), Err(SettingsError::Environment(_))));
         let with_key = env(&[("OPENAI_API_KEY", "k"), ("OPENAI_EMBEDDING_BATCH_INPUTS", "0")]);
-        assert!(matches!(resolve(&SettingFlags::default(), &with_key, 1), Err(SettingsError::Environment(_))));
+        assert!(matches!(
+            resolve(&SettingFlags::default(), &with_key, &SearchConfig::default(), 1),
+            Err(SettingsError::Environment(_))
+        ));
         let flags = SettingFlags { dimensions: Some(0), ..SettingFlags::default() };
-        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), 1), Err(SettingsError::Flag(_))));
+        assert!(matches!(
+            resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1),
+            Err(SettingsError::Flag(_))
+        ));
         let flags = SettingFlags { timeout: Some("soon".into()), ..SettingFlags::default() };
-        assert!(matches!(resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), 1), Err(SettingsError::Flag(_))));
-        let error = resolve(&SettingFlags::default(), &env(&[]), 1).unwrap_err().to_string();
+        assert!(matches!(
+            resolve(&flags, &env(&[("OPENAI_API_KEY", "k")]), &SearchConfig::default(), 1),
+            Err(SettingsError::Flag(_))
+        ));
+        let error = resolve(&SettingFlags::default(), &env(&[]), &remote, 1).unwrap_err().to_string();
         assert!(error.contains("OPENAI_EMBEDDING_API_KEY"), "{error}");
+    }
+
+    fn is_local(settings: &EmbeddingSettings) -> bool {
+        matches!(settings.backend, Backend::Local { .. })
+    }
+
+    #[test]
+    fn the_local_model_serves_callers_without_a_key_unless_told_otherwise() {
+        let none = SearchConfig::default();
+        let home = [("HOME", "/home/u")];
+        let keyless = resolve(&SettingFlags::default(), &env(&home), &none, 2).unwrap();
+        assert!(is_local(&keyless));
+        let Backend::Local { source: LocalSource::Pinned { models_dir, hub, spec }, .. } = &keyless.backend else {
+            panic!("the pinned model: {:?}", keyless.backend)
+        };
+        assert_eq!(models_dir, &PathBuf::from("/home/u/.cache/git-agent/models"));
+        assert_eq!((hub.as_str(), spec.name.as_str()), (HUB, "all-MiniLM-L6-v2"));
+        assert_eq!(keyless.concurrency, 1);
+
+        let keyed = env(&[("HOME", "/home/u"), ("OPENAI_API_KEY", "k")]);
+        assert!(!is_local(&resolve(&SettingFlags::default(), &keyed, &none, 2).unwrap()));
+        let forced = SearchConfig { embeddings: "local".into(), ..SearchConfig::default() };
+        assert!(is_local(&resolve(&SettingFlags::default(), &keyed, &forced, 2).unwrap()));
+        let by_env = env(&[("HOME", "/home/u"), ("OPENAI_API_KEY", "k"), ("GIT_AGENT_EMBEDDINGS", "local")]);
+        assert!(is_local(&resolve(&SettingFlags::default(), &by_env, &none, 2).unwrap()));
+
+        let folder = SearchConfig { model_dir: "/models/minilm".into(), ..SearchConfig::default() };
+        let settings = resolve(&SettingFlags::default(), &env(&home), &folder, 2).unwrap();
+        assert!(
+            matches!(&settings.backend, Backend::Local { source: LocalSource::Folder(dir), .. } if dir == &PathBuf::from("/models/minilm"))
+        );
+        let cache = env(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/c")]);
+        let Backend::Local { source: LocalSource::Pinned { models_dir, .. }, .. } =
+            resolve(&SettingFlags::default(), &cache, &none, 2).unwrap().backend
+        else {
+            panic!("the pinned model")
+        };
+        assert_eq!(models_dir, PathBuf::from("/c/git-agent/models"));
+    }
+
+    #[test]
+    fn local_settings_refuse_what_does_not_apply() {
+        let none = SearchConfig::default();
+        let flags = SettingFlags { model: Some("text-embedding-3-large".into()), ..SettingFlags::default() };
+        let error = resolve(&flags, &env(&[("HOME", "/h")]), &none, 1).unwrap_err();
+        assert!(matches!(&error, SettingsError::Flag(text) if text.contains("--embedding-model")), "{error}");
+        let relative = env(&[("HOME", "/h"), ("GIT_AGENT_MODEL_DIR", "models/x")]);
+        let error = resolve(&SettingFlags::default(), &relative, &none, 1).unwrap_err().to_string();
+        assert!(error.contains("GIT_AGENT_MODEL_DIR") && error.contains("absolute"), "{error}");
+        let wrong = SearchConfig { embeddings: "both".into(), ..SearchConfig::default() };
+        let error = resolve(&SettingFlags::default(), &env(&[("HOME", "/h")]), &wrong, 1).unwrap_err().to_string();
+        assert!(error.contains("search.embeddings") && error.contains("\"both\""), "{error}");
     }
 }

@@ -1,25 +1,27 @@
-//! `git-agent config index.remote [<git-url>]` and
-//! `git-agent config --unset index.remote`.
+//! `git-agent config <key> [<value>]` and `git-agent config --unset <key>`:
+//! `index.remote` (the spec's key), `search.embeddings` and
+//! `search.model_dir`.
 
 use super::{CommandError, Invocation, Output};
 use git_agent_shared::cli::ConfigArgs;
-use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY};
+use git_agent_shared::config_file::SEARCH_MODEL_DIR_KEY;
+use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY, KEYS, SEARCH_EMBEDDINGS_KEY};
 use git_agent_shared::{giturl, paths};
 
 /// The name of the configuration file's blocking reads and writes.
 const CONFIG_FILE_WORK: &str = "the configuration file";
 
 pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> Result<(), CommandError> {
-    if args.key != INDEX_REMOTE_KEY {
+    if !KEYS.contains(&args.key.as_str()) {
         return Err(CommandError::Usage(format!(
-            "unknown configuration key {:?}\nhint: the only key is {INDEX_REMOTE_KEY}",
-            args.key
+            "unknown configuration key {:?}\nhint: the keys are {}",
+            args.key,
+            KEYS.join(", ")
         )));
     }
+    let key = args.key.as_str();
     if args.unset && args.value.is_some() {
-        return Err(CommandError::Usage(format!(
-            "--unset takes no value\nhint: git-agent config --unset {INDEX_REMOTE_KEY}"
-        )));
+        return Err(CommandError::Usage(format!("--unset takes no value\nhint: git-agent config --unset {key}")));
     }
     let path = paths::config_file(&invocation.env).map_err(CommandError::failed)?;
     let env_path = path.clone();
@@ -29,27 +31,65 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
     let new_value = match (args.unset, args.value) {
         (true, _) => String::new(),
         (false, None) => {
-            if config.index.remote.is_empty() {
+            let value = config.get(key).unwrap_or_default();
+            if value.is_empty() {
                 return Err(CommandError::Message(format!(
-                    "{INDEX_REMOTE_KEY} is not configured\nhint: git-agent config {INDEX_REMOTE_KEY} <git-url>"
+                    "{key} is not configured\nhint: git-agent config {key} {}",
+                    value_placeholder(key)
                 )));
             }
-            output.stdout(format!("{}\n", giturl::sanitize(&config.index.remote)));
+            let shown = if key == INDEX_REMOTE_KEY { giturl::sanitize(value) } else { value.to_string() };
+            output.stdout(format!("{shown}\n"));
             return Ok(());
         }
         (false, Some(value)) => {
             let value = value.trim().to_string();
             if value.is_empty() {
-                return Err(CommandError::Usage(format!("{INDEX_REMOTE_KEY} must not be empty")));
+                return Err(CommandError::Usage(format!("{key} must not be empty")));
             }
-            validate_remote(&value)?;
+            match key {
+                INDEX_REMOTE_KEY => validate_remote(&value)?,
+                SEARCH_EMBEDDINGS_KEY => validate_embeddings(&value)?,
+                _ => validate_model_dir(&value)?,
+            }
             value
         }
     };
-    config.index.remote = new_value;
+    config.set(key, new_value);
     gitagent_runtime::blocking::run_to_end(CONFIG_FILE_WORK, move || config.save(&path))
         .await?
         .map_err(CommandError::failed)
+}
+
+/// What a value of `key` looks like, for hints.
+fn value_placeholder(key: &str) -> &'static str {
+    match key {
+        INDEX_REMOTE_KEY => "<git-url>",
+        SEARCH_EMBEDDINGS_KEY => "local|remote",
+        _ => "<folder>",
+    }
+}
+
+/// `search.embeddings` is `local` or `remote`.
+fn validate_embeddings(value: &str) -> Result<(), CommandError> {
+    match value {
+        "local" | "remote" => Ok(()),
+        _ => Err(CommandError::Usage(format!(
+            "{SEARCH_EMBEDDINGS_KEY} {value:?} is neither local nor remote\nhint: git-agent config {SEARCH_EMBEDDINGS_KEY} local (the built-in model) or remote (an OpenAI-compatible endpoint), or --unset it to choose by the environment"
+        ))),
+    }
+}
+
+/// `search.model_dir` is an absolute folder (it is read by the daemon,
+/// wherever a search runs); whether it holds a model is checked when a
+/// search loads it.
+fn validate_model_dir(value: &str) -> Result<(), CommandError> {
+    if !std::path::Path::new(value).is_absolute() {
+        return Err(CommandError::Usage(format!(
+            "{SEARCH_MODEL_DIR_KEY} {value:?} is not an absolute path\nhint: give the full path of the folder holding config.json, tokenizer.json and model.safetensors"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a value no machine could fetch from: anything but an

@@ -74,7 +74,8 @@ pub async fn run(
         timeout: args.timeout.clone(),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let embedding = settings::resolve(&flags, &invocation.env, cores).map_err(SearchError::from)?;
+    let config = search_config(invocation).await?;
+    let mut embedding = settings::resolve(&flags, &invocation.env, &config, cores).map_err(SearchError::from)?;
     let ranking = settings::ranking(&invocation.env).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();
@@ -88,6 +89,12 @@ pub async fn run(
     })
     .await??;
     let temp_dir = temp_dir(invocation);
+    let feedback =
+        Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
+    if let Err(error) = services.search.prepare_embeddings(&mut embedding, &feedback, cancel).await {
+        feedback.finish(Some(&git_agent_shared::error_chain::render(&error)));
+        return Err(error.into());
+    }
     let request = SearchRequest {
         selection: selection.clone(),
         code_only: args.code,
@@ -104,8 +111,6 @@ pub async fn run(
         started: std::time::SystemTime::now(),
         remote,
     };
-    let feedback =
-        Arc::new(Feedback::new(output.clone(), args.debug, args.agent, invocation.stderr_is_terminal, &temp_dir));
     let started = std::time::Instant::now();
     // index.remote: import the revision's shared records first, publish after.
     let confirmation =
@@ -163,6 +168,7 @@ pub async fn run(
         min_score: args.min_score.unwrap_or(DEFAULT_MIN_SCORE),
         retrieval: render::Retrieval {
             mode: "embeddings",
+            embedding_backend: embedding.backend.name(),
             embedding_model: embedding.model.clone(),
             index: index_status,
             dimensions: embedding.dimensions,
@@ -174,6 +180,19 @@ pub async fn run(
     };
     output.stdout(render::to_json_line(&envelope));
     Ok(())
+}
+
+/// The `search.*` keys of the caller's configuration file.
+pub(crate) async fn search_config(
+    invocation: &Invocation,
+) -> Result<git_agent_shared::config_file::SearchConfig, CommandError> {
+    let path = git_agent_shared::paths::config_file(&invocation.env).map_err(CommandError::failed)?;
+    let config = gitagent_runtime::blocking::run_to_end("the configuration file", move || {
+        git_agent_shared::config_file::ConfigFile::load(&path)
+    })
+    .await?
+    .map_err(CommandError::failed)?;
+    Ok(config.search)
 }
 
 /// Filesystem mode with `index.remote`: the committed `HEAD` revision index

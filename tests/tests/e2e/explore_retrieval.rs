@@ -163,3 +163,22 @@ fn bare_index_remote(dir: &std::path::Path) -> std::path::PathBuf {
     assert!(init.success());
     remote
 }
+
+#[test]
+fn the_local_model_gives_explore_its_leads() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-explore-local");
+    // The language model has a key; the embeddings are local all the same.
+    env.set_env("GIT_AGENT_EMBEDDINGS", "local");
+    env.set_env("GIT_AGENT_MODEL_DIR", &crate::local_embeddings::tiny_model().display().to_string());
+    let repo = env.repo("app");
+    repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+    repo.commit_all("feat: add one");
+    env.run_in(repo.path(), &["search", "--index", "--code"]).success();
+    fake.push(answer());
+    env.run_in(repo.path(), &["explore", "where", "is", "one?"]).success();
+    let found = leads(&fake.requests()[0].body).expect("warm leads from the local model");
+    let ranges: Vec<&str> = found.as_array().unwrap().iter().filter_map(|lead| lead["range"].as_str()).collect();
+    assert!(ranges.contains(&"src/lib.rs:1-3"), "{found}");
+}

@@ -21,6 +21,7 @@ mod index_sync;
 mod inspection;
 mod install;
 mod line_counts;
+mod local_embeddings;
 mod mcp;
 mod pr_message;
 mod project_id;

@@ -415,3 +415,18 @@ fn a_cwd_that_climbs_to_the_root_is_refused() {
     }
     assert_eq!(fake.requests(), 0, "nothing was sent to the embeddings server");
 }
+
+#[test]
+fn the_search_tool_needs_no_key() {
+    // Coding agents start MCP servers with a minimal environment: no
+    // embeddings key, and here a model folder instead of a download.
+    let mut env = TestEnv::new();
+    env.set_env("GIT_AGENT_MODEL_DIR", &crate::local_embeddings::tiny_model().display().to_string());
+    let repo = sample_repo(&env);
+    let mut session = McpSession::start(&env, &env.work());
+    let root = repo.path().display().to_string();
+    let result = session.call("search", json!({"query": "where are search flags parsed", "cwd": root, "limit": 3}));
+    let output: Value = serde_json::from_str(&success_text(&result)).unwrap();
+    assert_eq!(output["retrieval"]["embedding_backend"], "local", "{output}");
+    assert_eq!(output["retrieval"]["dimensions"], 32, "{output}");
+}

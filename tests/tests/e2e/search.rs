@@ -261,11 +261,12 @@ fn embeddings_failures_fail_clearly_without_fallback() {
     assert!(stderr.contains("cannot connect"), "{stderr}");
     assert!(stderr.contains("does not fall back to lexical retrieval"), "{stderr}");
 
-    // No key at all.
-    let bare = TestEnv::new();
+    // Remote embeddings asked for, with no key at all.
+    let mut bare = TestEnv::new();
+    bare.set_env("GIT_AGENT_EMBEDDINGS", "remote");
     let repo = sample_repo(&bare);
     let stderr = bare.run_in(repo.path(), &["search", "where"]).failure().to_string();
-    assert!(stderr.contains("search requires OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY"), "{stderr}");
+    assert!(stderr.contains("remote embeddings require OPENAI_EMBEDDING_API_KEY or OPENAI_API_KEY"), "{stderr}");
 }
 
 #[test]

@@ -15,16 +15,54 @@
 //! backoff. Anything else fails the search clearly: search has no lexical
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
+//!
+//! With the local backend ([`Backend::Local`]) the same calls run the
+//! in-process model ([`gitagent_embed::LocalModel`]) on the blocking pool
+//! instead, one batch at a time, stopping between batches when the search
+//! is cancelled.
 
 use git_agent_shared::{Secret, giturl};
+use gitagent_embed::LocalModel;
+use gitagent_embed::download::ModelSpec;
 use gitagent_provider::{ClientKind, HttpClients, NetworkError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+/// Where a search's vectors come from.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// An OpenAI-compatible `/embeddings` endpoint.
+    Remote,
+    /// The model in this process; `model` is set once it is loaded (see
+    /// [`crate::index::local_model`]).
+    Local { source: LocalSource, model: Option<Arc<LocalModel>> },
+}
+
+impl Backend {
+    /// `local` or `remote`, as search's JSON and `--debug` name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Remote => "remote",
+            Backend::Local { .. } => "local",
+        }
+    }
+}
+
+/// Where the local model's files are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalSource {
+    /// A folder the user named (`search.model_dir`, `GIT_AGENT_MODEL_DIR`).
+    Folder(PathBuf),
+    /// The pinned default model, downloaded once from `hub` into
+    /// `models_dir`.
+    Pinned { spec: ModelSpec, models_dir: PathBuf, hub: String },
+}
 
 /// Resolved embedding configuration for one search.
 #[derive(Clone)]
@@ -40,6 +78,7 @@ pub struct EmbeddingSettings {
     pub timeout: Duration,
     /// The caller's proxies and CA locations, which select the client.
     pub network: gitagent_provider::NetworkSettings,
+    pub backend: Backend,
 }
 
 impl std::fmt::Debug for EmbeddingSettings {
@@ -55,6 +94,7 @@ impl std::fmt::Debug for EmbeddingSettings {
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
             .field("network", &self.network)
+            .field("backend", &self.backend)
             .finish()
     }
 }
@@ -80,6 +120,10 @@ pub enum EmbeddingError {
     Client(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Network(#[from] NetworkError),
+    #[error(transparent)]
+    Local(#[from] gitagent_embed::EmbedError),
+    #[error("the local embedding model stopped unexpectedly")]
+    LocalStopped(#[source] gitagent_runtime::blocking::BlockingError),
     #[error("the search was cancelled")]
     Cancelled,
 }
@@ -221,6 +265,12 @@ impl EmbeddingsClient {
         cancel: &'a CancellationToken,
     ) -> EmbedFuture<'a> {
         Box::pin(async move {
+            if let Backend::Local { model, .. } = &settings.backend {
+                let Some(model) = model else {
+                    return Err(EmbeddingError::Client("the local model was not loaded before embedding".into()));
+                };
+                return embed_locally(Arc::clone(model), inputs.to_vec(), cancel).await;
+            }
             let mut retries = 0;
             loop {
                 let attempt = tokio::select! {
@@ -334,6 +384,23 @@ impl EmbeddingsClient {
             Ok(vectors) => Attempt::Done(vectors),
             Err(error) => Attempt::Fatal(error),
         }
+    }
+}
+
+/// Runs the local model over `inputs` on the blocking pool.
+async fn embed_locally(
+    model: Arc<LocalModel>,
+    inputs: Vec<String>,
+    cancel: &CancellationToken,
+) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    let result = gitagent_runtime::blocking::run("the local embedding model", cancel, move |interrupt| {
+        model.embed(&inputs, &|| interrupt.is_raised())
+    })
+    .await
+    .map_err(EmbeddingError::LocalStopped)?;
+    match result {
+        Err(gitagent_embed::EmbedError::Cancelled) => Err(EmbeddingError::Cancelled),
+        other => Ok(other?),
     }
 }
 
@@ -663,6 +730,7 @@ mod tests {
             concurrency: 1,
             timeout: Duration::from_secs(1),
             network: Default::default(),
+            backend: Backend::Remote,
         };
         assert!(!format!("{settings:?}").contains("sk-secret"));
     }
@@ -767,6 +835,7 @@ mod tests {
             concurrency: 2,
             timeout: Duration::from_secs(30),
             network: Default::default(),
+            backend: Backend::Remote,
         };
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = EmbeddingsClient { http: reqwest::Client::new(), on_retry: None };

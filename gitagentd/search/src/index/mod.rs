@@ -1,6 +1,7 @@
 //! Building and storing an index: bringing one physical index up to date
 //! with its source ([`refresh`]), chunk body snapshots ([`bodies`]), the
-//! vectors it needs ([`embeddings`], staged in [`spool`]), the on-disk
+//! vectors it needs ([`embeddings`], from an endpoint or the in-process
+//! model of [`local_model`], staged in [`spool`]), the on-disk
 //! format and its publication ([`store`], read back compactly by
 //! [`records`]; older layouts moved in by [`migrate`]), and the daemon's
 //! mapped views of published indexes ([`live`], kept in [`cache`]). An
@@ -11,6 +12,7 @@ pub mod bodies;
 pub mod cache;
 pub mod embeddings;
 pub mod live;
+pub mod local_model;
 pub mod migrate;
 pub mod records;
 pub mod refresh;

@@ -82,6 +82,10 @@ pub struct SourceOut {
 #[derive(Serialize)]
 pub struct Retrieval {
     pub mode: &'static str,
+    /// `local` for the in-process model; absent for an endpoint, so a
+    /// remote search prints what it always printed.
+    #[serde(skip_serializing_if = "is_remote")]
+    pub embedding_backend: &'static str,
     pub embedding_model: String,
     pub index: &'static str,
     pub dimensions: usize,
@@ -89,6 +93,10 @@ pub struct Retrieval {
     pub filters: Filters,
     #[serde(skip_serializing_if = "SkippedOut::is_zero")]
     pub skipped: SkippedOut,
+}
+
+fn is_remote(backend: &&'static str) -> bool {
+    *backend == "remote"
 }
 
 #[derive(Serialize, Clone, Default)]

@@ -16,6 +16,7 @@ use super::phases::Phases;
 use super::{CommandError, Invocation, Output};
 use crate::commands::Services;
 use git_agent_shared::environment::vars;
+use gitagent_search::index::embeddings::{Backend, LocalSource};
 use gitagent_search::{self as search, SearchError, SearchRequest, report::progress::Feedback, settings};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -50,9 +51,15 @@ fn request(
     index_only: bool,
 ) -> Result<Option<SearchRequest>, SearchError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let embedding = match settings::resolve(&settings::SettingFlags::default(), &invocation.env, cores) {
+    // An unreadable configuration file only costs the leads.
+    let config = git_agent_shared::paths::config_file(&invocation.env)
+        .ok()
+        .and_then(|path| git_agent_shared::config_file::ConfigFile::load(&path).ok())
+        .unwrap_or_default();
+    let embedding = match settings::resolve(&settings::SettingFlags::default(), &invocation.env, &config.search, cores)
+    {
         Ok(embedding) => embedding,
-        // Without embedding credentials there is no index to read.
+        // Remote embeddings without credentials: there is no index to read.
         Err(settings::SettingsError::Environment(_)) => return Ok(None),
         Err(error) => return Err(error.into()),
     };
@@ -103,9 +110,24 @@ pub async fn probe(
         request(&env_invocation, &root_owned, &question_owned, false)
     })
     .await??;
-    let Some(request) = request else { return Ok(Probe::Cold) };
+    let Some(mut request) = request else { return Ok(Probe::Cold) };
+    // A probe never downloads the local model: with none yet, there is no
+    // index it could have built either.
+    if let Backend::Local { source: LocalSource::Pinned { spec, models_dir, .. }, .. } = &request.settings.backend
+        && !models_dir.join(spec.folder_name()).is_dir()
+    {
+        return Ok(Probe::Cold);
+    }
     let prefix = request.selection.root.clone();
     let feedback = feedback(invocation, output, phases, "semantic_search");
+    if let Err(error) = services.search.prepare_embeddings(&mut request.settings, &feedback, cancel).await {
+        feedback.finish(None);
+        output.stderr(format!(
+            "warning: explore goes without semantic leads: {}\n",
+            git_agent_shared::error_chain::Chain(&error)
+        ));
+        return Ok(Probe::Cold);
+    }
     let result = services.search.search(request, Arc::clone(&feedback), cancel.clone()).await;
     feedback.finish(None);
     let outcome = match result {
@@ -183,8 +205,12 @@ pub async fn deferred_sync(
         request(&env_invocation, &root_owned, "", true)
     })
     .await??;
-    let Some(request) = request else { return Ok(()) };
+    let Some(mut request) = request else { return Ok(()) };
     let feedback = feedback(invocation, output, phases, "index_sync");
+    if let Err(error) = services.search.prepare_embeddings(&mut request.settings, &feedback, cancel).await {
+        feedback.finish(Some(&git_agent_shared::error_chain::render(&error)));
+        return Err(error.into());
+    }
     // The same confirmation an ordinary `search --index` runs: with
     // `index.remote`, the committed HEAD revision is confirmed against the
     // remote (a failure is terminal) before the working tree's index.
