@@ -107,3 +107,37 @@ fn an_unreachable_hub_is_one_clear_error_and_leaves_nothing_published() {
         .unwrap_or_default();
     assert!(published.iter().all(|name| name.starts_with('.')), "nothing published: {published:?}");
 }
+
+#[test]
+fn index_sync_shares_a_local_model_index_like_any_other() {
+    use super::index_fixtures::{clone, git_in, shared_project};
+    let machine = || {
+        let mut env = TestEnv::new();
+        env.set_env("GIT_AGENT_MODEL_DIR", &tiny_model().display().to_string());
+        env
+    };
+    let shared = tempfile::tempdir().unwrap();
+    let a = machine();
+    let (origin, index_remote) = shared_project(&a, shared.path());
+    let remote_arg = index_remote.to_str().unwrap();
+    let project_a = clone(&a, &origin);
+    a.run_in(project_a.path(), &["config", "index.remote", remote_arg]).success();
+    let built = a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index", "--debug"]);
+    built.success();
+    assert!(built.stderr.contains("search_embed_plan"), "A embedded the revision: {}", built.stderr);
+    let commit = git_in(&origin, &["rev-parse", "main"]);
+    let files = git_in(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(files.lines().any(|path| path.contains(&commit)), "A published its local-model index: {files}");
+
+    // Machine B, another HOME with the same model: it reuses every vector.
+    let b = machine();
+    let project_b = clone(&b, &origin);
+    b.run_in(project_b.path(), &["config", "index.remote", remote_arg]).success();
+    let run =
+        b.run_in(project_b.path(), &["search", "--rev", "HEAD", "--min-score", "0.001", "--debug", "harbour ships"]);
+    let output = json(&run.success());
+    assert_eq!(output["retrieval"]["embedding_backend"], "local", "{output}");
+    assert_eq!(output["retrieval"]["index"], "hit", "{}", run.stderr);
+    assert!(!run.stderr.contains("search_embed_plan"), "B embedded nothing of the revision: {}", run.stderr);
+    assert!(!output["results"].as_array().unwrap().is_empty(), "{output}");
+}
