@@ -253,8 +253,12 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
             pb::TaskRef { id: id.clone(), command: command.as_str().to_string(), invocation: Some(invocation.clone()) };
         match gitagent_proto::client(channel).wait_task(request).await {
             Ok(reply) => {
-                return Ok(match reply.into_inner().outcome {
-                    Some(pb::task_outcome::Outcome::ReportJson(report)) => write_stdout(report.as_bytes()),
+                let reply = reply.into_inner();
+                return Ok(match reply.outcome {
+                    Some(pb::task_outcome::Outcome::ReportJson(report)) => {
+                        warn_controls(reply.controls_removed);
+                        write_stdout(report.as_bytes())
+                    }
                     Some(pb::task_outcome::Outcome::Error(message)) => fail(&message, 1),
                     None => fail("the daemon returned no task outcome", 1),
                 });
@@ -265,7 +269,10 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
         }
     }
     Ok(match wait_locally(&env, &id, command).await {
-        Ok(report) => write_stdout(report.as_bytes()),
+        Ok(report) => {
+            warn_controls(report.controls_removed);
+            write_stdout(report.json.as_bytes())
+        }
         Err(error) => fail(&git_agent_shared::error_chain::render(&error), 1),
     })
 }
@@ -281,7 +288,19 @@ enum LocalWaitError {
     Wait(#[from] task_record::WaitError),
 }
 
-async fn wait_locally(env: &Environment, id: &str, command: TaskCommand) -> Result<String, LocalWaitError> {
+/// Says on stderr that the stored report had terminal control sequences
+/// removed, when it had.
+fn warn_controls(removed_bytes: u64) {
+    if let Some(line) = git_agent_shared::controls::removed_warning(removed_bytes) {
+        eprint!("{line}");
+    }
+}
+
+async fn wait_locally(
+    env: &Environment,
+    id: &str,
+    command: TaskCommand,
+) -> Result<task_record::Report, LocalWaitError> {
     let id = TaskId::parse(id)?;
     let root = paths::metadata_root(env)?;
     let path = task_record::find_record(&root, &id)?;

@@ -518,8 +518,15 @@ impl Call<'_> {
             () = self.cancel.cancelled() => return Err(ToolFailure::error("the call was cancelled")),
             outcome = wait => outcome,
         };
-        match outcome?.map_err(|status| ToolFailure::error(status.message()))?.into_inner().outcome {
-            Some(pb::task_outcome::Outcome::ReportJson(report)) => Ok(vec![ContentBlock::text(report.trim_end())]),
+        let reply = outcome?.map_err(|status| ToolFailure::error(status.message()))?.into_inner();
+        match reply.outcome {
+            Some(pb::task_outcome::Outcome::ReportJson(report)) => {
+                let mut content = vec![ContentBlock::text(report.trim_end())];
+                if let Some(line) = git_agent_shared::controls::removed_warning(reply.controls_removed) {
+                    content.push(ContentBlock::text(line.trim_end()));
+                }
+                Ok(content)
+            }
             Some(pb::task_outcome::Outcome::Error(message)) => Err(ToolFailure::error(message)),
             None => Err(ToolFailure::error("the daemon returned no task outcome")),
         }

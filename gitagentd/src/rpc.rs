@@ -316,12 +316,12 @@ impl GitAgent for Daemon {
     async fn wait_task(&self, request: Request<pb::TaskRef>) -> Result<Response<pb::TaskOutcome>, Status> {
         let task = request.into_inner();
         let env = optional_env(task.invocation)?;
-        let outcome = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
-            Ok(report) => pb::task_outcome::Outcome::ReportJson(report),
+        let (outcome, controls_removed) = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
+            Ok(report) => (pb::task_outcome::Outcome::ReportJson(report.json), report.controls_removed),
             Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
-            Err(error) => pb::task_outcome::Outcome::Error(error.render()),
+            Err(error) => (pb::task_outcome::Outcome::Error(error.render()), 0),
         };
-        Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome) }))
+        Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome), controls_removed }))
     }
 
     async fn list_tasks(&self, request: Request<pb::ListTasksRequest>) -> Result<Response<pb::ListTasksReply>, Status> {

@@ -6,6 +6,7 @@ pub mod bounded;
 pub mod build;
 pub mod cli;
 pub mod config_file;
+pub mod controls;
 pub mod environment;
 pub mod error_chain;
 pub mod executable;

@@ -467,10 +467,21 @@ impl Record {
 pub enum TaskState {
     /// The producer is still working; wait more.
     Running { pid: i64 },
-    /// The stored report, as compact JSON followed by a newline.
-    Succeeded { report: String },
+    /// The stored report.
+    Succeeded(Report),
     /// The task failed; the message says why.
     Failed { message: String },
+}
+
+/// A finished task's stored report, as `--wait` gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The report as compact JSON followed by a newline.
+    pub json: String,
+    /// Bytes of terminal control sequences removed from the model's
+    /// answer before it was stored (the final event's `controls_removed`;
+    /// records of other writers have none).
+    pub controls_removed: u64,
 }
 
 /// Why a `--wait` cannot print a report.
@@ -508,15 +519,19 @@ pub fn evaluate(
     }
     if let Some(terminal) = &record.terminal {
         return match terminal.kind.as_str() {
-            "final" => match terminal.value.get("text") {
-                None | Some(Value::Null) => Err(WaitError::NoReport { id: record.id.clone() }),
-                Some(Value::String(text)) => {
-                    // A report stored as text is printed as the JSON it holds.
-                    let parsed: Value = serde_json::from_str(text).unwrap_or(Value::String(text.clone()));
-                    Ok(TaskState::Succeeded { report: compact_line(&parsed) })
-                }
-                Some(value) => Ok(TaskState::Succeeded { report: compact_line(value) }),
-            },
+            "final" => {
+                let json = match terminal.value.get("text") {
+                    None | Some(Value::Null) => return Err(WaitError::NoReport { id: record.id.clone() }),
+                    Some(Value::String(text)) => {
+                        // A report stored as text is printed as the JSON it holds.
+                        let parsed: Value = serde_json::from_str(text).unwrap_or(Value::String(text.clone()));
+                        compact_line(&parsed)
+                    }
+                    Some(value) => compact_line(value),
+                };
+                let controls_removed = terminal.value.get("controls_removed").and_then(Value::as_u64).unwrap_or(0);
+                Ok(TaskState::Succeeded(Report { json, controls_removed }))
+            }
             _ => {
                 let message = terminal
                     .value
@@ -544,10 +559,10 @@ pub fn evaluate(
 
 /// Turns a terminal state into the `--wait` result: the report line, or
 /// the stored failure as an error.
-pub fn wait_result(state: TaskState, command: TaskCommand, id: &TaskId) -> Option<Result<String, WaitError>> {
+pub fn wait_result(state: TaskState, command: TaskCommand, id: &TaskId) -> Option<Result<Report, WaitError>> {
     match state {
         TaskState::Running { .. } => None,
-        TaskState::Succeeded { report } => Some(Ok(report)),
+        TaskState::Succeeded(report) => Some(Ok(report)),
         TaskState::Failed { message } => Some(Err(WaitError::Failed { command, id: id.to_string(), message })),
     }
 }
@@ -639,9 +654,10 @@ mod tests {
         let state = evaluate(&record, TaskCommand::Review, |_| false, now()).unwrap();
         assert_eq!(
             state,
-            TaskState::Succeeded {
-                report: "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n".into()
-            }
+            TaskState::Succeeded(Report {
+                json: "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n".into(),
+                controls_removed: 0
+            })
         );
         let v2 = r#"{"version":2,"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"simplify","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","terminal":{"seq":9,"at":"2026-01-02T03:04:06Z","kind":"error","value":{"message":"provider failed"}},"failure":{"model":"m","mode":"staged","max_steps":9,"max_tool_calls":7,"repository_fingerprint":{"base_tree":"a","target_tree":"b"},"tool_events":[{"seq":3,"kind":"tool-call","tool":"read_file","payload":"{}"}]}}"#;
         std::fs::write(&path, v2).unwrap();

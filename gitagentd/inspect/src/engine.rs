@@ -88,6 +88,9 @@ pub struct EngineOutcome {
     pub report_text: String,
     pub tool_calls: u64,
     pub repair_calls: u64,
+    /// Bytes of terminal control sequences removed from the model's
+    /// answers; `--wait` says so on stderr.
+    pub controls_removed: u64,
     /// Provider-reported usage summed over every request of the task
     /// (every conversation, schema repair and forced finalization).
     pub usage: gitagent_provider::Usage,

@@ -292,6 +292,9 @@ impl Inspection {
                 value.insert("text".into(), report);
                 value.insert("tool_calls".into(), Value::from(outcome.tool_calls));
                 value.insert("repair_calls".into(), Value::from(outcome.repair_calls));
+                if outcome.controls_removed > 0 {
+                    value.insert("controls_removed".into(), Value::from(outcome.controls_removed));
+                }
                 Ok(Finished { value, turn: self.turn(outcome) })
             }
             Err((message, mut diagnostic)) => {

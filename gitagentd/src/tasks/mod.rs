@@ -209,9 +209,14 @@ impl TaskService {
         })
     }
 
-    /// Blocks until the task is terminal and returns its report line, or
-    /// the reason `--wait` fails.
-    pub async fn wait(&self, id: &str, command: &str, env: Option<&Environment>) -> Result<String, TaskError> {
+    /// Blocks until the task is terminal and returns its report, or the
+    /// reason `--wait` fails.
+    pub async fn wait(
+        &self,
+        id: &str,
+        command: &str,
+        env: Option<&Environment>,
+    ) -> Result<task_record::Report, TaskError> {
         let command = TaskCommand::parse(command)
             .ok_or_else(|| TaskError::Usage(format!("invalid background task command {command:?}")))?;
         let id = TaskId::parse(id).map_err(TaskError::failed)?;

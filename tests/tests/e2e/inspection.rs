@@ -117,6 +117,35 @@ fn review_runs_the_model_and_wait_prints_the_stored_report() {
     assert!(envelope["data"]["diff"].as_str().unwrap().contains("+world"), "{envelope}");
 }
 
+/// Terminal controls in the model's report are removed before it is
+/// stored, and `--wait` says so on stderr, through the daemon and from the
+/// record alone.
+#[test]
+fn review_wait_says_when_terminal_controls_were_removed() {
+    let (env, fake, repo) = setup();
+    let hostile = REVIEW.replace("One readme line", "One \\u001b]0;PWNED\\u0007readme\u{1b}[31m line");
+    assert!(hostile.contains("\\u001b") && hostile.contains('\u{1b}'), "{hostile}");
+    fake.push(Reply::Events(events::text_reply(&hostile, events::usage(200, 0, 20))));
+    let id = launch(&env, &repo, &["review"]);
+
+    let through_daemon = env.run_in(repo.path(), &["review", "--wait", &id]);
+    let stdout = through_daemon.success();
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["summary"], json!("One readme line is unexplained."));
+    assert_eq!(
+        through_daemon.stderr,
+        "warning: removed 15 bytes of terminal control sequences from the model's answer\n"
+    );
+    let (_, stored) = record(&env, &repo, &id);
+    assert_eq!(stored["terminal"]["value"]["controls_removed"], json!(15));
+
+    let stop = env.gitagentd(&["stop"]).output().unwrap();
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    let from_record = env.run_in(repo.path(), &["review", "--wait", &id]);
+    assert_eq!(from_record.success(), stdout, "the same report without a daemon");
+    assert_eq!(from_record.stderr, through_daemon.stderr);
+}
+
 fn body_text(request: &RecordedRequest) -> String {
     request.body["instructions"].as_str().unwrap_or_default().to_string()
 }

@@ -210,6 +210,7 @@ impl ProviderEngine {
             report_text: text,
             tool_calls: u64::from(grown.tool_calls),
             repair_calls: u64::from(grown.repair_calls),
+            controls_removed: grown.controls_removed as u64,
             usage: grown.usage,
             branches_created: branches.len() as u64,
             metrics: metrics.snapshot(&grown.usage, branches),

@@ -66,6 +66,8 @@ pub struct Grown {
     pub tool_calls: u32,
     pub repair_calls: u32,
     pub usage: Usage,
+    /// Bytes of terminal control sequences removed from the answers.
+    pub controls_removed: usize,
 }
 
 impl Grown {
@@ -74,6 +76,7 @@ impl Grown {
         self.tool_calls += other.tool_calls;
         self.repair_calls += other.repair_calls;
         self.usage.add(&other.usage);
+        self.controls_removed += other.controls_removed;
     }
 }
 
@@ -153,6 +156,7 @@ impl<'a> Tree<'a> {
                     tool_calls: outcome.tool_calls,
                     repair_calls: outcome.repair_calls,
                     usage: outcome.usage,
+                    controls_removed: outcome.controls_removed,
                     leaves: vec![Leaf {
                         scope,
                         model: provider.model().to_string(),
@@ -208,6 +212,7 @@ impl<'a> Tree<'a> {
                     tool_calls: call.outcome.tool_calls,
                     repair_calls: call.outcome.repair_calls,
                     usage: call.outcome.usage,
+                    controls_removed: call.outcome.controls_removed,
                 };
                 subtrees.into_iter().for_each(|subtree| grown.absorb(subtree));
                 Ok(grown)

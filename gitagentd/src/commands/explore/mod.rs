@@ -340,7 +340,7 @@ impl Conversation {
         let (outcome, finished) = outcome;
         let outcome = outcome.map_err(CommandError::failed)?;
         synced?;
-        if let Some(line) = generation::controls_warning(outcome.controls_removed) {
+        if let Some(line) = git_agent_shared::controls::removed_warning(outcome.controls_removed as u64) {
             self.output.stderr(line);
         }
         self.sink.event(

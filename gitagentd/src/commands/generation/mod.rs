@@ -308,18 +308,10 @@ impl TraceSink {
     /// Says on stderr that terminal control sequences were removed from
     /// the model's answer, when any were.
     pub fn warn_controls(&self, removed_bytes: usize) {
-        if let Some(line) = controls_warning(removed_bytes) {
+        if let Some(line) = git_agent_shared::controls::removed_warning(removed_bytes as u64) {
             self.output.stderr(line);
         }
     }
-}
-
-/// The stderr line for an answer that had terminal control sequences
-/// removed ([`agent::controls`]), or `None` when nothing was removed.
-pub fn controls_warning(removed_bytes: usize) -> Option<String> {
-    (removed_bytes > 0).then(|| {
-        format!("warning: removed {removed_bytes} bytes of terminal control sequences from the model's answer\n")
-    })
 }
 
 /// Milliseconds with three decimals, for timing events.
