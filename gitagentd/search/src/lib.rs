@@ -287,7 +287,10 @@ pub fn select_source(
         }
     }
     if rev.is_none() {
-        if let Some(missing) = raw_scope.iter().find(|item| std::fs::symlink_metadata(cwd_clean.join(item)).is_err()) {
+        if let Some(missing) = raw_scope
+            .iter()
+            .find(|item| std::fs::symlink_metadata(cwd_clean.join(git_agent_shared::quote::key_path(item))).is_err())
+        {
             return Err(paths::ScopeError::Missing(missing.clone(), cwd_clean).into());
         }
         if location == gitagent_git::identity::Location::Outside {

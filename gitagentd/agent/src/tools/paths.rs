@@ -269,13 +269,16 @@ impl RepoFiles {
         })
     }
 
-    /// Where a clean worktree path leads once every link is followed: a
-    /// canonical path inside the root and outside internal state.
+    /// Where a clean worktree path (a key, `git_agent_shared::quote`) leads
+    /// once every link is followed: a canonical path inside the root and
+    /// outside internal state.
     pub fn resolve_worktree(&self, path: &str) -> Result<PathBuf, ToolError> {
         let shown = if path.is_empty() { "." } else { path };
+        // A quoted path (a search result's key for a name that is not
+        // UTF-8) names the file its bytes name.
         let canonical = self
             .root
-            .join(path)
+            .join(git_agent_shared::quote::key_path(path))
             .canonicalize()
             .map_err(|error| ToolError::Recoverable(format!("{shown}: {}", io_reason(&error))))?;
         let Ok(inside) = canonical.strip_prefix(&self.root) else {
@@ -474,6 +477,21 @@ mod tests {
         // The file the path names passes.
         let inside = std::fs::File::open(root.join("src/lib.rs")).unwrap();
         files.confirm_opened(&inside, "src/lib.rs").unwrap();
+    }
+
+    /// A search result's quoted key names the file its bytes name; a
+    /// quoted path that leads outside is refused like any other.
+    #[test]
+    fn a_quoted_path_reads_the_file_its_bytes_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("repo");
+        std::fs::create_dir_all(root.join(std::ffi::OsStr::from_bytes(b"dir\xff"))).unwrap();
+        std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"dir\xff/caf\xe9.py")), "inside\n").unwrap();
+        std::fs::write(temp.path().join(std::ffi::OsStr::from_bytes(b"out\xff")), "outside\n").unwrap();
+        let files = RepoFiles::rooted(&root.canonicalize().unwrap(), None);
+        assert_eq!(files.read(FileSource::Worktree, "\"dir\\377/caf\\351.py\"").unwrap(), b"inside\n");
+        assert!(files.read(FileSource::Worktree, "\"../out\\377\"").is_err());
     }
 
     #[test]
