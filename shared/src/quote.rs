@@ -94,6 +94,15 @@ pub fn os_path_key(path: &std::path::Path) -> Cow<'_, str> {
     utf8_or_quoted(path.as_os_str().as_bytes())
 }
 
+/// `prefix` and the path whose key is `key`, as git writes them in a
+/// patch header: `a/src/lib.rs`, or quoted whole, `"a/caf\351.py"`.
+pub fn prefixed_key(prefix: &str, key: &str) -> String {
+    match key_bytes(key) {
+        Cow::Borrowed(_) => format!("{prefix}{key}"),
+        Cow::Owned(bytes) => quote_path(&[prefix.as_bytes(), &bytes].concat()).into_owned(),
+    }
+}
+
 /// The bytes of a C-quoted string as git writes it (`"..."` with `\a`,
 /// `\b`, `\t`, `\n`, `\v`, `\f`, `\r`, `\"`, `\\` and three-digit
 /// octal escapes); `None` when `text` is not one.
@@ -225,6 +234,12 @@ mod tests {
             let bytes: Vec<u8> = (0..length).map(|at| (state >> (at * 5)) as u8).collect();
             assert_round_trip(&bytes);
         }
+    }
+
+    #[test]
+    fn patch_headers_quote_the_prefixed_path() {
+        assert_eq!(prefixed_key("a/", "src/lib.rs"), "a/src/lib.rs");
+        assert_eq!(prefixed_key("b/", &utf8_or_quoted(b"d\xff/caf\xe9.rs")), "\"b/d\\377/caf\\351.rs\"");
     }
 
     #[test]

@@ -267,6 +267,90 @@ fn names_that_are_not_utf8_are_indexed_and_found_under_their_quoted_names() {
     assert!(!listed.contains('\u{fffd}'), "{listed}");
 }
 
+/// A working directory that is not UTF-8 (a folder of a repository, or a
+/// repository whose root is such a folder) is sent as its bytes: search
+/// there finds what is below it, under keys quoted as git quotes them, and
+/// a second search embeds nothing.
+#[test]
+fn search_works_in_a_working_directory_that_is_not_utf8() {
+    let (env, fake) = setup();
+    let repo = small_repo(&env);
+    let odd = repo.path().join(std::ffi::OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    write_bytes_name(&odd, b"caf\xe9.py", "def backoff_jitter():\n    return 1\n");
+    repo.write("outside.py", "def backoff_jitter_outside():\n    return 2\n");
+    repo.commit_all("a folder that is not UTF-8");
+
+    let output = search_json(&env, &odd, &["search", "backoff jitter"]);
+    let found = ranges(&output);
+    assert_eq!(found.first().map(String::as_str), Some("\"d\\377/caf\\351.py\":1-2"), "{output}");
+    assert!(
+        !found.iter().any(|range| range.starts_with("outside.py")),
+        "the caller's folder scopes the search: {output}"
+    );
+    fake.reset();
+    let again = search_json(&env, &odd, &["search", "--rev", "HEAD", "backoff jitter"]);
+    assert!(ranges(&again).iter().any(|range| range.starts_with("\"d\\377/caf")), "{again}");
+
+    // A repository whose root is not UTF-8.
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let odd_repo = GitRepo::init(&env, &root);
+    odd_repo.write("lib.py", "def zeppelin_mooring():\n    return 3\n");
+    odd_repo.commit_all("one");
+    let output = search_json(&env, &root, &["search", "zeppelin mooring"]);
+    assert!(ranges(&output).iter().any(|range| range.starts_with("lib.py:")), "{output}");
+    assert_eq!(output["source"]["root"], git_agent_shared::quote::os_path_key(&root).into_owned(), "{output}");
+    fake.reset();
+    let output = search_json(&env, &root, &["search", "zeppelin mooring"]);
+    assert!(ranges(&output).iter().any(|range| range.starts_with("lib.py:")), "{output}");
+    assert!(fake.chunk_inputs().is_empty(), "a second search embedded {:?}", fake.chunk_inputs());
+    assert!(!env.run_in(&root, &["project_id"]).success().trim().is_empty());
+}
+
+/// Review launches from a working directory that is not UTF-8, in a folder
+/// of a repository and in a repository whose root is such a folder, and
+/// its report is read back there.
+#[test]
+fn review_launches_in_a_working_directory_that_is_not_utf8() {
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let report = r#"{"summary":"Looks fine.","recommendation":"APPROVE","findings":[]}"#;
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let repo = GitRepo::init(&env, &root);
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+    std::fs::create_dir(root.join(std::ffi::OsStr::from_bytes(b"d\xff"))).unwrap();
+    write_bytes_name(&root, b"d\xff/caf\xe9.rs", "pub fn cafe() {}\n");
+    repo.commit_all("initial");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+    write_bytes_name(&root, b"d\xff/caf\xe9.rs", "pub fn cafe() -> u8 { 1 }\n");
+    for dir in [root.clone(), root.join(std::ffi::OsStr::from_bytes(b"d\xff"))] {
+        openai.push(Reply::Events(events::text_reply(report, json!({}))));
+        let run = env.run_in(&dir, &["review"]);
+        assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+        let launched: Value = serde_json::from_str(&run.stdout_text()).unwrap();
+        let id = launched["id"].as_str().unwrap().to_string();
+        let printed: Value = serde_json::from_str(&env.run_in(&dir, &["review", "--wait", &id]).success()).unwrap();
+        assert_eq!(printed["summary"], "Looks fine.", "{printed}");
+    }
+    // The model sees the folder and the changed file quoted as git quotes
+    // them (the prepared context is JSON inside the prompt, so its
+    // backslashes are doubled there), never a lossy name.
+    let body = &openai.requests()[0].body;
+    let texts: Vec<&str> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter_map(|content| content["text"].as_str())
+        .collect();
+    let prompt = texts.join("\n");
+    assert!(prompt.contains("r\\351po\"</repo_root>"), "{prompt}");
+    assert!(prompt.contains("\"modified\": 2"), "the file is changed, not deleted: {prompt}");
+    assert!(prompt.contains("diff --git \\\"a/d\\\\377/caf\\\\351.rs\\\""), "{prompt}");
+    assert!(!prompt.contains('\u{fffd}'), "{prompt}");
+}
+
 #[test]
 fn commit_msg_shows_a_name_that_is_not_utf8_as_git_does() {
     use git_agent_tests::fake_openai::{FakeOpenAi, Reply, events};
