@@ -365,11 +365,21 @@ fn commit_msg_shows_a_name_that_is_not_utf8_as_git_does() {
     openai.push(Reply::Events(events::text_reply("feat: add the cafe script", events::usage(10, 0, 5))));
     let run = env.run_in(repo.path(), &["commit-msg"]);
     assert_eq!(run.success(), "feat: add the cafe script\n");
-    let texts = openai.requests()[0].body.to_string();
-    // The name reaches the model quoted (the request nests it in JSON
-    // twice, so its backslash is escaped there), never with a U+FFFD.
-    assert!(texts.contains("351.py"), "{texts}");
-    assert!(!texts.contains('\u{fffd}'), "{texts}");
+    let body = &openai.requests()[0].body;
+    let prompt: Vec<&str> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter_map(|content| content["text"].as_str())
+        .collect();
+    let prompt = prompt.join("\n");
+    // The name reaches the model quoted as git quotes it (in the prepared
+    // JSON, so its quotes and backslash are escaped once more), the patch
+    // header quoted whole as git writes it, never with a U+FFFD.
+    assert!(prompt.contains(r#""path": "\"caf\\351.py\"""#), "{prompt}");
+    assert!(prompt.contains(r#"diff --git \"a/caf\\351.py\" \"b/caf\\351.py\""#), "{prompt}");
+    assert!(!prompt.contains('\u{fffd}'), "{prompt}");
 }
 
 /// The bytes of every file below `dir`.
@@ -877,4 +887,23 @@ fn explore_answers_on_a_read_only_home() {
     // The session could not be kept: said, not fatal.
     assert!(run.stderr.contains("warning: cannot open the explore sessions"), "{}", run.stderr);
     assert!(run.stderr.contains("cannot be followed up"), "{}", run.stderr);
+}
+
+/// `commit` in a repository whose root is not UTF-8: the client runs `git
+/// commit` in the very folder the daemon names (sent as bytes).
+#[test]
+fn commit_works_in_a_repository_whose_root_is_not_utf8() {
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let repo = GitRepo::init(&env, &root);
+    repo.write("README.md", "# Project\n");
+    repo.commit_all("docs: start");
+    repo.write("README.md", "# Project\n\nMore.\n");
+    repo.git(&["add", "-A"]);
+    openai.push(Reply::Events(events::text_reply("docs: say more", events::usage(10, 0, 5))));
+    let run = env.run_in(&root, &["commit"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), "docs: say more");
 }
