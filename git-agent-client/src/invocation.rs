@@ -6,6 +6,7 @@ use git_agent_shared::environment::{Environment, vars};
 use gitagent_proto::v1 as pb;
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -17,10 +18,6 @@ pub enum InvocationError {
         "cannot change to the directory {path}: {source}\nhint: --cwd takes an existing directory, relative to where git-agent runs"
     )]
     Cwd { path: PathBuf, source: std::io::Error },
-    #[error(
-        "the working directory {0} is not valid UTF-8, and git-agent works only in directories whose path is\nhint: run it through a path that is valid UTF-8, such as a symbolic link with a UTF-8 name"
-    )]
-    NotUtf8Cwd(String),
     #[error("the argument {0:?} is not valid UTF-8")]
     NotUtf8(OsString),
 }
@@ -40,17 +37,17 @@ pub fn capture(argv: &[OsString], cwd_flag: Option<&str>) -> Result<pb::Invocati
         }
         None => logical_cwd(&env)?,
     };
-    // The daemon, the index and the task records name the directory as
-    // text: a lossy name would be another directory, or none.
-    if cwd.to_str().is_none() {
-        return Err(InvocationError::NotUtf8Cwd(git_agent_shared::quote::quote_os_path(&cwd).into_owned()));
-    }
+    // The directory goes as its bytes; `PWD` (text) names it only when it
+    // is UTF-8, and is dropped otherwise rather than name another folder.
     let mut vars = env.into_vars();
-    vars.insert(vars::PWD.to_string(), cwd.display().to_string());
+    match cwd.to_str() {
+        Some(text) => vars.insert(vars::PWD.to_string(), text.to_string()),
+        None => vars.remove(vars::PWD),
+    };
     env = Environment::new(vars);
     let args = command_args(argv)?;
     Ok(pb::Invocation {
-        cwd: cwd.display().to_string(),
+        cwd: cwd.as_os_str().as_bytes().to_vec(),
         args,
         env: env.into_vars().into_iter().collect(),
         stdout_is_terminal: std::io::stdout().is_terminal(),

@@ -23,6 +23,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -663,7 +664,7 @@ impl McpServer {
         invocation.stdout_is_terminal = false;
         invocation.stderr_is_terminal = true;
         if let Some(cwd) = cwd {
-            let target = Path::new(&self.base.cwd).join(cwd);
+            let target = Path::new(std::ffi::OsStr::from_bytes(&self.base.cwd)).join(cwd);
             let resolved = std::fs::canonicalize(&target)
                 .and_then(|path| match path.is_dir() {
                     true => Ok(path),
@@ -675,8 +676,11 @@ impl McpServer {
                         target.display()
                     ))
                 })?;
-            invocation.cwd = resolved.display().to_string();
-            invocation.env.insert(vars::PWD.to_string(), invocation.cwd.clone());
+            invocation.cwd = resolved.as_os_str().as_bytes().to_vec();
+            match resolved.to_str() {
+                Some(text) => invocation.env.insert(vars::PWD.to_string(), text.to_string()),
+                None => invocation.env.remove(vars::PWD),
+            };
         }
         Ok(invocation)
     }

@@ -74,7 +74,9 @@ impl Renderer {
         let _ = self.stdout.flush();
         match action.action {
             Some(client_action::Action::GitCommit(commit)) => {
-                let root = std::path::Path::new(&commit.repository_root);
+                let root = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                    &commit.repository_root,
+                ));
                 let result = actions::git_commit(root, &commit.message, commit.amend);
                 self.committed = Some(result.is_ok());
                 if let Err(error) = result {

@@ -39,7 +39,13 @@ fn worker_threads() -> usize {
 }
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
-    let env = Environment::new(std::env::vars().collect());
+    // A variable that is not UTF-8 (`PWD` when started from such a
+    // folder) is left out rather than failing the start.
+    let env = Environment::new(
+        std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect(),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(worker_threads())
         .thread_keep_alive(memory::BLOCKING_KEEP_ALIVE)

@@ -15,6 +15,7 @@ use git_agent_shared::Environment;
 use gitagent_proto::PROTOCOL_VERSION;
 use gitagent_proto::v1::git_agent_server::{GitAgent, GitAgentServer};
 use gitagent_proto::v1::{self as pb, run_event};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -168,9 +169,13 @@ impl Daemon {
 
 fn invocation_from_wire(wire: Option<pb::Invocation>) -> Result<(Invocation, String), Status> {
     let wire = wire.ok_or_else(|| Status::invalid_argument("the request carries no invocation"))?;
-    let cwd = PathBuf::from(&wire.cwd);
+    // The path's bytes, UTF-8 or not.
+    let cwd = PathBuf::from(std::ffi::OsString::from_vec(wire.cwd));
     if !cwd.is_absolute() {
-        return Err(Status::invalid_argument(format!("the working directory {:?} is not absolute", wire.cwd)));
+        return Err(Status::invalid_argument(format!(
+            "the working directory {} is not absolute",
+            git_agent_shared::quote::quote_os_path(&cwd)
+        )));
     }
     let invocation = Invocation {
         cwd,
@@ -256,7 +261,7 @@ fn event_to_wire(event: Event) -> pb::RunEvent {
         Event::Progress(text) => run_event::Event::Progress(pb::Progress { text }),
         Event::GitCommit { repository_root, message, amend } => run_event::Event::Action(pb::ClientAction {
             action: Some(pb::client_action::Action::GitCommit(pb::GitCommit {
-                repository_root: repository_root.display().to_string(),
+                repository_root: std::os::unix::ffi::OsStrExt::as_bytes(repository_root.as_os_str()).to_vec(),
                 message,
                 amend,
             })),

@@ -23,7 +23,7 @@ impl std::fmt::Debug for v1::Invocation {
         let mut names: Vec<&str> = self.env.keys().map(String::as_str).collect();
         names.sort_unstable();
         f.debug_struct("Invocation")
-            .field("cwd", &self.cwd)
+            .field("cwd", &<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&self.cwd))
             .field("args", &self.args)
             .field("env_names", &names)
             .field("stdout_is_terminal", &self.stdout_is_terminal)

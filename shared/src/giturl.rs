@@ -127,27 +127,42 @@ fn hex(byte: u8) -> Option<u8> {
 /// collapse, `.` elements vanish, `..` removes the element before it and
 /// is dropped at the root; the empty path becomes `.`.
 pub fn clean_path(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
+    // Cleaning splits and joins at the ASCII `/`, so UTF-8 stays UTF-8.
+    match String::from_utf8(clean_path_bytes(path.as_bytes())) {
+        Ok(clean) => clean,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    }
+}
+
+/// [`clean_path`] of a path's bytes, which need not be UTF-8.
+pub fn clean_path_bytes(path: &[u8]) -> Vec<u8> {
+    let rooted = path.starts_with(b"/");
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in path.split(|&byte| byte == b'/') {
         match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|last| *last != "..") {
+            b"" | b"." => {}
+            b".." => {
+                if parts.last().is_some_and(|last| *last != b"..") {
                     parts.pop();
                 } else if !rooted {
-                    parts.push("..");
+                    parts.push(b"..");
                 }
             }
             other => parts.push(other),
         }
     }
-    let joined = parts.join("/");
+    let joined = parts.join(&b'/');
     match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_string(),
+        (true, _) => [b"/".as_slice(), &joined].concat(),
+        (false, true) => b".".to_vec(),
         (false, false) => joined,
     }
+}
+
+/// [`clean_path`] of an operating-system path, byte for byte.
+pub fn clean_os_path(path: &Path) -> std::path::PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    std::ffi::OsString::from_vec(clean_path_bytes(path.as_os_str().as_bytes())).into()
 }
 
 #[cfg(test)]
@@ -156,6 +171,16 @@ mod tests {
 
     fn id(value: &str) -> String {
         identity(value, Path::new("/base"))
+    }
+
+    #[test]
+    fn paths_are_cleaned_byte_for_byte() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(clean_path("/a/./b/../c//"), "/a/c");
+        assert_eq!(clean_path("../a/.."), "..");
+        assert_eq!(clean_path(""), ".");
+        let odd = clean_os_path(Path::new(std::ffi::OsStr::from_bytes(b"/w/dir\xff/./x/../y")));
+        assert_eq!(odd.as_os_str().as_bytes(), b"/w/dir\xff/y");
     }
 
     #[test]

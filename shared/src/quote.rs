@@ -3,8 +3,16 @@
 //! `core.quotePath=false`, the form that keeps non-ASCII names readable);
 //! any other path is shown in double quotes with C escapes, and every byte
 //! that is not part of valid UTF-8 as a three-digit octal escape, as in
-//! `"caf\351.py"`. The quoted form is for display and for the model; it
-//! never names a file to open.
+//! `"caf\351.py"`.
+//!
+//! A path's *key* ([`utf8_or_quoted`]) is the one text the program keeps
+//! for a path (index records, search results, what the model reads): the
+//! path as it is when its bytes are valid UTF-8 and it does not start with
+//! `"`, else the quoted form, which always starts with `"`. A key is
+//! therefore reversible: [`key_bytes`] gives back the exact bytes, and
+//! [`key_path`] the operating-system path to open. A quoted key never
+//! names a file by itself: every open, stat or read goes through
+//! [`key_path`].
 
 use std::borrow::Cow;
 
@@ -46,14 +54,96 @@ pub fn quote_path(bytes: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A path that is valid UTF-8 as it is, whatever it holds (the text the
-/// rest of the program keys and opens files by); any other path as
-/// [`quote_path`] shows it.
+/// The key of a path: the path as it is when it is valid UTF-8 (whatever
+/// it holds) and does not start with `"`; any other path as
+/// [`quote_path`] shows it (which then starts with `"`). [`key_bytes`] is
+/// its exact inverse.
 pub fn utf8_or_quoted(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
-        Ok(text) => Cow::Borrowed(text),
-        Err(_) => quote_path(bytes),
+        Ok(text) if !text.starts_with('"') => Cow::Borrowed(text),
+        _ => quote_path(bytes),
     }
+}
+
+/// The bytes of the path whose key is `key` (see [`utf8_or_quoted`]): a
+/// key starting with `"` is unquoted, any other is its own bytes. A text
+/// starting with `"` that is not a well-formed quoted path (which no key
+/// is) stands for itself.
+pub fn key_bytes(key: &str) -> Cow<'_, [u8]> {
+    if key.starts_with('"')
+        && let Some(bytes) = unquote(key)
+    {
+        return Cow::Owned(bytes);
+    }
+    Cow::Borrowed(key.as_bytes())
+}
+
+/// The operating-system path whose key is `key`: what every open, stat
+/// or read of a keyed path goes through.
+pub fn key_path(key: &str) -> Cow<'_, std::path::Path> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    match key_bytes(key) {
+        Cow::Borrowed(bytes) => Cow::Borrowed(std::path::Path::new(std::ffi::OsStr::from_bytes(bytes))),
+        Cow::Owned(bytes) => Cow::Owned(std::ffi::OsString::from_vec(bytes).into()),
+    }
+}
+
+/// The key of an operating-system path ([`utf8_or_quoted`] of its bytes).
+pub fn os_path_key(path: &std::path::Path) -> Cow<'_, str> {
+    use std::os::unix::ffi::OsStrExt;
+    utf8_or_quoted(path.as_os_str().as_bytes())
+}
+
+/// `prefix` and the path whose key is `key`, as git writes them in a
+/// patch header: `a/src/lib.rs`, or quoted whole, `"a/caf\351.py"`.
+pub fn prefixed_key(prefix: &str, key: &str) -> String {
+    match key_bytes(key) {
+        Cow::Borrowed(_) => format!("{prefix}{key}"),
+        Cow::Owned(bytes) => quote_path(&[prefix.as_bytes(), &bytes].concat()).into_owned(),
+    }
+}
+
+/// The bytes of a C-quoted string as git writes it (`"..."` with `\a`,
+/// `\b`, `\t`, `\n`, `\v`, `\f`, `\r`, `\"`, `\\` and three-digit
+/// octal escapes); `None` when `text` is not one.
+pub fn unquote(text: &str) -> Option<Vec<u8>> {
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    let bytes = inner.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        at += 1;
+        match byte {
+            b'"' => return None,
+            b'\\' => {
+                let escape = *bytes.get(at)?;
+                at += 1;
+                out.push(match escape {
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    b't' => b'\t',
+                    b'n' => b'\n',
+                    b'v' => 0x0b,
+                    b'f' => 0x0c,
+                    b'r' => b'\r',
+                    b'"' => b'"',
+                    b'\\' => b'\\',
+                    b'0'..=b'3' => {
+                        let digits = bytes.get(at..at + 2)?;
+                        if !digits.iter().all(|digit| (b'0'..=b'7').contains(digit)) {
+                            return None;
+                        }
+                        at += 2;
+                        ((escape - b'0') << 6) | ((digits[0] - b'0') << 3) | (digits[1] - b'0')
+                    }
+                    _ => return None,
+                });
+            }
+            byte => out.push(byte),
+        }
+    }
+    Some(out)
 }
 
 /// [`quote_path`] of an operating-system path.
@@ -80,6 +170,88 @@ mod tests {
         assert_eq!(quote_path(b"esc\x1b"), "\"esc\\033\"");
         assert_eq!(utf8_or_quoted(b"a\nb"), "a\nb");
         assert_eq!(utf8_or_quoted(b"caf\xe9.py"), "\"caf\\351.py\"");
+        assert_eq!(utf8_or_quoted(b"\"quoted\".py"), "\"\\\"quoted\\\".py\"");
+        assert_eq!(utf8_or_quoted(b"a\"b"), "a\"b");
+    }
+
+    /// Every key gives back the bytes it was made of, and every quoted
+    /// rendering unquotes to its bytes.
+    fn assert_round_trip(bytes: &[u8]) {
+        let key = utf8_or_quoted(bytes);
+        assert_eq!(key_bytes(&key), bytes, "{key}");
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(key_path(&key).as_os_str().as_bytes(), bytes, "{key}");
+        let quoted = quote_path(bytes);
+        if quoted.starts_with('"') {
+            assert_eq!(unquote(&quoted).as_deref(), Some(bytes), "{quoted}");
+        }
+    }
+
+    #[test]
+    fn keys_and_quoted_paths_round_trip() {
+        for bytes in [
+            &b""[..],
+            b"src/lib.rs",
+            "caf\u{e9}.py".as_bytes(),
+            b"caf\xe9.py",
+            b"dir\xff/x.py",
+            b"\"",
+            b"\"\"",
+            b"\"a",
+            b"a\"",
+            b"\\",
+            b"\\\"",
+            b"a\nb\tc\rd\x07\x08\x0b\x0c\x1b\x7f",
+            "\u{85}\u{9f}".as_bytes(),
+            b"\xc3",
+            b"\xc3\xa9\xe9",
+            b"\x00\x01\x7f\x80\xff",
+        ] {
+            assert_round_trip(bytes);
+        }
+        // Every byte string of up to three bytes over an alphabet of the
+        // bytes that matter (quote, backslash, controls, ASCII, UTF-8
+        // leads and continuations, invalid bytes), then pseudo-random
+        // strings over all bytes.
+        let alphabet =
+            [b'"', b'\\', b'\n', 0x07, 0x1b, b'0', b'7', b'a', b'/', 0x7f, 0x80, 0xa9, 0xc3, 0xe2, 0xf0, 0xff];
+        for length in 0..=3u32 {
+            for mut index in 0..alphabet.len().pow(length) {
+                let mut bytes = Vec::new();
+                for _ in 0..length {
+                    bytes.push(alphabet[index % alphabet.len()]);
+                    index /= alphabet.len();
+                }
+                assert_round_trip(&bytes);
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let length = (state % 12) as usize;
+            let bytes: Vec<u8> = (0..length).map(|at| (state >> (at * 5)) as u8).collect();
+            assert_round_trip(&bytes);
+        }
+    }
+
+    #[test]
+    fn patch_headers_quote_the_prefixed_path() {
+        assert_eq!(prefixed_key("a/", "src/lib.rs"), "a/src/lib.rs");
+        assert_eq!(prefixed_key("b/", &utf8_or_quoted(b"d\xff/caf\xe9.rs")), "\"b/d\\377/caf\\351.rs\"");
+    }
+
+    #[test]
+    fn unquote_refuses_what_git_never_writes() {
+        assert_eq!(unquote("\"caf\\351.py\""), Some(b"caf\xe9.py".to_vec()));
+        assert_eq!(unquote("\"a\\tb\""), Some(b"a\tb".to_vec()));
+        for text in ["plain", "\"", "\"open", "\"a\"b\"", "\"\\\"", "\"\\q\"", "\"\\4000\"", "\"\\38\"", "\"\\1\""] {
+            assert_eq!(unquote(text), None, "{text}");
+        }
+        // A text starting with a quote that unquotes to nothing stands
+        // for itself.
+        assert_eq!(key_bytes("\"open"), &b"\"open"[..]);
     }
 
     /// Git's own rendering: `core.quotePath=false` for valid UTF-8, and

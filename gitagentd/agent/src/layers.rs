@@ -30,8 +30,10 @@ pub fn environment(context: &EnvironmentContext<'_>) -> Result<String, crate::pr
         "environment",
         include_str!("prompts/environment.md.j2"),
         json!({
-            "cwd": context.cwd.display().to_string(),
-            "repo_root": context.repo_root.display().to_string(),
+            // Quoted as git quotes them when they are not UTF-8, never a
+            // lossy name of another folder.
+            "cwd": git_agent_shared::quote::os_path_key(context.cwd),
+            "repo_root": git_agent_shared::quote::os_path_key(context.repo_root),
             "command": context.command,
             "mode": context.mode,
             "guidance_family": context.family.as_str(),

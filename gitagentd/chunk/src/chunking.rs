@@ -33,6 +33,7 @@
 //!   under which a vector is shared, so a chunk whose input did not change
 //!   keeps its vector under any chunker version.
 
+use super::paths;
 use super::syntax::{self, markdown};
 use gitagent_golang as golang;
 use sha2::{Digest, Sha256};
@@ -163,6 +164,7 @@ pub fn normalize(text: String) -> String {
 
 /// The language label of the embedding input header.
 pub fn language_for_path(path: &str) -> Option<&'static str> {
+    let path = &*paths::kind_name(path);
     let name = path.rsplit('/').next().unwrap_or(path);
     let ext = &name[name.rfind('.')?..];
     match ext {
@@ -179,7 +181,10 @@ pub fn language_for_path(path: &str) -> Option<&'static str> {
 /// Cuts `source` (as read from `path`) into chunks whose embedding inputs
 /// are capped at `max_input_chars` characters.
 pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> ChunkedFile {
-    if path.ends_with(".go") && golang::generated_heading(&source) {
+    // What kind of file this is comes from the name (a quoted key's bytes);
+    // the chunks carry the key.
+    let kind = paths::kind_name(path);
+    if kind.ends_with(".go") && golang::generated_heading(&source) {
         // Generated Go is indexed by its path alone; its text is never
         // read again, so none is kept.
         return ChunkedFile { text: String::new(), chunks: vec![path_only_chunk(path, max_input_chars)] };
@@ -189,7 +194,7 @@ pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> Chunked
     let language = language_for_path(path);
     let mut chunks = Vec::new();
     let mut done = false;
-    if path.ends_with(".go")
+    if kind.ends_with(".go")
         && let Some(file) = golang::scan(&text)
     {
         if file.generated {
@@ -206,7 +211,8 @@ pub fn chunk_file(path: &str, source: String, max_input_chars: usize) -> Chunked
         }
     }
     if !done {
-        let outline = if markdown::is_markdown(path) { markdown::outline(&text) } else { syntax::outline(path, &text) };
+        let outline =
+            if markdown::is_markdown(&kind) { markdown::outline(&text) } else { syntax::outline(&kind, &text) };
         if let Some(outline) = outline {
             for piece in outline_pieces(&outline, &text, &lines) {
                 chunks.push(piece_chunk(path, language, &text, &lines, piece, max_input_chars));

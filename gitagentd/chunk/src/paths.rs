@@ -1,7 +1,13 @@
 //! Path rules of search that do not touch the disk: `--scope` normalization
 //! and membership, the dot-path rule and its scope opt-in, `--code`'s
 //! extension list and `--no-tests`' test-path rules. Paths here are
-//! root-relative and `/`-separated.
+//! root-relative and `/`-separated keys (`git_agent_shared::quote`): the
+//! scope and dot rules compare the bytes a key stands for, so a name that
+//! is not UTF-8 is matched exactly; the kind rules (`--code`, `--no-tests`,
+//! extensions) judge a quoted key by [`kind_name`].
+
+use git_agent_shared::quote::key_bytes;
+use std::borrow::Cow;
 
 /// Why a `--scope` value was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -82,11 +88,12 @@ pub fn path_in_scope(path: &str, scope: &[String]) -> bool {
     if scope.is_empty() {
         return true;
     }
-    let path = path.trim_matches('/');
-    if path.is_empty() || path == "." {
+    let path = key_bytes(path);
+    let path = trim_slashes(&path);
+    if path.is_empty() || path == b"." {
         return true;
     }
-    scope.iter().any(|item| is_same_or_under(path, item))
+    scope.iter().any(|item| is_same_or_under(path, &key_bytes(item)))
 }
 
 /// Whether a walk must enter directory `dir` to reach some scope item.
@@ -94,25 +101,39 @@ pub fn scope_may_contain_dir(dir: &str, scope: &[String]) -> bool {
     if scope.is_empty() {
         return true;
     }
-    let dir = dir.trim_matches('/');
-    if dir.is_empty() || dir == "." {
+    let dir = key_bytes(dir);
+    let dir = trim_slashes(&dir);
+    if dir.is_empty() || dir == b"." {
         return true;
     }
-    scope.iter().any(|item| is_same_or_under(item, dir) || is_same_or_under(dir, item))
+    scope.iter().any(|item| {
+        let item = key_bytes(item);
+        is_same_or_under(&item, dir) || is_same_or_under(dir, &item)
+    })
 }
 
-fn is_same_or_under(path: &str, base: &str) -> bool {
-    path == base || (path.len() > base.len() && path.starts_with(base) && path.as_bytes()[base.len()] == b'/')
+fn trim_slashes(path: &[u8]) -> &[u8] {
+    let start = path.iter().position(|&byte| byte != b'/').unwrap_or(path.len());
+    let end = path.iter().rposition(|&byte| byte != b'/').map_or(start, |at| at + 1);
+    &path[start..end]
+}
+
+fn is_same_or_under(path: &[u8], base: &[u8]) -> bool {
+    path == base || (path.len() > base.len() && path.starts_with(base) && path[base.len()] == b'/')
 }
 
 /// A dot name (`.git`, `.env`, `.github`) is skipped by default discovery.
-pub fn is_dot_name(name: &str) -> bool {
-    name.starts_with('.')
+pub fn is_dot_name(name: impl AsRef<[u8]>) -> bool {
+    name.as_ref().first() == Some(&b'.')
 }
 
 /// Whether some component of `path` is a dot name.
 pub fn path_has_dot_component(path: &str) -> bool {
-    path.split('/').any(is_dot_name)
+    has_dot_component(&key_bytes(path))
+}
+
+fn has_dot_component(path: &[u8]) -> bool {
+    path.split(|&byte| byte == b'/').any(is_dot_name)
 }
 
 /// Whether any scope item opts into a normally skipped (dot) path, which
@@ -124,8 +145,9 @@ pub fn scope_uses_skipped_path(scope: &[String]) -> bool {
 /// Whether the dot-path rule skips `path`, given the scopes that may opt
 /// into dot paths explicitly.
 pub fn dot_rule_skips(path: &str, scope: &[String]) -> bool {
+    let path = key_bytes(path);
     let mut end = 0;
-    for (index, part) in path.split('/').enumerate() {
+    for (index, part) in path.split(|&byte| byte == b'/').enumerate() {
         end += part.len() + usize::from(index > 0);
         if is_dot_name(part) && !scope_allows_dot_prefix(&path[..end], scope) {
             return true;
@@ -134,25 +156,44 @@ pub fn dot_rule_skips(path: &str, scope: &[String]) -> bool {
     false
 }
 
-fn scope_allows_dot_prefix(prefix: &str, scope: &[String]) -> bool {
+fn scope_allows_dot_prefix(prefix: &[u8], scope: &[String]) -> bool {
     scope.iter().any(|item| {
-        is_same_or_under(item, prefix)
-            || (path_has_dot_component(item) && is_same_or_under(prefix, item) && prefix != item)
+        let item = key_bytes(item);
+        is_same_or_under(&item, prefix)
+            || (has_dot_component(&item) && is_same_or_under(prefix, &item) && prefix != &*item)
     })
+}
+
+/// The text a path's kind (code, test, extension, language) is judged
+/// by: the key itself, or for a quoted key the bytes it stands for with
+/// any invalid UTF-8 replaced (extensions and test names are ASCII, so
+/// nothing they are judged by is lost).
+pub fn kind_name(path: &str) -> Cow<'_, str> {
+    match key_bytes(path) {
+        Cow::Borrowed(_) => Cow::Borrowed(path),
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+    }
 }
 
 /// The `--code` filter: source-code files by extension.
 pub fn is_code_path(path: &str) -> bool {
+    let path = kind_name(path);
     const CODE: &[&str] = &[
         "go", "js", "jsx", "ts", "tsx", "mjs", "cjs", "py", "rb", "rs", "java", "kt", "kts", "c", "h", "cc", "hh",
         "cpp", "hpp", "cs", "php", "swift", "scala", "sh", "bash", "zsh", "fish", "ps1", "sql", "html", "css", "scss",
         "sass", "vue", "svelte",
     ];
-    extension(path).is_some_and(|ext| CODE.iter().any(|code| ext.eq_ignore_ascii_case(code)))
+    extension(&path).is_some_and(|ext| CODE.iter().any(|code| ext.eq_ignore_ascii_case(code)))
 }
 
-/// The extension of the last path component, without its dot.
+/// The extension of the last path component, without its dot (of a
+/// quoted key: without its closing quote, whose escapes match no
+/// extension).
 pub fn extension(path: &str) -> Option<&str> {
+    let path = match path.strip_prefix('"') {
+        Some(quoted) => quoted.strip_suffix('"').unwrap_or(quoted),
+        None => path,
+    };
     let name = path.rsplit('/').next().unwrap_or(path);
     let dot = name.rfind('.')?;
     Some(&name[dot + 1..])
@@ -162,6 +203,7 @@ pub fn extension(path: &str) -> Option<&str> {
 /// and class-style test names in class-based languages. `testdata` and
 /// words such as `contest`, `latest` or `testimonial` are not tests.
 pub fn is_test_path(path: &str) -> bool {
+    let path = kind_name(path);
     let parts: Vec<&str> = path.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
     let Some((name, dirs)) = parts.split_last() else { return false };
     if dirs.iter().any(|dir| is_test_dir_name(&dir.to_lowercase())) {
@@ -303,6 +345,22 @@ mod tests {
         assert!(scope_may_contain_dir("src", &scope));
         assert!(scope_may_contain_dir("src/app/x", &scope));
         assert!(!scope_may_contain_dir("lib", &scope));
+    }
+
+    #[test]
+    fn quoted_keys_are_judged_by_their_bytes() {
+        let quoted = |bytes: &[u8]| git_agent_shared::quote::utf8_or_quoted(bytes).into_owned();
+        let scope = vec![quoted(b"dir\xff")];
+        assert!(path_in_scope(&quoted(b"dir\xff/x.py"), &scope));
+        assert!(!path_in_scope(&quoted(b"dir\xfe/x.py"), &scope));
+        assert!(!path_in_scope("dir/x.py", &scope));
+        assert!(scope_may_contain_dir(&quoted(b"dir\xff/sub"), &scope));
+        assert!(dot_rule_skips(&quoted(b"a/.caf\xe9"), &[]));
+        assert!(!dot_rule_skips(&quoted(b"caf\xe9/.x"), &[quoted(b"caf\xe9/.x")]));
+        assert!(is_code_path(&quoted(b"caf\xe9.py")));
+        assert_eq!(extension(&quoted(b"caf\xe9.py")), Some("py"));
+        assert!(is_test_path(&quoted(b"tests/caf\xe9.txt")));
+        assert_eq!(kind_name(&quoted(b"caf\xe9.py")), "caf\u{fffd}.py");
     }
 
     #[test]

@@ -283,14 +283,23 @@ fn sorted_unique(values: impl Iterator<Item = String>) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// The folder of the file whose key is `path`, as a key (taken from the
+/// path's bytes, so a quoted key gives a quoted folder).
 fn dir_name(path: &str) -> String {
-    path.rsplit_once('/').map_or_else(|| ".".to_string(), |(dir, _)| dir.to_string())
+    let bytes = git_agent_shared::quote::key_bytes(path);
+    match bytes.iter().rposition(|&byte| byte == b'/') {
+        Some(slash) => git_agent_shared::quote::utf8_or_quoted(&bytes[..slash]).into_owned(),
+        None => ".".to_string(),
+    }
 }
 
 fn extension(path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match name.rfind('.') {
-        Some(index) if index > 0 || name.len() > 1 => name[index..].to_string(),
+    let bytes = git_agent_shared::quote::key_bytes(path);
+    let name = bytes.rsplit(|&byte| byte == b'/').next().unwrap_or(&bytes);
+    match name.iter().rposition(|&byte| byte == b'.') {
+        Some(index) if index > 0 || name.len() > 1 => {
+            git_agent_shared::quote::utf8_or_quoted(&name[index..]).into_owned()
+        }
         _ => "<none>".into(),
     }
 }

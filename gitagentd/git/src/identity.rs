@@ -1,7 +1,8 @@
 //! Project identity: the one resolver that `project_id`, search metadata
 //! and task records share. A repository with an `origin` is identified by
 //! the SHA-256 of its normalized origin URL, so every clone of it shares
-//! one identity; anything else by the SHA-256 of its cleaned absolute path.
+//! one identity; anything else by the SHA-256 of its cleaned absolute
+//! path's bytes (UTF-8 or not).
 
 use git_agent_shared::giturl;
 use sha2::{Digest, Sha256};
@@ -50,7 +51,7 @@ impl ProjectIdentity {
         if !start.is_absolute() {
             return Err(IdentityError::RelativeStart { path: start.to_path_buf() });
         }
-        let start = PathBuf::from(giturl::clean_path(&start.to_string_lossy()));
+        let start = giturl::clean_os_path(start);
         let root = match locate(&start) {
             Location::WorkTree(root) | Location::GitDir { work_tree: Some(root), .. } => root,
             // A bare repository is its own root, identified by its origin
@@ -76,7 +77,10 @@ impl ProjectIdentity {
     pub fn id(&self) -> String {
         match &self.origin {
             Some(origin) => sha256_hex(origin.as_bytes()),
-            None => sha256_hex(giturl::clean_path(&self.root.to_string_lossy()).as_bytes()),
+            None => {
+                use std::os::unix::ffi::OsStrExt;
+                sha256_hex(&giturl::clean_path_bytes(self.root.as_os_str().as_bytes()))
+            }
         }
     }
 }

@@ -315,8 +315,9 @@ impl Repository {
         let id = repo.rev_parse_single(rev).map_err(|error| revision_error(unresolved(&repo, rev, error)))?;
         let object = id.object().map_err(|error| revision_error(error.into()))?;
         let tree = object.peel_to_tree().map_err(|error| revision_error(error.into()))?;
-        let entry =
-            tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} at {rev}"), error))?;
+        let entry = tree
+            .lookup_entry_by_path(git_agent_shared::quote::key_path(path))
+            .map_err(|error| self.read_error(format!("{path} at {rev}"), error))?;
         match entry {
             Some(entry) if entry.mode().is_blob() => self.blob(entry.object_id()).map(Some),
             _ => Ok(None),
@@ -354,7 +355,8 @@ impl Repository {
     pub fn index_entry(&self, path: &str) -> Result<Option<Entry>, GitError> {
         let repo = self.local();
         let index = repo.index_or_empty().map_err(|error| self.read_error("the index", error))?;
-        let entry = index.entry_by_path_and_stage(path.into(), gix::index::entry::Stage::Unconflicted);
+        let bytes = git_agent_shared::quote::key_bytes(path);
+        let entry = index.entry_by_path_and_stage(bytes.as_ref().into(), gix::index::entry::Stage::Unconflicted);
         Ok(entry.and_then(|entry| {
             let kind = entry.mode.to_tree_entry_mode().and_then(EntryKind::from_tree_mode)?;
             Some(Entry { kind, id: entry.id })
@@ -366,8 +368,9 @@ impl Repository {
         let repo = self.local();
         let Some(commit) = self.head_commit(&repo) else { return Ok(None) };
         let tree = commit.tree().map_err(|error| self.read_error("the HEAD tree", error))?;
-        let entry =
-            tree.lookup_entry_by_path(path).map_err(|error| self.read_error(format!("{path} in HEAD"), error))?;
+        let entry = tree
+            .lookup_entry_by_path(git_agent_shared::quote::key_path(path))
+            .map_err(|error| self.read_error(format!("{path} in HEAD"), error))?;
         Ok(entry
             .and_then(|entry| Some(Entry { kind: EntryKind::from_tree_mode(entry.mode())?, id: entry.object_id() })))
     }

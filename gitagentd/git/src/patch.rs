@@ -246,7 +246,8 @@ pub fn patch_text(change: &Change<'_>, content: Content<'_>) -> (String, LineSta
 /// line instead. False when `line` asked to stop.
 fn write_header(change: &Change<'_>, binary: bool, hunks: bool, line: &mut dyn FnMut(&str) -> bool) -> bool {
     let old_path = change.old_path();
-    let mut lines = vec![format!("diff --git a/{old_path} b/{}", change.path)];
+    use git_agent_shared::quote::prefixed_key;
+    let mut lines = vec![format!("diff --git {} {}", prefixed_key("a/", old_path), prefixed_key("b/", change.path))];
     match (change.old, change.new) {
         (None, Some(new)) => lines.push(format!("new file mode {}", new.octal())),
         (Some(old), None) => lines.push(format!("deleted file mode {}", old.octal())),
@@ -269,8 +270,8 @@ fn write_header(change: &Change<'_>, binary: bool, hunks: bool, line: &mut dyn F
         };
         lines.push(format!("index {}..{}{unchanged_mode}", Side::short(change.old), Side::short(change.new)));
     }
-    let from = if change.old.is_some() { format!("a/{old_path}") } else { "/dev/null".to_string() };
-    let to = if change.new.is_some() { format!("b/{}", change.path) } else { "/dev/null".to_string() };
+    let from = if change.old.is_some() { prefixed_key("a/", old_path) } else { "/dev/null".to_string() };
+    let to = if change.new.is_some() { prefixed_key("b/", change.path) } else { "/dev/null".to_string() };
     if binary && !change.same_content() {
         lines.push(format!("Binary files {from} and {to} differ"));
     } else if hunks {

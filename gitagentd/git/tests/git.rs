@@ -183,3 +183,26 @@ fn amending_without_a_commit_is_a_clear_error() {
     let error = AmendContext::prepare(&repo, AmendLimits::default()).unwrap_err().to_string();
     assert!(error.starts_with("nothing to amend") && error.contains("hint:"), "{error}");
 }
+
+/// A name that is not UTF-8 is read from the index, HEAD and a revision by
+/// its key (quoted as git quotes it), and the staged diff's header quotes
+/// it whole, as `git diff` does.
+#[test]
+fn keys_of_names_that_are_not_utf8_read_their_entries() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    let fixture = env.repo("quoted");
+    std::fs::write(fixture.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.py")), "one\n").unwrap();
+    fixture.commit_all("feat: first");
+    std::fs::write(fixture.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.py")), "two\n").unwrap();
+    fixture.git(&["add", "-A"]);
+    let repo = Repository::discover(fixture.path()).unwrap();
+    let key = r#""caf\351.py""#;
+    assert_eq!(repo.tracked_content(FileSource::Head, key).unwrap().as_deref(), Some(&b"one\n"[..]));
+    assert_eq!(repo.tracked_content(FileSource::Index, key).unwrap().as_deref(), Some(&b"two\n"[..]));
+    assert_eq!(repo.file_at_revision("HEAD", key).unwrap().as_deref(), Some(&b"one\n"[..]));
+    let context = StagedContext::prepare(&repo, StagedLimits::default()).unwrap();
+    let git_header = fixture.git(&["diff", "--cached"]).lines().next().unwrap().to_string();
+    assert_eq!(git_header, r#"diff --git "a/caf\351.py" "b/caf\351.py""#);
+    assert!(context.diff.starts_with(&git_header), "{}", context.diff);
+}

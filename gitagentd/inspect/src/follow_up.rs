@@ -142,7 +142,7 @@ impl ParentTurn {
 
     /// Refuses a follow-up from another workspace than the parent's.
     pub fn check_workspace(&self, current: &Path) -> Result<(), FollowUpError> {
-        let current = current.display().to_string();
+        let current = git_agent_shared::quote::os_path_key(current).into_owned();
         if current == self.turn.workspace {
             return Ok(());
         }
@@ -214,7 +214,7 @@ impl TurnRecord<'_> {
             parent_id: self.lineage.parent_id.clone().unwrap_or_default(),
             mode: self.mode.as_str().into(),
             revision: self.revision.unwrap_or_default(),
-            workspace: self.workspace.display().to_string(),
+            workspace: git_agent_shared::quote::os_path_key(self.workspace).into_owned(),
             review_depth: self.depth.as_str().into(),
             depth: self.lineage.depth,
             prompt_cache_key: self.lineage.prompt_cache_key.clone(),

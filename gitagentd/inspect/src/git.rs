@@ -229,13 +229,14 @@ pub fn head_commit(repo: &gix::Repository) -> Option<ObjectId> {
     repo.head_id().ok().map(gix::Id::detach)
 }
 
-/// Every non-tree entry below `tree`, keyed by slash-separated path.
+/// Every non-tree entry below `tree`, keyed by slash-separated path (its
+/// key, `git_agent_shared::quote`).
 pub fn flatten_tree(repo: &gix::Repository, tree: ObjectId) -> Result<Flat, GitError> {
     let mut flat = Flat::new();
     if tree == ObjectId::empty_tree(repo.object_hash()) {
         return Ok(flat);
     }
-    let mut pending = vec![(String::new(), tree)];
+    let mut pending = vec![(Vec::new(), tree)];
     while let Some((prefix, id)) = pending.pop() {
         let object = repo.find_object(id).map_err(|error| GitError::read(repo, format!("tree {id}"), error))?;
         let tree = object.try_into_tree().map_err(|error| GitError::read(repo, format!("tree {id}"), error))?;
@@ -245,16 +246,17 @@ pub fn flatten_tree(repo: &gix::Repository, tree: ObjectId) -> Result<Flat, GitE
             if entry.mode.is_tree() {
                 pending.push((path, entry.oid.to_owned()));
             } else {
-                flat.insert(path, Blob { mode: entry.mode, id: entry.oid.to_owned() });
+                let key = git_agent_shared::quote::utf8_or_quoted(&path).into_owned();
+                flat.insert(key, Blob { mode: entry.mode, id: entry.oid.to_owned() });
             }
         }
     }
     Ok(flat)
 }
 
-fn join(prefix: &str, name: &BStr) -> String {
-    let name = name.to_str_lossy();
-    if prefix.is_empty() { name.into_owned() } else { format!("{prefix}/{name}") }
+/// `prefix/name` as bytes (`name` alone at the root).
+fn join(prefix: &[u8], name: &BStr) -> Vec<u8> {
+    if prefix.is_empty() { name.to_vec() } else { [prefix, b"/", name.as_ref()].concat() }
 }
 
 /// The content of blob `id`.
@@ -273,7 +275,7 @@ pub fn blob_id(repo: &gix::Repository, content: &[u8]) -> ObjectId {
 /// link target for a symbolic link). Returns `None` for what Git does not
 /// track (directories, sockets, missing paths).
 pub fn worktree_blob(repo: &gix::Repository, root: &Path, relative: &str) -> Result<Option<Blob>, GitError> {
-    let path = root.join(relative);
+    let path = root.join(git_agent_shared::quote::key_path(relative));
     let metadata = match std::fs::symlink_metadata(&path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -320,7 +322,7 @@ fn hash_file(repo: &gix::Repository, path: &Path, size: u64) -> Result<ObjectId,
 /// What a side of a diff holds, loaded for display: `None` when the file
 /// is too large to show.
 pub fn worktree_bytes(root: &Path, relative: &str, blob: &Blob) -> Result<Option<Vec<u8>>, GitError> {
-    let path = root.join(relative);
+    let path = root.join(git_agent_shared::quote::key_path(relative));
     if blob.mode.is_link() {
         let target = std::fs::read_link(&path).map_err(|source| GitError::Worktree { path, source })?;
         return Ok(Some(target.as_os_str().as_encoded_bytes().to_vec()));

@@ -150,14 +150,17 @@ pub struct RepositorySummary {
 
 /// The session title: `<command> <repository-directory> (<mode>)`.
 pub fn title(command: &str, root: &Path, mode: &str) -> String {
-    let name = root.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = root
+        .file_name()
+        .map(|name| git_agent_shared::quote::os_path_key(name.as_ref()).into_owned())
+        .unwrap_or_default();
     format!("{command} {name} ({mode})")
 }
 
 /// Branch, HEAD and remotes of the repository at `root` (best effort:
 /// what cannot be read stays empty).
 pub fn repository_summary(root: &Path, git_env: &super::git::GitEnv) -> RepositorySummary {
-    let path = root.display().to_string();
+    let path = git_agent_shared::quote::os_path_key(root).into_owned();
     let mut summary = RepositorySummary { root_path: path.clone(), work_path: path, ..Default::default() };
     let Ok(repo) = super::git::open(root, git_env) else { return summary };
     summary.head_sha = super::git::head_commit(&repo).map(|id| id.to_string()).unwrap_or_default();

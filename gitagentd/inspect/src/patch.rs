@@ -165,7 +165,9 @@ fn submodule_history(component: &Component, moved: &[&Change], git_env: &GitEnv)
         if old.id == new.id {
             continue;
         }
-        let Ok(sub) = git::open(&component.root.join(&change.path), git_env) else { continue };
+        let Ok(sub) = git::open(&component.root.join(git_agent_shared::quote::key_path(&change.path)), git_env) else {
+            continue;
+        };
         let Some(commits) = git::commit_summaries(&sub, old.id, new.id, MAX_SUBMODULE_COMMITS) else { continue };
         if commits.is_empty() {
             continue;

@@ -380,7 +380,7 @@ fn go_header(workspace: &Workspace, change: &Change, git_env: &GitEnv) -> String
     };
     let bytes = match (change.new, change.old) {
         (Some(_), _) if component.from_worktree.contains(&change.path) => {
-            read_prefix(&component.root.join(&change.path)).unwrap_or_default()
+            read_prefix(&component.root.join(git_agent_shared::quote::key_path(&change.path))).unwrap_or_default()
         }
         (Some(blob), _) | (None, Some(blob)) => git::open(&component.root, git_env)
             .ok()
@@ -432,7 +432,7 @@ fn previous_head_pack(repo: &gix::Repository) -> Option<ContextPack> {
                 Change::Rewrite { .. } => return None,
             };
             (old.is_some() || new.is_some())
-                .then(|| (gix::bstr::ByteSlice::to_str_lossy(location.as_slice()).into_owned(), old, new))
+                .then(|| (git_agent_shared::quote::utf8_or_quoted(location.as_slice()).into_owned(), old, new))
         })
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));

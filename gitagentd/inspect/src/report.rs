@@ -379,7 +379,7 @@ pub fn read_source(prepared: &PreparedScope, git_env: &GitEnv, source: Source, p
     let (root, relative, trees) = resolve_component(prepared, git_env, path)?;
     match source {
         Source::Worktree => {
-            let full = root.join(&relative);
+            let full = root.join(git_agent_shared::quote::key_path(&relative));
             let metadata = std::fs::symlink_metadata(&full).ok()?;
             if !metadata.is_file() {
                 return None;

@@ -16,7 +16,6 @@
 
 use super::git::{self, Blob, Flat, GitEnv, GitError};
 use git_agent_shared::task_record::RepositoryFingerprint;
-use gix::bstr::ByteSlice;
 use gix::hash::ObjectId;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -264,7 +263,7 @@ fn read_index(repo: &gix::Repository) -> Result<Flat, GitError> {
             continue;
         }
         let Some(mode) = entry.mode.to_tree_entry_mode() else { continue };
-        let path = entry.path(&index).to_str_lossy().into_owned();
+        let path = git_agent_shared::quote::utf8_or_quoted(entry.path(&index)).into_owned();
         flat.insert(path, Blob { mode, id: entry.id });
     }
     Ok(flat)
@@ -301,7 +300,7 @@ fn apply_worktree(
         let item = item.map_err(|error| GitError::read(repo, "the worktree status", error))?;
         match item {
             Item::Modification { rela_path, status, entry, .. } => {
-                let path = rela_path.to_str_lossy().into_owned();
+                let path = git_agent_shared::quote::utf8_or_quoted(&rela_path).into_owned();
                 if entry.mode.is_submodule() {
                     continue;
                 }
@@ -323,7 +322,7 @@ fn apply_worktree(
                 }
                 let is_file =
                     matches!(entry.disk_kind, Some(gix::dir::entry::Kind::File | gix::dir::entry::Kind::Symlink));
-                let path = entry.rela_path.to_str_lossy().into_owned();
+                let path = git_agent_shared::quote::utf8_or_quoted(&entry.rela_path).into_owned();
                 if !is_file || is_private_untracked(&path) {
                     continue;
                 }
@@ -363,7 +362,7 @@ fn initialized_submodules(repo: &gix::Repository, root: &Path, base: &Flat, inde
     let mut out = Vec::new();
     for submodule in submodules {
         let Ok(path) = submodule.path() else { continue };
-        let path = path.to_str_lossy().into_owned();
+        let path = git_agent_shared::quote::utf8_or_quoted(path.as_ref()).into_owned();
         if !is_clean_nested_path(&path) {
             continue;
         }
@@ -375,7 +374,7 @@ fn initialized_submodules(repo: &gix::Repository, root: &Path, base: &Flat, inde
         if !state.superproject_configuration || !state.repository_exists {
             continue;
         }
-        let Ok(resolved) = std::fs::canonicalize(root.join(&path)) else { continue };
+        let Ok(resolved) = std::fs::canonicalize(root.join(git_agent_shared::quote::key_path(&path))) else { continue };
         if resolved == canonical_root || !resolved.starts_with(&canonical_root) {
             continue;
         }

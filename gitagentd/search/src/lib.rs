@@ -206,8 +206,10 @@ pub struct RevisionSelection {
 }
 
 impl Selection {
+    /// The root as text: its key (`git_agent_shared::quote`), quoted when
+    /// it is not UTF-8, never a lossy name.
     pub fn root_text(&self) -> String {
-        self.root.display().to_string()
+        git_agent_shared::quote::os_path_key(&self.root).into_owned()
     }
 
     /// `filesystem`, `revision` or `remote`: the brief header's and the
@@ -260,7 +262,7 @@ pub fn select_source(
     raw_scopes: &[String],
     rev: Option<&str>,
 ) -> Result<Selection, SearchError> {
-    let cwd_clean = PathBuf::from(git_agent_shared::giturl::clean_path(&cwd.to_string_lossy()));
+    let cwd_clean = git_agent_shared::giturl::clean_os_path(cwd);
     let location = gitagent_git::identity::locate(&cwd_clean);
     if rev.is_none()
         && let gitagent_git::identity::Location::GitDir { git_dir, work_tree } = &location
@@ -272,22 +274,33 @@ pub fn select_source(
     let metadata_dir = metadata_root.join(identity.id());
     let raw_scope = paths::normalize_scopes(raw_scopes)?;
     let mut scope = raw_scope.clone();
+    // The caller's folder below the root, as bytes: scope items are keys.
     let relative = cwd_clean
         .strip_prefix(&identity.root)
         .ok()
-        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .map(|rel| std::os::unix::ffi::OsStrExt::as_bytes(rel.as_os_str()).to_vec())
         .filter(|rel| !rel.is_empty());
     if let Some(rel) = relative {
         if scope.is_empty() {
-            scope = vec![rel];
+            scope = vec![git_agent_shared::quote::utf8_or_quoted(&rel).into_owned()];
         } else {
-            scope = scope.iter().map(|item| paths::clean_relative(&format!("{rel}/{item}"))).collect();
+            scope = scope
+                .iter()
+                .map(|item| {
+                    let joined = [&rel[..], b"/", &git_agent_shared::quote::key_bytes(item)].concat();
+                    git_agent_shared::quote::utf8_or_quoted(&git_agent_shared::giturl::clean_path_bytes(&joined))
+                        .into_owned()
+                })
+                .collect();
             scope.sort();
             scope.dedup();
         }
     }
     if rev.is_none() {
-        if let Some(missing) = raw_scope.iter().find(|item| std::fs::symlink_metadata(cwd_clean.join(item)).is_err()) {
+        if let Some(missing) = raw_scope
+            .iter()
+            .find(|item| std::fs::symlink_metadata(cwd_clean.join(git_agent_shared::quote::key_path(item))).is_err())
+        {
             return Err(paths::ScopeError::Missing(missing.clone(), cwd_clean).into());
         }
         if location == gitagent_git::identity::Location::Outside {
@@ -295,7 +308,7 @@ pub fn select_source(
         }
     }
     let skipped = paths::scope_uses_skipped_path(&scope);
-    let root_text = identity.root.display().to_string();
+    let root_text = git_agent_shared::quote::os_path_key(&identity.root).into_owned();
     let skipped_scope = skipped.then_some(scope.as_slice());
     let (index_dir, revision) = match rev {
         None => (store::filesystem_index_dir(&metadata_dir, &root_text, skipped_scope), None),
@@ -765,7 +778,7 @@ impl SearchService {
         };
         let what = match &request.remote {
             Some(source) => source.remote.sanitized.clone(),
-            None => selection.root.display().to_string(),
+            None => selection.root_text(),
         };
         let flight = self.take_flight(&selection.metadata_dir, what, &feedback, &cancel).await?;
         feedback.timing_event("sync", started.elapsed());

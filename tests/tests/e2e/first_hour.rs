@@ -5,6 +5,7 @@ use git_agent_tests::fake_embeddings::FakeEmbeddings;
 use git_agent_tests::fake_openai::{FakeOpenAi, Reply, Responder, events};
 use git_agent_tests::{GitRepo, TestEnv};
 use serde_json::{Value, json};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 fn setup() -> (TestEnv, FakeEmbeddings) {
@@ -203,42 +204,151 @@ fn agent_progress_says_it_is_still_counting_instead_of_a_percentage_of_a_growing
 
 /// Writes a file whose name is `name`'s bytes (not UTF-8) under `dir`.
 fn write_bytes_name(dir: &Path, name: &[u8], contents: &str) {
-    use std::os::unix::ffi::OsStrExt;
     std::fs::write(dir.join(std::ffi::OsStr::from_bytes(name)), contents).unwrap();
 }
 
-/// A name that is not UTF-8 is never indexed under a lossy name that
-/// names no file: the walk lists it (quoted as git quotes it) and counts
-/// it, in filesystem and revision mode alike; commit-msg shows it to the
-/// model as git shows it; a working directory that is not UTF-8 fails
-/// clearly instead of searching nothing.
+/// A name that is not UTF-8 is indexed and found under its key, quoted as
+/// git quotes it (`"caf\351.py"`), in filesystem and revision mode alike:
+/// its folder is entered, the file read by its bytes, and a second search
+/// sees it unchanged and embeds nothing. No lossy name reaches the output
+/// or the endpoint.
 #[test]
-fn names_that_are_not_utf8_are_reported_and_quoted_as_git_quotes_them() {
+fn names_that_are_not_utf8_are_indexed_and_found_under_their_quoted_names() {
     let (env, fake) = setup();
     let repo = small_repo(&env);
-    write_bytes_name(repo.path(), b"caf\xe9.py", "def retry():\n    return 1\n");
-    repo.commit_all("latin-1 name");
+    write_bytes_name(repo.path(), b"caf\xe9.py", "def backoff_jitter():\n    return 1\n");
+    std::fs::create_dir(repo.path().join(std::ffi::OsStr::from_bytes(b"dir\xff"))).unwrap();
+    write_bytes_name(repo.path(), b"dir\xff/x.py", "def zeppelin_mooring():\n    return 2\n");
+    write_bytes_name(repo.path(), b"dir\xff/.gitignore", "*.log\n");
+    write_bytes_name(repo.path(), b"dir\xff/skip\xfe.log", "zeppelin mooring log\n");
+    repo.commit_all("names that are not UTF-8");
 
-    let run = env.run_in(repo.path(), &["search", "--debug", "retry"]);
-    let output: Value = serde_json::from_str(&run.success()).unwrap();
-    assert_eq!(output["retrieval"]["skipped"]["unreadable"], 1, "{output}");
-    assert!(run.stderr.contains("search_skip path=\"\\\"caf\\\\351.py\\\"\" reason=non_utf8_name"), "{}", run.stderr);
-    let revision = search_json(&env, repo.path(), &["search", "--rev", "HEAD", "retry"]);
-    assert_eq!(revision["retrieval"]["skipped"]["unreadable"], 1, "{revision}");
-    for range in ranges(&output).iter().chain(&ranges(&revision)) {
+    let output = search_json(&env, repo.path(), &["search", "--limit", "20", "backoff jitter zeppelin mooring"]);
+    let found = ranges(&output);
+    assert!(found.iter().any(|range| range.starts_with("\"caf\\351.py\":")), "{output}");
+    assert!(found.iter().any(|range| range.starts_with("\"dir\\377/x.py\":")), "{output}");
+    assert!(!found.iter().any(|range| range.contains("log")), "{output}");
+    assert!(
+        output["retrieval"]["skipped"]["unreadable"].is_null() || output["retrieval"]["skipped"]["unreadable"] == 0
+    );
+    let results = output["results"].as_array().unwrap();
+    let cafe = results.iter().find(|result| result["range"].as_str().unwrap().starts_with("\"caf")).unwrap();
+    assert!(cafe["excerpt"].as_str().unwrap().contains("backoff_jitter"), "{cafe}");
+    assert!(
+        fake.chunk_inputs().iter().any(|input| input.starts_with("path: \"caf\\351.py\"")),
+        "{:?}",
+        fake.chunk_inputs()
+    );
+    assert!(!fake.inputs().iter().any(|input| input.contains('\u{fffd}')), "a lossy name reached the endpoint");
+
+    // The second search finds every file unchanged: nothing is embedded.
+    fake.reset();
+    let run =
+        env.run_in(repo.path(), &["search", "--format", "brief", "--limit", "20", "backoff jitter zeppelin mooring"]);
+    let brief = run.success();
+    assert!(brief.contains("\"caf\\351.py\":1"), "{brief}");
+    assert!(brief.contains("\"dir\\377/x.py\":1"), "{brief}");
+    assert!(fake.chunk_inputs().is_empty(), "a second search embedded {:?}", fake.chunk_inputs());
+
+    let revision = search_json(
+        &env,
+        repo.path(),
+        &["search", "--rev", "HEAD", "--limit", "20", "backoff jitter zeppelin mooring"],
+    );
+    let found = ranges(&revision);
+    assert!(found.iter().any(|range| range.starts_with("\"caf\\351.py\":")), "{revision}");
+    assert!(found.iter().any(|range| range.starts_with("\"dir\\377/x.py\":")), "{revision}");
+    assert!(!found.iter().any(|range| range.contains("log")), "{revision}");
+    for range in ranges(&output).iter().chain(&found) {
         assert!(!range.contains('\u{fffd}'), "{range}");
     }
-    assert!(!fake.inputs().iter().any(|input| input.contains('\u{fffd}')), "a lossy name reached the endpoint");
     let listed = env.run_in(repo.path(), &["search", "--ls-files", "--rev", "HEAD"]).success();
+    assert!(listed.contains("\"caf\\351.py\"") && listed.contains("\"dir\\377\"/"), "{listed}");
     assert!(!listed.contains('\u{fffd}'), "{listed}");
+}
 
-    use std::os::unix::ffi::OsStrExt;
-    let odd = env.work().join(std::ffi::OsStr::from_bytes(b"dir\xff"));
-    std::fs::create_dir_all(&odd).unwrap();
-    let run = env.run_in(&odd, &["search", "retry"]);
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert!(run.stdout.is_empty());
-    assert!(run.stderr.contains("dir\\377\" is not valid UTF-8"), "{}", run.stderr);
+/// A working directory that is not UTF-8 (a folder of a repository, or a
+/// repository whose root is such a folder) is sent as its bytes: search
+/// there finds what is below it, under keys quoted as git quotes them, and
+/// a second search embeds nothing.
+#[test]
+fn search_works_in_a_working_directory_that_is_not_utf8() {
+    let (env, fake) = setup();
+    let repo = small_repo(&env);
+    let odd = repo.path().join(std::ffi::OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    write_bytes_name(&odd, b"caf\xe9.py", "def backoff_jitter():\n    return 1\n");
+    repo.write("outside.py", "def backoff_jitter_outside():\n    return 2\n");
+    repo.commit_all("a folder that is not UTF-8");
+
+    let output = search_json(&env, &odd, &["search", "backoff jitter"]);
+    let found = ranges(&output);
+    assert_eq!(found.first().map(String::as_str), Some("\"d\\377/caf\\351.py\":1-2"), "{output}");
+    assert!(
+        !found.iter().any(|range| range.starts_with("outside.py")),
+        "the caller's folder scopes the search: {output}"
+    );
+    fake.reset();
+    let again = search_json(&env, &odd, &["search", "--rev", "HEAD", "backoff jitter"]);
+    assert!(ranges(&again).iter().any(|range| range.starts_with("\"d\\377/caf")), "{again}");
+
+    // A repository whose root is not UTF-8.
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let odd_repo = GitRepo::init(&env, &root);
+    odd_repo.write("lib.py", "def zeppelin_mooring():\n    return 3\n");
+    odd_repo.commit_all("one");
+    let output = search_json(&env, &root, &["search", "zeppelin mooring"]);
+    assert!(ranges(&output).iter().any(|range| range.starts_with("lib.py:")), "{output}");
+    assert_eq!(output["source"]["root"], git_agent_shared::quote::os_path_key(&root).into_owned(), "{output}");
+    fake.reset();
+    let output = search_json(&env, &root, &["search", "zeppelin mooring"]);
+    assert!(ranges(&output).iter().any(|range| range.starts_with("lib.py:")), "{output}");
+    assert!(fake.chunk_inputs().is_empty(), "a second search embedded {:?}", fake.chunk_inputs());
+    assert!(!env.run_in(&root, &["project_id"]).success().trim().is_empty());
+}
+
+/// Review launches from a working directory that is not UTF-8, in a folder
+/// of a repository and in a repository whose root is such a folder, and
+/// its report is read back there.
+#[test]
+fn review_launches_in_a_working_directory_that_is_not_utf8() {
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let report = r#"{"summary":"Looks fine.","recommendation":"APPROVE","findings":[]}"#;
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let repo = GitRepo::init(&env, &root);
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+    std::fs::create_dir(root.join(std::ffi::OsStr::from_bytes(b"d\xff"))).unwrap();
+    write_bytes_name(&root, b"d\xff/caf\xe9.rs", "pub fn cafe() {}\n");
+    repo.commit_all("initial");
+    repo.write("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+    write_bytes_name(&root, b"d\xff/caf\xe9.rs", "pub fn cafe() -> u8 { 1 }\n");
+    for dir in [root.clone(), root.join(std::ffi::OsStr::from_bytes(b"d\xff"))] {
+        openai.push(Reply::Events(events::text_reply(report, json!({}))));
+        let run = env.run_in(&dir, &["review"]);
+        assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+        let launched: Value = serde_json::from_str(&run.stdout_text()).unwrap();
+        let id = launched["id"].as_str().unwrap().to_string();
+        let printed: Value = serde_json::from_str(&env.run_in(&dir, &["review", "--wait", &id]).success()).unwrap();
+        assert_eq!(printed["summary"], "Looks fine.", "{printed}");
+    }
+    // The model sees the folder and the changed file quoted as git quotes
+    // them (the prepared context is JSON inside the prompt, so its
+    // backslashes are doubled there), never a lossy name.
+    let body = &openai.requests()[0].body;
+    let texts: Vec<&str> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter_map(|content| content["text"].as_str())
+        .collect();
+    let prompt = texts.join("\n");
+    assert!(prompt.contains("r\\351po\"</repo_root>"), "{prompt}");
+    assert!(prompt.contains("\"modified\": 2"), "the file is changed, not deleted: {prompt}");
+    assert!(prompt.contains("diff --git \\\"a/d\\\\377/caf\\\\351.rs\\\""), "{prompt}");
+    assert!(!prompt.contains('\u{fffd}'), "{prompt}");
 }
 
 #[test]
@@ -255,11 +365,21 @@ fn commit_msg_shows_a_name_that_is_not_utf8_as_git_does() {
     openai.push(Reply::Events(events::text_reply("feat: add the cafe script", events::usage(10, 0, 5))));
     let run = env.run_in(repo.path(), &["commit-msg"]);
     assert_eq!(run.success(), "feat: add the cafe script\n");
-    let texts = openai.requests()[0].body.to_string();
-    // The name reaches the model quoted (the request nests it in JSON
-    // twice, so its backslash is escaped there), never with a U+FFFD.
-    assert!(texts.contains("351.py"), "{texts}");
-    assert!(!texts.contains('\u{fffd}'), "{texts}");
+    let body = &openai.requests()[0].body;
+    let prompt: Vec<&str> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter_map(|content| content["text"].as_str())
+        .collect();
+    let prompt = prompt.join("\n");
+    // The name reaches the model quoted as git quotes it (in the prepared
+    // JSON, so its quotes and backslash are escaped once more), the patch
+    // header quoted whole as git writes it, never with a U+FFFD.
+    assert!(prompt.contains(r#""path": "\"caf\\351.py\"""#), "{prompt}");
+    assert!(prompt.contains(r#"diff --git \"a/caf\\351.py\" \"b/caf\\351.py\""#), "{prompt}");
+    assert!(!prompt.contains('\u{fffd}'), "{prompt}");
 }
 
 /// The bytes of every file below `dir`.
@@ -767,4 +887,23 @@ fn explore_answers_on_a_read_only_home() {
     // The session could not be kept: said, not fatal.
     assert!(run.stderr.contains("warning: cannot open the explore sessions"), "{}", run.stderr);
     assert!(run.stderr.contains("cannot be followed up"), "{}", run.stderr);
+}
+
+/// `commit` in a repository whose root is not UTF-8: the client runs `git
+/// commit` in the very folder the daemon names (sent as bytes).
+#[test]
+fn commit_works_in_a_repository_whose_root_is_not_utf8() {
+    let openai = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    openai.configure(&mut env, "sk-e2e-secret-key");
+    let root = env.work().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let repo = GitRepo::init(&env, &root);
+    repo.write("README.md", "# Project\n");
+    repo.commit_all("docs: start");
+    repo.write("README.md", "# Project\n\nMore.\n");
+    repo.git(&["add", "-A"]);
+    openai.push(Reply::Events(events::text_reply("docs: say more", events::usage(10, 0, 5))));
+    let run = env.run_in(&root, &["commit"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), "docs: say more");
 }

@@ -165,7 +165,7 @@ impl RepoFiles {
         let base = repo
             .as_ref()
             .and_then(|repo| root.strip_prefix(repo.root()).ok())
-            .map(|inside| inside.to_string_lossy().replace('\\', "/"))
+            .map(|inside| git_agent_shared::quote::os_path_key(inside).into_owned())
             .unwrap_or_default();
         Self { repo, root, base, default_source: FileSource::Worktree, refuse_worktree: false }
     }
@@ -186,10 +186,14 @@ impl RepoFiles {
 
     /// A clean root-relative path as a repository-relative one.
     fn tracked(&self, path: &str) -> String {
+        use git_agent_shared::quote::{key_bytes, utf8_or_quoted};
         match (self.base.is_empty(), path.is_empty()) {
             (true, _) => path.to_string(),
             (false, true) => self.base.clone(),
-            (false, false) => format!("{}/{path}", self.base),
+            // Joined by their bytes: either may be a quoted key.
+            (false, false) => {
+                utf8_or_quoted(&[&key_bytes(&self.base)[..], b"/", &key_bytes(path)].concat()).into_owned()
+            }
         }
     }
 
@@ -269,13 +273,16 @@ impl RepoFiles {
         })
     }
 
-    /// Where a clean worktree path leads once every link is followed: a
-    /// canonical path inside the root and outside internal state.
+    /// Where a clean worktree path (a key, `git_agent_shared::quote`) leads
+    /// once every link is followed: a canonical path inside the root and
+    /// outside internal state.
     pub fn resolve_worktree(&self, path: &str) -> Result<PathBuf, ToolError> {
         let shown = if path.is_empty() { "." } else { path };
+        // A quoted path (a search result's key for a name that is not
+        // UTF-8) names the file its bytes name.
         let canonical = self
             .root
-            .join(path)
+            .join(git_agent_shared::quote::key_path(path))
             .canonicalize()
             .map_err(|error| ToolError::Recoverable(format!("{shown}: {}", io_reason(&error))))?;
         let Ok(inside) = canonical.strip_prefix(&self.root) else {
@@ -390,7 +397,7 @@ impl RepoFiles {
                         continue;
                     }
                     let Ok(relative) = entry.path().strip_prefix(&self.root) else { continue };
-                    let relative = relative.to_string_lossy().replace('\\', "/");
+                    let relative = git_agent_shared::quote::os_path_key(relative);
                     if visit(&relative, WalkedKind::of(kind)).is_break() {
                         break;
                     }
@@ -401,8 +408,13 @@ impl RepoFiles {
                 let repo = self.tracked_repo(source)?;
                 let prefix = self.tracked(&prefix);
                 self.refuse_tracked_symlinks(source, &prefix)?;
-                // Paths leave rebased on the root again.
-                let strip = if self.base.is_empty() { 0 } else { self.base.len() + 1 };
+                // Paths leave rebased on the root again. Entries are keys;
+                // folders and prefixes are taken from their bytes, so a
+                // name that is not UTF-8 is listed under its own key.
+                use git_agent_shared::quote::{key_bytes, utf8_or_quoted};
+                let base = key_bytes(&self.base).into_owned();
+                let strip = if base.is_empty() { 0 } else { base.len() + 1 };
+                let prefix = key_bytes(&prefix).into_owned();
                 let entries = match source {
                     FileSource::Index => repo.index_entries(),
                     _ => repo.head_entries(),
@@ -410,17 +422,19 @@ impl RepoFiles {
                 .map_err(|error| ToolError::Recoverable(error.to_string()))?;
                 let mut paths = std::collections::BTreeMap::new();
                 for (path, entry) in entries {
-                    if entry.kind == EntryKind::Symlink
-                        || (!prefix.is_empty() && !path.starts_with(&format!("{prefix}/")))
-                    {
+                    let path = key_bytes(&path).into_owned();
+                    let below_prefix =
+                        prefix.is_empty() || (path.starts_with(&prefix) && path.get(prefix.len()) == Some(&b'/'));
+                    if entry.kind == EntryKind::Symlink || !below_prefix {
                         continue;
                     }
-                    let mut folder = path.as_str();
-                    while let Some((parent, _)) = folder.rsplit_once('/') {
+                    let mut folder = &path[..];
+                    while let Some(slash) = folder.iter().rposition(|&byte| byte == b'/') {
+                        let parent = &folder[..slash];
                         if parent.len() <= prefix.len() {
                             break;
                         }
-                        paths.insert(parent.to_string(), true);
+                        paths.insert(parent.to_vec(), true);
                         folder = parent;
                     }
                     paths.insert(path, false);
@@ -430,7 +444,7 @@ impl RepoFiles {
                         return Err(ToolError::Cancelled);
                     }
                     let kind = if is_dir { WalkedKind::Directory } else { WalkedKind::File };
-                    if visit(&path[strip..], kind).is_break() {
+                    if visit(&utf8_or_quoted(&path[strip.min(path.len())..]), kind).is_break() {
                         break;
                     }
                 }
@@ -474,6 +488,21 @@ mod tests {
         // The file the path names passes.
         let inside = std::fs::File::open(root.join("src/lib.rs")).unwrap();
         files.confirm_opened(&inside, "src/lib.rs").unwrap();
+    }
+
+    /// A search result's quoted key names the file its bytes name; a
+    /// quoted path that leads outside is refused like any other.
+    #[test]
+    fn a_quoted_path_reads_the_file_its_bytes_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("repo");
+        std::fs::create_dir_all(root.join(std::ffi::OsStr::from_bytes(b"dir\xff"))).unwrap();
+        std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"dir\xff/caf\xe9.py")), "inside\n").unwrap();
+        std::fs::write(temp.path().join(std::ffi::OsStr::from_bytes(b"out\xff")), "outside\n").unwrap();
+        let files = RepoFiles::rooted(&root.canonicalize().unwrap(), None);
+        assert_eq!(files.read(FileSource::Worktree, "\"dir\\377/caf\\351.py\"").unwrap(), b"inside\n");
+        assert!(files.read(FileSource::Worktree, "\"../out\\377\"").is_err());
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl BlockingTool for RepoSummary {
     type Args = NoArguments;
 
     fn run(&self, _: NoArguments, _: &CancellationToken) -> Result<ToolOutput, ToolError> {
-        let root_path = self.0.root().display().to_string();
+        let root_path = git_agent_shared::quote::os_path_key(self.0.root()).into_owned();
         // An ordinary folder has no Git metadata to report.
         let Some(repo) = self.0.repo() else {
             return Ok(ToolOutput::new(json!({ "root_path": root_path }), false));

@@ -271,7 +271,8 @@ fn load_blob<'b>(
 }
 
 fn raw_change(change: ChangeRef<'_>) -> Option<RawChange> {
-    let path = |location: &BStr| String::from_utf8_lossy(location).into_owned();
+    // A path's key: quoted as git quotes it when it is not UTF-8.
+    let path = |location: &BStr| git_agent_shared::quote::utf8_or_quoted(location).into_owned();
     let side = |id: ObjectId, mode: EntryMode| (!mode.is_tree()).then(|| Side { id, kind: mode.kind() });
     let change = match change {
         ChangeRef::Addition { location, entry_mode, id, .. } => RawChange {

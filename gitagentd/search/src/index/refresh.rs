@@ -1118,8 +1118,9 @@ fn stored_cache_key(record: Record<'_>) -> String {
     )
 }
 
+/// The stat of the file whose key is `path`.
 fn file_stat(root: &Path, path: &str) -> Option<FileStat> {
-    let metadata = std::fs::symlink_metadata(root.join(path)).ok()?;
+    let metadata = std::fs::symlink_metadata(root.join(git_agent_shared::quote::key_path(path))).ok()?;
     (metadata.is_file() && metadata.len() <= MAX_FILE_BYTES).then(|| FileStat::of(&metadata))
 }
 

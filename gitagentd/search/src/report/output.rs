@@ -356,7 +356,9 @@ pub struct IndexFiles {
     pub files: Vec<String>,
 }
 
-/// `--ls-files` tree: `.` and box-drawing branches, folders with `/`.
+/// `--ls-files` tree: `.` and box-drawing branches, folders with `/`; a
+/// quoted key is split by its bytes, each name that is not UTF-8 quoted
+/// on its own (`"dir\377"/`, then `x.py`).
 pub fn format_tree(paths: &[String]) -> String {
     #[derive(Default)]
     struct Node {
@@ -366,9 +368,11 @@ pub fn format_tree(paths: &[String]) -> String {
     let mut root = Node::default();
     for path in paths {
         let mut node = &mut root;
-        let parts: Vec<&str> = path.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
+        let bytes = git_agent_shared::quote::key_bytes(path);
+        let parts: Vec<&[u8]> =
+            bytes.split(|&byte| byte == b'/').filter(|part| !part.is_empty() && *part != b".").collect();
         for (index, part) in parts.iter().enumerate() {
-            node = node.children.entry(part.to_string()).or_default();
+            node = node.children.entry(git_agent_shared::quote::utf8_or_quoted(part).into_owned()).or_default();
             if index + 1 == parts.len() {
                 node.is_file = true;
             }
@@ -407,6 +411,12 @@ mod tests {
         assert_eq!(format_number(-0.25), "-0.25");
         let line = to_json_line(&serde_json::json!({"a": 1.0, "b": [0.5, 1e-9], "c": 3}));
         assert_eq!(line, b"{\"a\":1,\"b\":[0.5,1e-9],\"c\":3}\n");
+    }
+
+    #[test]
+    fn tree_quotes_each_name_that_is_not_utf8() {
+        let paths = ["\"dir\\377/x.py\"".to_string(), "\"caf\\351.py\"".to_string(), "a.py".to_string()];
+        assert_eq!(format_tree(&paths), ".\n├── \"caf\\351.py\"\n├── \"dir\\377\"/\n│   └── x.py\n└── a.py\n");
     }
 
     #[test]

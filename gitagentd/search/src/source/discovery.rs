@@ -10,13 +10,21 @@
 //! symbolic links; non-regular files; files over 1 MiB. Reading a file
 //! ([`read_candidate`]) adds the binary and non-text checks. The walk
 //! itself only stats: the daemon decides which files it must read.
+//!
+//! Names are bytes: the walk lists, matches and enters folders by the
+//! bytes of their names (a name that is not UTF-8 included), and a found
+//! file carries its path's key (`git_agent_shared::quote`), which every
+//! open goes back through ([`read_candidate`]).
 
 use crate::paths::{dot_rule_skips, is_dot_name, path_in_scope, scope_may_contain_dir};
+use git_agent_shared::quote::{key_bytes, key_path, utf8_or_quoted};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -71,9 +79,32 @@ const DEFAULT_IGNORED_NAMES: &[&str] = &[
 const DEFAULT_IGNORED_SUFFIXES: &[&str] = &[".lock", ".lockfile", ".bazel", ".sha256"];
 
 /// Whether the built-in list ignores `path`.
-pub(super) fn default_ignored(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    DEFAULT_IGNORED_NAMES.contains(&name) || DEFAULT_IGNORED_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+pub(super) fn default_ignored(path: &[u8]) -> bool {
+    let name = path.rsplit(|&byte| byte == b'/').next().unwrap_or(path);
+    DEFAULT_IGNORED_NAMES.iter().any(|ignored| ignored.as_bytes() == name)
+        || DEFAULT_IGNORED_SUFFIXES.iter().any(|suffix| name.ends_with(suffix.as_bytes()))
+}
+
+/// The operating-system path of `root`'s descendant `relative` (bytes,
+/// `/`-separated).
+fn under(root: &Path, relative: &[u8]) -> PathBuf {
+    if relative.is_empty() { root.to_path_buf() } else { root.join(OsStr::from_bytes(relative)) }
+}
+
+/// `dir/name` as bytes (`name` alone at the root).
+pub(super) fn child(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
+    if !dir.is_empty() {
+        path.extend_from_slice(dir);
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+    path
+}
+
+/// Whether `name` is one of the [`IGNORE_FILES`].
+pub(super) fn is_ignore_file(name: &[u8]) -> bool {
+    IGNORE_FILES.iter().any(|file| file.as_bytes() == name)
 }
 
 /// Why discovery passed over a path. The names are the `reason` values of
@@ -88,10 +119,6 @@ pub enum SkipReason {
     Binary,
     NonText,
     Unreadable,
-    /// A name that is not valid UTF-8: listed (quoted as git quotes it)
-    /// and counted as unreadable, never indexed under a lossy name that
-    /// names no file.
-    NonUtf8Name,
 }
 
 impl SkipReason {
@@ -105,7 +132,6 @@ impl SkipReason {
             Self::Binary => "binary",
             Self::NonText => "non_text",
             Self::Unreadable => "unreadable",
-            Self::NonUtf8Name => "non_utf8_name",
         }
     }
 }
@@ -150,7 +176,7 @@ impl SkipCounts {
             SkipReason::NonText => self.non_text += 1,
             SkipReason::Oversized => self.oversized += 1,
             SkipReason::Symlink => self.symlink += 1,
-            SkipReason::Unreadable | SkipReason::NonUtf8Name => self.unreadable += 1,
+            SkipReason::Unreadable => self.unreadable += 1,
             SkipReason::DotDir => self.dirs += 1,
             SkipReason::DotFile | SkipReason::NonRegular => {}
         }
@@ -182,7 +208,8 @@ impl FileStat {
 /// A regular file the walk accepted, not yet read.
 #[derive(Debug, Clone)]
 pub struct FoundFile {
-    /// Root-relative, `/`-separated.
+    /// Root-relative, `/`-separated: the path's key (quoted when its
+    /// bytes are not UTF-8).
     pub path: String,
     pub stat: FileStat,
     /// The blob of a committed tree's entry (revision mode); `None` on disk.
@@ -203,24 +230,38 @@ pub struct Walk {
 /// The ignore files of one directory.
 #[derive(Debug, Default)]
 pub(super) struct Level {
-    /// Root-relative directory, empty for the root.
-    dir: String,
+    /// Root-relative directory (bytes), empty for the root.
+    dir: Vec<u8>,
     matchers: Vec<Gitignore>,
 }
 
 impl Level {
-    fn load(root: &Path, dir: &str) -> Self {
-        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
-        let texts = IGNORE_FILES.iter().filter_map(|name| fs::read_to_string(abs.join(name)).ok()).collect();
+    fn load(root: &Path, dir: &[u8]) -> Self {
+        let abs = under(root, dir);
+        let texts = IGNORE_FILES.iter().filter_map(|name| fs::read(abs.join(name)).ok()).collect();
         Self::from_texts(root, dir, texts)
     }
 
-    /// The level of `dir` from the texts of its ignore files, in
+    /// The level of `dir` from the bytes of its ignore files, in
     /// [`IGNORE_FILES`] order (a committed tree's blobs, or files on disk).
-    pub(super) fn from_texts(root: &Path, dir: &str, texts: Vec<String>) -> Self {
-        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
+    /// A byte of a pattern that is not UTF-8 is matched as `?` (any one
+    /// byte): the glob engine takes patterns as text, and matches paths
+    /// by their bytes.
+    pub(super) fn from_texts(root: &Path, dir: &[u8], texts: Vec<Vec<u8>>) -> Self {
+        let abs = under(root, dir);
         let mut matchers = Vec::new();
-        for text in texts {
+        for bytes in texts {
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(error) => {
+                    let mut text = String::new();
+                    for chunk in error.as_bytes().utf8_chunks() {
+                        text.push_str(chunk.valid());
+                        text.extend(chunk.invalid().iter().map(|_| '?'));
+                    }
+                    text
+                }
+            };
             let mut builder = GitignoreBuilder::new(&abs);
             for line in text.lines() {
                 // A malformed line is ignored, as Git does.
@@ -232,11 +273,17 @@ impl Level {
                 matchers.push(matcher);
             }
         }
-        Self { dir: dir.to_string(), matchers }
+        Self { dir: dir.to_vec(), matchers }
     }
 
-    fn matched(&self, path: &str, is_dir: bool) -> Option<bool> {
+    /// Matched on the path's bytes: a glob's `*` and `?` match any byte,
+    /// so a name that is not UTF-8 is matched as Git matches it.
+    fn matched(&self, path: &[u8], is_dir: bool) -> Option<bool> {
+        if self.matchers.is_empty() {
+            return None;
+        }
         let relative = if self.dir.is_empty() { path } else { &path[self.dir.len() + 1..] };
+        let relative = Path::new(OsStr::from_bytes(relative));
         for matcher in self.matchers.iter().rev() {
             match matcher.matched(relative, is_dir) {
                 Match::None => {}
@@ -253,7 +300,7 @@ impl Level {
 /// rules from here and reads the others as it lists their folders).
 pub struct IgnoreRules {
     root: PathBuf,
-    levels: HashMap<String, Arc<Level>>,
+    levels: HashMap<Vec<u8>, Arc<Level>>,
 }
 
 impl IgnoreRules {
@@ -261,12 +308,12 @@ impl IgnoreRules {
         Self { root: root.to_path_buf(), levels: HashMap::new() }
     }
 
-    fn level(&mut self, dir: &str) -> Arc<Level> {
+    fn level(&mut self, dir: &[u8]) -> Arc<Level> {
         if let Some(level) = self.levels.get(dir) {
             return Arc::clone(level);
         }
         let level = Arc::new(Level::load(&self.root, dir));
-        self.levels.insert(dir.to_string(), Arc::clone(&level));
+        self.levels.insert(dir.to_vec(), Arc::clone(&level));
         level
     }
 
@@ -277,9 +324,10 @@ impl IgnoreRules {
         if dot_rule_skips(path, &[]) {
             return true;
         }
-        let mut stack = vec![self.level("")];
+        let path = key_bytes(path);
+        let mut stack = vec![self.level(b"")];
         let mut end = 0;
-        let components: Vec<&str> = path.split('/').collect();
+        let components: Vec<&[u8]> = path.split(|&byte| byte == b'/').collect();
         for (index, part) in components.iter().enumerate() {
             end += part.len() + usize::from(index > 0);
             let prefix = &path[..end];
@@ -309,28 +357,28 @@ pub(super) enum Rule {
     IgnoredDir,
 }
 
-/// The rule for folder `path` (named `name`), below the ignore levels
-/// `stack`.
-pub(super) fn folder_rule(path: &str, name: &str, scope: &[String], stack: &[Arc<Level>]) -> Rule {
+/// The rule for folder `path` (a key; named `name`), below the ignore
+/// levels `stack`.
+pub(super) fn folder_rule(path: &str, name: &[u8], scope: &[String], stack: &[Arc<Level>]) -> Rule {
     if !path_in_scope(path, scope) && !scope_may_contain_dir(path, scope) {
         Rule::Quiet
     } else if is_dot_name(name) && dot_rule_skips(path, scope) {
         Rule::Skip(SkipReason::DotDir)
-    } else if ignored_with(stack, path, true) {
+    } else if ignored_with(stack, &key_bytes(path), true) {
         Rule::IgnoredDir
     } else {
         Rule::Keep
     }
 }
 
-/// The rule for file `path` (named `name`), below the ignore levels
-/// `stack`.
-pub(super) fn file_rule(path: &str, name: &str, scope: &[String], stack: &[Arc<Level>]) -> Rule {
-    if !path_in_scope(path, scope) || (is_dot_name(name) && IGNORE_FILES.contains(&name)) {
+/// The rule for file `path` (a key; named `name`), below the ignore
+/// levels `stack`.
+pub(super) fn file_rule(path: &str, name: &[u8], scope: &[String], stack: &[Arc<Level>]) -> Rule {
+    if !path_in_scope(path, scope) || is_ignore_file(name) {
         Rule::Quiet
     } else if is_dot_name(name) && dot_rule_skips(path, scope) {
         Rule::Skip(SkipReason::DotFile)
-    } else if ignored_with(stack, path, false) {
+    } else if ignored_with(stack, &key_bytes(path), false) {
         Rule::Quiet
     } else {
         Rule::Keep
@@ -339,7 +387,7 @@ pub(super) fn file_rule(path: &str, name: &str, scope: &[String], stack: &[Arc<L
 
 /// Whether `path` is ignored, given the ignore levels of its ancestor
 /// directories (`stack`, root first).
-pub(super) fn ignored_with(stack: &[Arc<Level>], path: &str, is_dir: bool) -> bool {
+pub(super) fn ignored_with(stack: &[Arc<Level>], path: &[u8], is_dir: bool) -> bool {
     for level in stack.iter().rev() {
         if let Some(ignored) = level.matched(path, is_dir) {
             return ignored;
@@ -401,8 +449,8 @@ type Slot<O> = Option<(Listed, Vec<Option<O>>)>;
 
 /// [`walk`], running `work` on the files it wants.
 pub fn walk_with<W: FileWork>(root: &Path, scope: &[String], rules: &mut IgnoreRules, work: &W) -> WorkedWalk<W> {
-    let root_level = rules.level("");
-    let jobs = Jobs::new(FolderJob { dir: String::new(), stack: Vec::new(), slot: 0 });
+    let root_level = rules.level(b"");
+    let jobs = Jobs::new(FolderJob { dir: Vec::new(), stack: Vec::new(), slot: 0 });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     // `after_job` runs after each job (the first thread uses it to call in
     // the others).
@@ -484,10 +532,10 @@ pub fn walk_with<W: FileWork>(root: &Path, scope: &[String], rules: &mut IgnoreR
     WorkedWalk { walk: out, outputs, states }
 }
 
-/// One folder to list: its root-relative path, the ignore levels of its
-/// ancestors (root first) and the slot its result goes to.
+/// One folder to list: its root-relative path (bytes), the ignore levels
+/// of its ancestors (root first) and the slot its result goes to.
 struct FolderJob {
-    dir: String,
+    dir: Vec<u8>,
     stack: Vec<Arc<Level>>,
     slot: usize,
 }
@@ -569,7 +617,7 @@ impl Jobs {
     }
 
     /// Queues a subfolder and returns its slot.
-    fn add_folder(&self, dir: String, stack: Vec<Arc<Level>>) -> usize {
+    fn add_folder(&self, dir: Vec<u8>, stack: Vec<Arc<Level>>) -> usize {
         let slot = {
             let mut state = self.lock();
             state.slots += 1;
@@ -619,33 +667,20 @@ fn join_folder<O>(slots: &mut [Slot<O>], slot: usize, out: &mut Walk, outputs: &
     }
 }
 
-/// The entries of a folder sorted by name; `None` (with a skip) when the
-/// folder cannot be read.
-fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs::DirEntry)>> {
-    let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
-    let entries = match fs::read_dir(&abs) {
+/// The entries of a folder sorted by name (bytes); `None` (with a skip)
+/// when the folder cannot be read.
+fn read_sorted(root: &Path, dir: &[u8], out: &mut Listed) -> Option<Vec<(OsString, fs::DirEntry)>> {
+    let entries = match fs::read_dir(under(root, dir)) {
         Ok(entries) => entries,
         Err(_) => {
             out.skipped.unreadable += 1;
-            let path = if dir.is_empty() { ".".to_string() } else { dir.to_string() };
-            out.skips.push(Skip { path, reason: SkipReason::Unreadable });
+            let path = if dir.is_empty() { ".".to_string() } else { utf8_or_quoted(dir).into_owned() };
+            out.items.push(Item::Skip(Skip { path, reason: SkipReason::Unreadable }));
             return None;
         }
     };
-    let mut named: Vec<(String, fs::DirEntry)> = Vec::new();
-    for entry in entries.filter_map(Result::ok) {
-        match entry.file_name().into_string() {
-            Ok(name) => named.push((name, entry)),
-            Err(name) => {
-                use std::os::unix::ffi::OsStrExt;
-                let mut path = if dir.is_empty() { Vec::new() } else { format!("{dir}/").into_bytes() };
-                path.extend_from_slice(name.as_bytes());
-                let path = git_agent_shared::quote::quote_path(&path).into_owned();
-                out.skipped.count(SkipReason::NonUtf8Name);
-                out.skips.push(Skip { path, reason: SkipReason::NonUtf8Name });
-            }
-        }
-    }
+    let mut named: Vec<(OsString, fs::DirEntry)> =
+        entries.filter_map(Result::ok).map(|entry| (entry.file_name(), entry)).collect();
     named.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     Some(named)
 }
@@ -655,26 +690,20 @@ fn read_sorted(root: &Path, dir: &str, out: &mut Walk) -> Option<Vec<(String, fs
 fn list_folder(root: &Path, scope: &[String], root_level: &Arc<Level>, job: FolderJob, jobs: &Jobs) -> (usize, Listed) {
     let FolderJob { dir, mut stack, slot } = job;
     let mut out = Listed::default();
-    // What the listing passed over: the folder itself when it cannot be
-    // read, else its entries whose names are not UTF-8.
-    let mut passed = Walk::default();
-    let listed = read_sorted(root, &dir, &mut passed);
-    out.skipped.add(&passed.skipped);
-    out.items.extend(passed.skips.into_iter().map(Item::Skip));
-    let Some(entries) = listed else {
+    let Some(entries) = read_sorted(root, &dir, &mut out) else {
         return (slot, out);
     };
     // The listing tells whether the folder has ignore files to load.
     let level = if dir.is_empty() {
         Arc::clone(root_level)
-    } else if entries.iter().any(|(name, _)| IGNORE_FILES.contains(&name.as_str())) {
+    } else if entries.iter().any(|(name, _)| is_ignore_file(name.as_bytes())) {
         Arc::new(Level::load(root, &dir))
     } else {
         Arc::new(Level { dir: dir.clone(), matchers: Vec::new() })
     };
     stack.push(level);
     for (name, entry) in entries {
-        visit(&dir, name, entry, scope, &stack, jobs, &mut out);
+        visit(&dir, name.as_bytes(), entry, scope, &stack, jobs, &mut out);
     }
     (slot, out)
 }
@@ -682,15 +711,16 @@ fn list_folder(root: &Path, scope: &[String], root_level: &Arc<Level>, job: Fold
 /// Applies the walk's rules to one entry of `dir`.
 #[allow(clippy::too_many_arguments)]
 fn visit(
-    dir: &str,
-    name: String,
+    dir: &[u8],
+    name: &[u8],
     entry: fs::DirEntry,
     scope: &[String],
     stack: &[Arc<Level>],
     jobs: &Jobs,
     out: &mut Listed,
 ) {
-    let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+    let bytes = child(dir, name);
+    let path = utf8_or_quoted(&bytes).into_owned();
     let skip = |out: &mut Listed, path: String, reason: SkipReason| {
         out.skipped.count(reason);
         out.items.push(Item::Skip(Skip { path, reason }));
@@ -699,7 +729,7 @@ fn visit(
         return skip(out, path, SkipReason::Unreadable);
     };
     if file_type.is_dir() {
-        match folder_rule(&path, &name, scope, stack) {
+        match folder_rule(&path, name, scope, stack) {
             Rule::Keep => {}
             Rule::Quiet => return,
             Rule::Skip(reason) => return skip(out, path, reason),
@@ -708,11 +738,11 @@ fn visit(
                 return;
             }
         }
-        let slot = jobs.add_folder(path, stack.to_vec());
+        let slot = jobs.add_folder(bytes, stack.to_vec());
         out.items.push(Item::Folder(slot));
         return;
     }
-    match file_rule(&path, &name, scope, stack) {
+    match file_rule(&path, name, scope, stack) {
         Rule::Keep => {}
         Rule::Quiet | Rule::IgnoredDir => return,
         Rule::Skip(reason) => return skip(out, path, reason),
@@ -733,13 +763,13 @@ fn visit(
     }
 }
 
-/// Reads a found file and applies the content checks: at most 1 MiB,
-/// no NUL byte near the start, a text type. Returns the text (invalid
-/// UTF-8 replaced) or the reason to skip it.
+/// Reads a found file (`path` a key) and applies the content checks: at
+/// most 1 MiB, no NUL byte near the start, a text type. Returns the text
+/// (invalid UTF-8 replaced) or the reason to skip it.
 /// `size_hint` (the walk's size) sizes the buffer; the limit holds
 /// whatever the file's size is now.
 pub fn read_candidate(root: &Path, path: &str, size_hint: u64) -> Result<String, SkipReason> {
-    let file = fs::File::open(root.join(path)).map_err(|_| SkipReason::Unreadable)?;
+    let file = fs::File::open(root.join(key_path(path))).map_err(|_| SkipReason::Unreadable)?;
     let mut data = Vec::with_capacity(size_hint.min(MAX_FILE_BYTES) as usize + 1);
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data).map_err(|_| SkipReason::Unreadable)?;
     check_candidate(path, data)
@@ -782,6 +812,8 @@ mod tests {
             .map(|file| file.path)
             .collect()
     }
+
+    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn classifies_every_skip_reason() {
@@ -972,28 +1004,48 @@ mod tests {
         }
     }
 
+    /// Names that are not UTF-8 are walked, entered, ignored and read
+    /// by their bytes, and found under their keys (quoted as git quotes
+    /// them) in byte order.
     #[test]
-    fn names_that_are_not_utf8_are_skipped_first_in_their_folder_and_not_entered() {
-        use std::ffi::OsStr;
-        use std::os::unix::ffi::OsStrExt;
+    fn names_that_are_not_utf8_are_found_entered_and_ignored_by_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
+        let bytes = |path: &[u8]| root.join(OsStr::from_bytes(path));
         write(root, "a/b.txt", b"text\n");
         write(root, "a/.env", b"x\n");
         write(root, "z.txt", b"text\n");
-        fs::create_dir(root.join(OsStr::from_bytes(b"a/caf\xe9"))).unwrap();
-        fs::write(root.join(OsStr::from_bytes(b"a/caf\xe9/inner.txt")), b"text\n").unwrap();
-        fs::write(root.join(OsStr::from_bytes(b"y\xff.txt")), b"text\n").unwrap();
+        write(root, ".gitignore", b"*.log\nign\xe9/\n");
+        fs::create_dir(bytes(b"a/caf\xe9")).unwrap();
+        fs::write(bytes(b"a/caf\xe9/inner.txt"), b"inner\n").unwrap();
+        fs::write(bytes(b"a/caf\xe9/.gitignore"), b"drop\xff.txt\n").unwrap();
+        fs::write(bytes(b"a/caf\xe9/drop\xff.txt"), b"dropped\n").unwrap();
+        fs::write(bytes(b"y\xff.txt"), b"text\n").unwrap();
+        fs::write(bytes(b"y\xff.log"), b"log\n").unwrap();
+        fs::write(bytes(b"\"quoted\".txt"), b"text\n").unwrap();
+        fs::create_dir(bytes(b"ign\xe9")).unwrap();
+        fs::write(bytes(b"ign\xe9/x.txt"), b"ignored\n").unwrap();
         let walk = walk(root, &[], &mut IgnoreRules::new(root));
         let files: Vec<&str> = walk.files.iter().map(|file| file.path.as_str()).collect();
-        assert_eq!(files, ["a/b.txt", "z.txt"]);
+        assert_eq!(files, [r#""\"quoted\".txt""#, "a/b.txt", r#""a/caf\351/inner.txt""#, r#""y\377.txt""#, "z.txt"]);
         let skips: Vec<(&str, &str)> =
             walk.skips.iter().map(|skip| (skip.path.as_str(), skip.reason.as_str())).collect();
-        assert_eq!(
-            skips,
-            [(r#""y\377.txt""#, "non_utf8_name"), (r#""a/caf\351""#, "non_utf8_name"), ("a/.env", "dot_file")]
-        );
-        assert_eq!(walk.skipped.unreadable, 2);
+        assert_eq!(skips, [("a/.env", "dot_file")]);
+        assert_eq!(walk.skipped.unreadable, 0);
+        for file in &walk.files {
+            assert!(read_candidate(root, &file.path, file.stat.size).is_ok(), "{}", file.path);
+        }
+        assert_eq!(read_candidate(root, r#""a/caf\351/inner.txt""#, 0).unwrap(), "inner\n");
+
+        let mut rules = IgnoreRules::new(root);
+        assert!(rules.excludes_file(r#""a/caf\351/drop\377.txt""#));
+        assert!(rules.excludes_file(r#""ign\351/x.txt""#));
+        assert!(rules.excludes_file(r#""y\377.log""#));
+        assert!(!rules.excludes_file(r#""y\377.txt""#));
+
+        let scoped = super::walk(root, &[r#""a/caf\351""#.to_string()], &mut IgnoreRules::new(root));
+        let files: Vec<&str> = scoped.files.iter().map(|file| file.path.as_str()).collect();
+        assert_eq!(files, [r#""a/caf\351/inner.txt""#]);
     }
 
     /// File work that reads nothing and panics on one file.

@@ -19,6 +19,7 @@
 use super::discovery::{
     self, FileStat, FileWork, FoundFile, IGNORE_FILES, Level, MAX_FILE_BYTES, Rule, Skip, SkipReason, Walk, WorkedWalk,
 };
+use git_agent_shared::quote::utf8_or_quoted;
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 use std::path::{Path, PathBuf};
@@ -244,7 +245,7 @@ impl TreeSource {
     /// (the ignore files must be there: they decide the selection).
     pub fn absent_selected_files(&self, scope: &[String]) -> Result<Vec<ObjectId>, RevisionError> {
         let mut walk = Walk::default();
-        walk_tree(&self.local(), self, Path::new("/"), self.tree, "", scope, &mut Vec::new(), &mut walk)?;
+        walk_tree(&self.local(), self, Path::new("/"), self.tree, b"", scope, &mut Vec::new(), &mut walk)?;
         Ok(walk.absent)
     }
 }
@@ -336,7 +337,7 @@ pub fn walk_with<W: FileWork>(source: &TreeSource, scope: &[String], work: &W) -
     let mut walk = Walk::default();
     let root = Path::new("/");
     let mut stack: Vec<Arc<Level>> = Vec::new();
-    walk_tree(&repo, source, root, source.tree, "", scope, &mut stack, &mut walk)?;
+    walk_tree(&repo, source, root, source.tree, b"", scope, &mut stack, &mut walk)?;
 
     let wanted: Vec<usize> = (0..walk.files.len()).filter(|&index| work.wants(&walk.files[index])).collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(wanted.len().max(1));
@@ -372,15 +373,15 @@ pub fn walk_with<W: FileWork>(source: &TreeSource, scope: &[String], work: &W) -
     Ok(WorkedWalk { walk, outputs, states })
 }
 
-/// Lists one tree (`dir` root-relative) into `out`, entering subtrees in
-/// name order.
+/// Lists one tree (`dir` root-relative, bytes) into `out`, entering
+/// subtrees in name order (by bytes; found files carry their path's key).
 #[allow(clippy::too_many_arguments)]
 fn walk_tree(
     repo: &gix::Repository,
     source: &TreeSource,
     root: &Path,
     tree_id: ObjectId,
-    dir: &str,
+    dir: &[u8],
     scope: &[String],
     stack: &mut Vec<Arc<Level>>,
     out: &mut Walk,
@@ -390,37 +391,32 @@ fn walk_tree(
         what: what.to_string(),
         message: error.to_string(),
     };
-    let tree = repo.find_tree(tree_id).map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
-    let decoded = tree.decode().map_err(|error| read_error(&format!("the tree of {dir:?}"), &error))?;
-    let mut entries: Vec<(String, EntryKind, ObjectId)> = Vec::with_capacity(decoded.entries.len());
-    for entry in &decoded.entries {
-        match std::str::from_utf8(entry.filename) {
-            Ok(name) => entries.push((name.to_string(), entry.mode.kind(), entry.oid.to_owned())),
-            Err(_) => {
-                let mut path = if dir.is_empty() { Vec::new() } else { format!("{dir}/").into_bytes() };
-                path.extend_from_slice(entry.filename);
-                let path = git_agent_shared::quote::quote_path(&path).into_owned();
-                skip(out, path, SkipReason::NonUtf8Name);
-            }
-        }
-    }
-    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let tree_name = || format!("the tree of {:?}", utf8_or_quoted(dir));
+    let tree = repo.find_tree(tree_id).map_err(|error| read_error(&tree_name(), &error))?;
+    let decoded = tree.decode().map_err(|error| read_error(&tree_name(), &error))?;
+    let mut entries: Vec<(Vec<u8>, EntryKind, ObjectId)> = decoded
+        .entries
+        .iter()
+        .map(|entry| (entry.filename.to_vec(), entry.mode.kind(), entry.oid.to_owned()))
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
 
     // This folder's ignore files, from their blobs.
     let mut texts = Vec::new();
     for name in IGNORE_FILES {
-        let Some((_, kind, oid)) = entries.iter().find(|(entry, _, _)| entry == name) else { continue };
+        let Some((_, kind, oid)) = entries.iter().find(|(entry, _, _)| entry == name.as_bytes()) else { continue };
         if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
             continue;
         }
-        let path = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+        let path = utf8_or_quoted(&discovery::child(dir, name.as_bytes())).into_owned();
         let object = repo.find_object(*oid).map_err(|error| read_error(&path, &error))?;
-        texts.push(String::from_utf8_lossy(&object.detach().data).into_owned());
+        texts.push(object.detach().data);
     }
     stack.push(Arc::new(Level::from_texts(root, dir, texts)));
 
     for (name, kind, oid) in entries {
-        let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+        let bytes = discovery::child(dir, &name);
+        let path = utf8_or_quoted(&bytes).into_owned();
         if kind == EntryKind::Tree {
             match discovery::folder_rule(&path, &name, scope, stack) {
                 Rule::Keep => {}
@@ -434,7 +430,7 @@ fn walk_tree(
                     continue;
                 }
             }
-            walk_tree(repo, source, root, oid, &path, scope, stack, out)?;
+            walk_tree(repo, source, root, oid, &bytes, scope, stack, out)?;
             continue;
         }
         match discovery::file_rule(&path, &name, scope, stack) {
@@ -506,6 +502,37 @@ mod tests {
             walk.files.into_iter().map(|file| file.path).collect(),
             walk.skips.into_iter().map(|skip| (skip.path, skip.reason)).collect(),
         )
+    }
+
+    /// A committed name that is not UTF-8 is walked under its key (quoted
+    /// as git quotes it), its folder entered and its ignore rules applied
+    /// by bytes, and its blob read by the tree entry.
+    #[test]
+    fn names_that_are_not_utf8_are_walked_and_read_under_their_keys() {
+        use std::os::unix::ffi::OsStrExt;
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        let bytes = |path: &[u8]| root.join(std::ffi::OsStr::from_bytes(path));
+        std::fs::create_dir(bytes(b"dir\xff")).unwrap();
+        std::fs::write(bytes(b"dir\xff/x.py"), "def retry():\n    return 1\n").unwrap();
+        std::fs::write(bytes(b"dir\xff/.gitignore"), b"drop\xe9.py\n").unwrap();
+        std::fs::write(bytes(b"dir\xff/drop\xe9.py"), "dropped\n").unwrap();
+        std::fs::write(bytes(b"caf\xe9.py"), "print(1)\n").unwrap();
+        write(root, "plain.txt", "plain\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "names"]);
+        let repo = open(root).unwrap();
+        let commit = resolve(&repo.to_thread_local(), "HEAD").unwrap();
+        let source = TreeSource::new(repo, commit).unwrap();
+        let (files, skips) = walked(&source, &[]);
+        assert_eq!(files, [r#""caf\351.py""#, r#""dir\377/x.py""#, "plain.txt"]);
+        assert!(skips.is_empty(), "{skips:?}");
+        let walk = walk_with(&source, &[], &discovery::NoFileWork).unwrap().walk;
+        let local = source.local();
+        assert_eq!(source.read(&local, &walk.files[1]).unwrap(), "def retry():\n    return 1\n");
+        let (scoped, _) = walked(&source, &[r#""dir\377""#]);
+        assert_eq!(scoped, [r#""dir\377/x.py""#]);
     }
 
     #[test]

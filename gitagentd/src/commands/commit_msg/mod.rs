@@ -125,7 +125,7 @@ pub async fn run(
         services,
         invocation,
         &settings,
-        &format!("git-agent {command} {} {}", request.mode(), repo.root().display()),
+        &format!("git-agent {command} {} {}", request.mode(), git_agent_shared::quote::os_path_key(repo.root())),
     )
     .await?;
     let sink = TraceSink::new(invocation, output, &reporter, request.commit);
@@ -176,7 +176,7 @@ fn session_event(request: &Request, repo: &Repository, prepared: &Prepared) -> E
     let event = Event::new("session")
         .with("command", request.command())
         .with("mode", request.mode())
-        .with("repo", repo.root().display().to_string());
+        .with("repo", git_agent_shared::quote::os_path_key(repo.root()).into_owned());
     match prepared {
         Prepared::Normal(staged) => event
             .with("staged_paths", staged.staged_paths.len())

@@ -37,7 +37,8 @@ impl Disposition<'_> {
     /// The records, one line per item, all with the same timestamp.
     pub fn lines(&self, timestamp: &str) -> String {
         let mode = if self.items.len() > 1 { "batched" } else { "unbatched" };
-        let workspace = serde_json::to_string(&self.workspace.display().to_string()).unwrap_or_default();
+        let workspace =
+            serde_json::to_string(&git_agent_shared::quote::os_path_key(self.workspace)).unwrap_or_default();
         self.items
             .iter()
             .map(|item| {

@@ -96,7 +96,7 @@ pub async fn run(
     sink.event(
         Event::new("session")
             .with("command", COMMAND)
-            .with("root", root.display().to_string())
+            .with("root", git_agent_shared::quote::os_path_key(&root).into_owned())
             .with("git", files.repo().is_some())
             .with("target", target.map_or("universal", ExploreTarget::as_str))
             .with("parent", parent.as_ref().map_or("", |parent| parent.id.as_str())),
@@ -362,7 +362,7 @@ impl Conversation {
                 id: item.item_id.clone(),
                 parent_id: parent.map(|parent| parent.id.clone()).unwrap_or_default(),
                 depth: parent.map_or(0, |parent| parent.depth + 1),
-                workspace: self.root.display().to_string(),
+                workspace: git_agent_shared::quote::os_path_key(&self.root).into_owned(),
                 prompt_cache_key: prompt_cache_key.clone(),
                 instruction_target,
                 active_target: self.target,

@@ -146,14 +146,20 @@ pub async fn probe(
     };
     // Search paths are relative to the index root; leads are relative to
     // the exploration root beneath it.
-    let below = root.strip_prefix(&prefix).ok().map(|rel| rel.to_string_lossy().replace('\\', "/"));
+    // Both are keys; the strip is by bytes, so either may be quoted.
+    use git_agent_shared::quote::{key_bytes, utf8_or_quoted};
+    let below =
+        root.strip_prefix(&prefix).ok().map(|rel| std::os::unix::ffi::OsStrExt::as_bytes(rel.as_os_str()).to_vec());
     let leads: Vec<Lead> = outcome
         .hits
         .iter()
         .filter_map(|hit| {
             let path = match below.as_deref() {
-                None | Some("") => hit.path.as_str(),
-                Some(rel) => hit.path.strip_prefix(rel)?.strip_prefix('/')?,
+                None | Some(b"") => hit.path.clone(),
+                Some(rel) => {
+                    let bytes = key_bytes(&hit.path);
+                    utf8_or_quoted(bytes.strip_prefix(rel)?.strip_prefix(b"/")?).into_owned()
+                }
             };
             Some(Lead {
                 range: format!("{path}:{}-{}", hit.start_line, hit.end_line),

@@ -205,7 +205,7 @@ impl SessionStore {
         if let Some(reason) = malformed.or_else(|| session.defect()) {
             return Err(not_eligible(reason));
         }
-        let current = workspace.display().to_string();
+        let current = git_agent_shared::quote::os_path_key(workspace).into_owned();
         if session.workspace != current {
             return Err(SessionError::OtherWorkspace { id: id.to_string(), parent: session.workspace, current });
         }

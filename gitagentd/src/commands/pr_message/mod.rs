@@ -56,14 +56,18 @@ pub async fn run(
         ));
     }
 
-    let provider =
-        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))
-            .await?;
+    let provider = generation::provider(
+        services,
+        invocation,
+        &settings,
+        &format!("git-agent {COMMAND} {}", git_agent_shared::quote::os_path_key(&root)),
+    )
+    .await?;
     let sink = TraceSink::new(invocation, output, &reporter, false);
     sink.event(
         Event::new("session")
             .with("command", COMMAND)
-            .with("repo", root.display().to_string())
+            .with("repo", git_agent_shared::quote::os_path_key(&root).into_owned())
             .with("range", context.range.as_str())
             .with("base", context.base_branch.as_str())
             .with("changed_paths", context.changed_paths.len())

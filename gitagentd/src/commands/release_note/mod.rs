@@ -64,14 +64,18 @@ pub async fn run(
         ));
     }
 
-    let provider =
-        generation::provider(services, invocation, &settings, &format!("git-agent {COMMAND} {}", root.display()))
-            .await?;
+    let provider = generation::provider(
+        services,
+        invocation,
+        &settings,
+        &format!("git-agent {COMMAND} {}", git_agent_shared::quote::os_path_key(&root)),
+    )
+    .await?;
     let sink = TraceSink::new(invocation, output, &reporter, out.is_some());
     sink.event(
         Event::new("session")
             .with("command", COMMAND)
-            .with("repo", root.display().to_string())
+            .with("repo", git_agent_shared::quote::os_path_key(&root).into_owned())
             .with("range", context.range.as_str())
             .with("commits", context.parent_commits.len())
             .with("submodules", context.submodules.len())
