@@ -407,3 +407,55 @@ fn unsafe_trees_are_refused() {
     assert!(matches!(tree::check(root, rules), Err(FormatError::UnsafePath(_))), "mixed trees are refused");
     assert_eq!(tree::check(root, TreeRules::MixedMigration).unwrap().len(), 3, "except by migrate");
 }
+
+/// The exact bytes both schemas write, so a change to the record types
+/// cannot change the wire format unnoticed: an empty blob, a zero size and
+/// a set modification time each take their schema's rule.
+#[test]
+fn both_schemas_write_the_same_bytes_as_before() {
+    let mut bare = record("src/c.rs", "hc", [0.5, -2.0, 0.125]);
+    bare.blob.clear();
+    bare.size = 0;
+    bare.mtime_unix_nano = 1_700_000_000_000_000_000;
+    let mut all = records();
+    all.push(bare);
+    let v1 = manifest::encode_v1(&target(), &all).unwrap();
+    assert_eq!(String::from_utf8(v1.clone()).unwrap(), include_str!("golden/v1.json"));
+    assert_eq!(manifest::decode_v1(&v1, "s.json", &target()).unwrap(), sorted(all.clone()));
+    let mut packs = Packs::default();
+    let (v2, new) = merge::build_v2(&target(), all.clone(), &mut PackCatalog::default()).unwrap();
+    packs.add(&new);
+    assert_eq!(String::from_utf8(manifest::encode_v2(&v2)).unwrap(), include_str!("golden/v2.json"));
+    assert_eq!(packs.resolve(&v2).unwrap(), sorted(all));
+}
+
+/// A record member neither schema names is refused, including the local
+/// store's payload reference, which never leaves the machine.
+#[test]
+fn unknown_record_members_are_refused() {
+    let v1 = include_str!("golden/v1.json");
+    let v2 = include_str!("golden/v2.json");
+    let mut packs = Packs::default();
+    let (_, new) = merge::build_v2(&target(), records(), &mut PackCatalog::default()).unwrap();
+    packs.add(&new);
+    assert!(manifest::decode_v1(v1.as_bytes(), "s.json", &target()).is_ok());
+    for member in ["\"extra\":1,", "\"offset\":0,", "\"vector_key\":\"k\",", "\"vector_checksum\":0,", "\"pack\":0,"] {
+        let bytes = v1.replacen("\"path\":", &format!("{member}\"path\":"), 1).into_bytes();
+        match manifest::decode_v1(&bytes, "s.json", &target()) {
+            Err(FormatError::ManifestJson { source, .. }) => {
+                assert!(source.to_string().contains("unknown field"), "{member}: {source}")
+            }
+            result => panic!("v1 accepted {member}: {result:?}"),
+        }
+    }
+    for member in ["\"extra\":1,", "\"offset\":0,", "\"embedding_model\":\"m\",", "\"dimensions\":3,", "\"vector\":[],"]
+    {
+        let bytes = v2.replacen("\"path\":", &format!("{member}\"path\":"), 1).into_bytes();
+        match manifest::decode_v2(&bytes, "m.json", &target(), &mut packs.loader()) {
+            Err(FormatError::ManifestJson { source, .. }) => {
+                assert!(source.to_string().contains("unknown field"), "{member}: {source}")
+            }
+            result => panic!("v2 accepted {member}: {result:?}"),
+        }
+    }
+}
