@@ -5,6 +5,7 @@ use super::*;
 use crate::FormatError;
 use crate::manifest::SyncRecord;
 use crate::schema::SchemaVersion;
+use gitagent_search::index::store::IndexRecord;
 use std::path::Path;
 use std::process::Command;
 
@@ -91,18 +92,20 @@ pub fn target() -> Target {
 
 pub fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     SyncRecord {
-        chunk_id: format!("{path}#1"),
-        path: path.into(),
-        source: "revision".into(),
-        blob: "ab".repeat(20),
-        start_line: 1,
-        end_line: 4,
-        content_hash: format!("c-{input}"),
-        embedding_input_hash: input.into(),
-        embedding_model: MODEL.into(),
-        dimensions: 3,
-        size: 10,
-        mtime_unix_nano: 0,
+        chunk: IndexRecord {
+            chunk_id: format!("{path}#1"),
+            path: path.into(),
+            source: "revision".into(),
+            blob: "ab".repeat(20),
+            start_line: 1,
+            end_line: 4,
+            content_hash: format!("c-{input}"),
+            embedding_input_hash: input.into(),
+            embedding_model: MODEL.into(),
+            dimensions: 3,
+            size: 10,
+            ..IndexRecord::default()
+        },
         vector: vector.to_vec(),
     }
 }
@@ -173,7 +176,7 @@ async fn a_rejected_push_is_replayed_on_the_new_tip() {
     assert!(published.pushed);
     assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "3", "linear history, no merge commit");
     let shared = world.machine("c").import(target(), &cancel).await.unwrap().unwrap();
-    let paths: Vec<&str> = shared.iter().map(|r| r.path.as_str()).collect();
+    let paths: Vec<&str> = shared.iter().map(|r| r.chunk.path.as_str()).collect();
     assert_eq!(paths, ["src/a.rs", "src/b.rs", "src/base.rs"]);
 }
 
