@@ -1,6 +1,8 @@
 //! Shared helpers for the end-to-end tests: an isolated user environment
 //! ([`TestEnv`]) that runs the real `git-agent` and `gitagentd` binaries,
 //! and temporary Git repositories built with the real `git` ([`GitRepo`]).
+//! The crates' own tests build theirs with [`git::Git`], the one isolated
+//! `git` runner.
 //!
 //! The binaries are the ones `cargo test` built next to this test binary
 //! (`target/<profile>/`). Every environment has its own HOME,
@@ -11,6 +13,7 @@ pub mod corpus;
 pub mod fake_embeddings;
 pub mod fake_openai;
 pub mod fake_proxy;
+pub mod git;
 pub mod git_servers;
 pub mod soak;
 

@@ -226,12 +226,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let status = Command::new("git").env("GIT_CONFIG_NOSYSTEM", "1").current_dir(dir).args(args).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    }
+    use git_agent_tests::git::git;
 
     #[test]
     fn locate_tells_work_trees_git_dirs_and_bare_repositories_apart() {

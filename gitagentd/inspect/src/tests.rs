@@ -1,11 +1,11 @@
 //! Scope preparation against real temporary repositories built with the
-//! `git` executable (pinned identity and dates, no user or system
-//! configuration).
+//! `git` executable (the tests' isolated runner, [`Git`]: pinned identity
+//! and dates, no user or system configuration).
 
 use super::git::GitEnv;
 use super::prepare::{self, Mode, PrepareError, PreparedScope};
+use git_agent_tests::git::Git;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
@@ -33,27 +33,12 @@ impl Fixture {
         GitEnv { home: Some(self.home()), xdg_config_home: None }
     }
 
+    #[track_caller]
     pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
-        let output = Command::new("git")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "A")
-            .env("GIT_AUTHOR_EMAIL", "a@example.test")
-            .env("GIT_COMMITTER_NAME", "A")
-            .env("GIT_COMMITTER_EMAIL", "a@example.test")
-            .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
-            .args(["-c", "protocol.file.allow=always", "-c", "commit.gpgSign=false"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run git");
-        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        Git::with_home(self.home()).run(dir, args)
     }
 
+    #[track_caller]
     pub fn git(&self, args: &[&str]) -> String {
         self.git_in(&self.repo(), args)
     }

@@ -18,7 +18,7 @@ use super::sync::Endpoint;
 use git_agent_shared::config_file::ConfigFile;
 use git_agent_shared::{Environment, giturl, paths, timefmt};
 use gitagent_search::Selection;
-use gitagent_search::index::store::{self, IndexRecord, Manifest, RecordToWrite, VectorData};
+use gitagent_search::index::store::{self, Manifest, RecordToWrite, VectorData};
 use gitagent_search::source::revision;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -164,7 +164,7 @@ impl Confirmation {
         let to_write = records
             .iter()
             .map(|record| RecordToWrite {
-                record: IndexRecord::from(record),
+                record: record.chunk.clone(),
                 vector: VectorData::Values(&record.vector),
                 stored: None,
             })

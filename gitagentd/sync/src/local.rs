@@ -8,7 +8,7 @@
 use super::keys;
 use super::manifest::{SyncRecord, Target};
 use super::sync::{Export, ExportSource, Skipped};
-use gitagent_search::index::store::{self, IndexRecord, Manifest};
+use gitagent_search::index::store::{self, Manifest};
 use std::path::{Path, PathBuf};
 
 const MANIFEST: &str = "manifest.json";
@@ -139,59 +139,16 @@ pub fn load(candidate: &Candidate) -> Result<Export, Skipped> {
         let vector = snapshot
             .vector(index)
             .ok_or_else(|| skipped(format!("the vector of chunk {} is missing or corrupt", record.chunk_id())))?;
-        let record = SyncRecord::from((&record.to_index_record(), vector));
+        let record = SyncRecord::new(record.to_index_record(), vector);
         if !record.is_compatible(&target.model, target.dimensions) {
             return Err(skipped(format!(
                 "chunk {} is not a {} vector of {} dimensions",
-                record.chunk_id, target.model, target.dimensions
+                record.chunk.chunk_id, target.model, target.dimensions
             )));
         }
         records.push(record);
     }
     Ok(Export { target: target.clone(), records })
-}
-
-/// A local record with its vector as the sync repository stores it.
-impl From<(&IndexRecord, &[f32])> for SyncRecord {
-    fn from((record, vector): (&IndexRecord, &[f32])) -> Self {
-        SyncRecord {
-            chunk_id: record.chunk_id.clone(),
-            path: record.path.clone(),
-            source: record.source.clone(),
-            blob: record.blob.clone(),
-            start_line: record.start_line,
-            end_line: record.end_line,
-            content_hash: record.content_hash.clone(),
-            embedding_input_hash: record.embedding_input_hash.clone(),
-            embedding_model: record.embedding_model.clone(),
-            dimensions: record.dimensions,
-            size: record.size,
-            mtime_unix_nano: record.mtime_unix_nano,
-            vector: vector.to_vec(),
-        }
-    }
-}
-
-/// A shared record's metadata as the local store keeps it (publication
-/// fills in the payload reference).
-impl From<&SyncRecord> for IndexRecord {
-    fn from(record: &SyncRecord) -> Self {
-        IndexRecord {
-            chunk_id: record.chunk_id.clone(),
-            path: record.path.clone(),
-            source: record.source.clone(),
-            blob: record.blob.clone(),
-            start_line: record.start_line,
-            end_line: record.end_line,
-            content_hash: record.content_hash.clone(),
-            embedding_input_hash: record.embedding_input_hash.clone(),
-            embedding_model: record.embedding_model.clone(),
-            dimensions: record.dimensions,
-            size: record.size,
-            mtime_unix_nano: record.mtime_unix_nano,
-            ..IndexRecord::default()
-        }
-    }
 }
 
 /// An inventory as a publication source.

@@ -7,12 +7,18 @@
 //! compact JSON followed by a newline, records sorted by identity. Imports
 //! validate every field against the selected revision and every reference
 //! against the pack it names before a record is trusted.
+//!
+//! A record of either schema holds the search index's own record
+//! ([`IndexRecord`]) as its chunk, so a record is never copied field by
+//! field: each schema lists its members once (`ChunkV1`, `ChunkV2`, serde
+//! shapes of that type), and those lists are the wire formats.
 
 use super::FormatError;
 use super::keys::{self, Digest};
 use super::merge;
 use super::pack::Pack;
 use super::schema::SchemaVersion;
+use gitagent_search::index::store::IndexRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -85,29 +91,46 @@ impl Target {
     }
 }
 
-/// One shared vector record: the local record's metadata plus its vector.
-/// Schema v1 stores it as it is, the vector as JSON numbers.
+/// One shared vector record: the chunk as the search index records it,
+/// plus its vector. The chunk's payload reference (`offset`, `vector_key`,
+/// `vector_checksum`) belongs to one machine's store: it stays empty here
+/// and neither schema writes or accepts it. Schema v1 stores the record as
+/// it is (`ChunkV1`), the vector as JSON numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyncRecord {
-    pub chunk_id: String,
-    pub path: String,
-    pub source: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub blob: String,
-    pub start_line: i64,
-    pub end_line: i64,
-    pub content_hash: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub embedding_input_hash: String,
-    pub embedding_model: String,
-    pub dimensions: i64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub size: i64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub mtime_unix_nano: i64,
+    #[serde(flatten, with = "ChunkV1")]
+    pub chunk: IndexRecord,
     #[serde(with = "wide_vector")]
     pub vector: Vec<f32>,
+}
+
+/// A schema-v1 record's chunk members, in the order they are written.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "IndexRecord")]
+struct ChunkV1 {
+    chunk_id: String,
+    path: String,
+    source: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    blob: String,
+    start_line: i64,
+    end_line: i64,
+    content_hash: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    embedding_input_hash: String,
+    embedding_model: String,
+    dimensions: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    mtime_unix_nano: i64,
+    #[serde(skip)]
+    offset: i64,
+    #[serde(skip)]
+    vector_key: String,
+    #[serde(skip)]
+    vector_checksum: u32,
 }
 
 /// A vector as schema v1 writes it: each value widened to f64, and read
@@ -130,30 +153,37 @@ mod wide_vector {
 }
 
 impl SyncRecord {
+    /// The record of a local chunk and its vector, the chunk's payload
+    /// reference left out.
+    pub fn new(chunk: IndexRecord, vector: &[f32]) -> Self {
+        SyncRecord { chunk: chunk.without_payload_reference(), vector: vector.to_vec() }
+    }
+
     /// The record identity merges key on (every metadata field).
     pub fn identity(&self) -> String {
+        let chunk = &self.chunk;
         format!(
             "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
-            self.source,
-            self.path,
-            self.blob,
-            self.start_line,
-            self.end_line,
-            self.size,
-            self.mtime_unix_nano,
-            self.content_hash,
-            self.embedding_input_hash,
-            self.embedding_model,
-            self.dimensions
+            chunk.source,
+            chunk.path,
+            chunk.blob,
+            chunk.start_line,
+            chunk.end_line,
+            chunk.size,
+            chunk.mtime_unix_nano,
+            chunk.content_hash,
+            chunk.embedding_input_hash,
+            chunk.embedding_model,
+            chunk.dimensions
         )
     }
 
     /// Whether this record can be shared under `model`/`dimensions`.
     pub fn is_compatible(&self, model: &str, dimensions: i64) -> bool {
-        self.embedding_model == model
-            && self.dimensions == dimensions
+        self.chunk.embedding_model == model
+            && self.chunk.dimensions == dimensions
             && i64::try_from(self.vector.len()).is_ok_and(|len| len == dimensions)
-            && !self.embedding_input_hash.is_empty()
+            && !self.chunk.embedding_input_hash.is_empty()
     }
 
     pub fn payload(&self) -> Vec<u8> {
@@ -161,7 +191,7 @@ impl SyncRecord {
     }
 
     pub fn embedding_key(&self) -> Digest {
-        keys::embedding_key(&self.embedding_input_hash, &self.embedding_model, self.dimensions)
+        keys::embedding_key(&self.chunk.embedding_input_hash, &self.chunk.embedding_model, self.chunk.dimensions)
     }
 }
 
@@ -181,29 +211,48 @@ pub struct SnapshotV1 {
     pub records: Vec<SyncRecord>,
 }
 
-/// A schema-v2 record: metadata and a reference into the manifest's pack
-/// table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// A schema-v2 record: the chunk (`ChunkV2`) and a reference into the
+/// manifest's pack table. The chunk's model and dimensions are the
+/// manifest's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RecordV2 {
-    pub chunk_id: String,
-    pub path: String,
-    pub source: String,
-    pub blob: String,
-    pub start_line: i64,
-    pub end_line: i64,
-    pub content_hash: String,
-    pub embedding_input_hash: String,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub size: i64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub mtime_unix_nano: i64,
+    #[serde(flatten, with = "ChunkV2")]
+    pub chunk: IndexRecord,
     pub pack: u64,
     pub slot: u32,
 }
 
+/// A schema-v2 record's chunk members, in the order they are written.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "IndexRecord")]
+struct ChunkV2 {
+    chunk_id: String,
+    path: String,
+    source: String,
+    blob: String,
+    start_line: i64,
+    end_line: i64,
+    content_hash: String,
+    embedding_input_hash: String,
+    #[serde(skip)]
+    embedding_model: String,
+    #[serde(skip)]
+    dimensions: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    mtime_unix_nano: i64,
+    #[serde(skip)]
+    offset: i64,
+    #[serde(skip)]
+    vector_key: String,
+    #[serde(skip)]
+    vector_checksum: u32,
+}
+
 /// `indexes/<origin>/<revision>/<model-key>.json` in schema v2.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestV2 {
     pub version: u64,
@@ -281,9 +330,15 @@ pub fn target_of(bytes: &[u8], path: &str) -> Result<Target, FormatError> {
     Ok(target)
 }
 
-/// Parses a schema-v2 manifest without resolving its references.
+/// Parses a schema-v2 manifest without resolving its references. Each
+/// record's chunk takes the manifest's model and dimensions.
 pub fn parse_v2(bytes: &[u8], path: &str) -> Result<ManifestV2, FormatError> {
-    serde_json::from_slice(bytes).map_err(|source| malformed_json(path, source))
+    let mut manifest: ManifestV2 = serde_json::from_slice(bytes).map_err(|source| malformed_json(path, source))?;
+    for record in &mut manifest.records {
+        record.chunk.embedding_model.clone_from(&manifest.model);
+        record.chunk.dimensions = manifest.dimensions;
+    }
+    Ok(manifest)
 }
 
 pub fn encode_v2(manifest: &ManifestV2) -> Vec<u8> {
@@ -334,7 +389,7 @@ pub fn resolve_v2(
             .ok()
             .filter(|table_index| *table_index < digests.len())
             .ok_or_else(|| malformed(path, format!("record {index} refers to a pack outside the table")))?;
-        if found.embedding_input_hash.is_empty() {
+        if found.chunk.embedding_input_hash.is_empty() {
             return Err(malformed(path, format!("record {index} has no embedding input hash")));
         }
         let pack = match &packs[table_index] {
@@ -355,7 +410,7 @@ pub fn resolve_v2(
             .entries
             .get(found.slot as usize)
             .ok_or_else(|| malformed(path, format!("record {index} refers to a slot outside its pack")))?;
-        let embedding_key = keys::embedding_key(&found.embedding_input_hash, &target.model, target.dimensions);
+        let embedding_key = keys::embedding_key(&found.chunk.embedding_input_hash, &target.model, target.dimensions);
         if entry.embedding_key != embedding_key {
             return Err(malformed(path, format!("record {index} points at another embedding")));
         }
@@ -367,21 +422,8 @@ pub fn resolve_v2(
         let payload = pack
             .payload(found.slot)
             .ok_or_else(|| malformed(path, format!("record {index} refers to a slot outside its pack")))?;
-        records.push(SyncRecord {
-            chunk_id: found.chunk_id.clone(),
-            path: found.path.clone(),
-            source: found.source.clone(),
-            blob: found.blob.clone(),
-            start_line: found.start_line,
-            end_line: found.end_line,
-            content_hash: found.content_hash.clone(),
-            embedding_input_hash: found.embedding_input_hash.clone(),
-            embedding_model: target.model.clone(),
-            dimensions: target.dimensions,
-            size: found.size,
-            mtime_unix_nano: found.mtime_unix_nano,
-            vector: keys::decode_payload(payload).unwrap_or_default(),
-        });
+        let vector = keys::decode_payload(payload).unwrap_or_default();
+        records.push(SyncRecord { chunk: found.chunk.clone(), vector });
     }
     if let Some(unused) = packs.iter().position(Option::is_none) {
         return Err(malformed(path, format!("pack {unused} of the table is not referenced")));

@@ -26,7 +26,7 @@ pub fn merge_strict(
     for record in base.into_iter().chain(incoming) {
         if !record.is_compatible(model, dimensions) {
             return Err(FormatError::Manifest {
-                path: record.path.clone(),
+                path: record.chunk.path.clone(),
                 reason: format!("a record is incompatible with {model} ({dimensions} dimensions)"),
             });
         }
@@ -156,20 +156,7 @@ pub fn build_v2(
         records: records
             .into_iter()
             .zip(slots)
-            .map(|(record, slot)| RecordV2 {
-                chunk_id: record.chunk_id,
-                path: record.path,
-                source: record.source,
-                blob: record.blob,
-                start_line: record.start_line,
-                end_line: record.end_line,
-                content_hash: record.content_hash,
-                embedding_input_hash: record.embedding_input_hash,
-                size: record.size,
-                mtime_unix_nano: record.mtime_unix_nano,
-                pack: index_of[&slot.pack],
-                slot: slot.slot,
-            })
+            .map(|(record, slot)| RecordV2 { chunk: record.chunk, pack: index_of[&slot.pack], slot: slot.slot })
             .collect(),
     };
     Ok((manifest, new_packs))

@@ -3,8 +3,9 @@
 //! migrated by one machine and read by another.
 
 use super::*;
-use crate::sync::tests::{World, git, record, target};
+use crate::sync::tests::{World, record, target};
 use crate::sync::{Export, Published};
+use git_agent_tests::git::git_trimmed;
 
 fn no_progress() -> Progress {
     Arc::new(|_| Ok(()))
@@ -27,12 +28,12 @@ fn exports() -> Vec<Export> {
 
 /// The logical size of every file of the remote's `main` tree.
 pub fn remote_bytes(world: &World) -> u64 {
-    let listing = git(&world.remote, &["ls-tree", "-r", "-l", "main"]);
+    let listing = git_trimmed(&world.remote, &["ls-tree", "-r", "-l", "main"]);
     listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
 }
 
 pub fn remote_state(world: &World) -> String {
-    git(&world.remote, &["for-each-ref", "--format=%(refname) %(objectname)"])
+    git_trimmed(&world.remote, &["for-each-ref", "--format=%(refname) %(objectname)"])
 }
 
 /// Commits `writes` and `removals` on top of the remote's `main` from a
@@ -45,18 +46,18 @@ pub fn push_on_top(world: &World, writes: &[(&str, &[u8])], removals: &[&str]) {
 pub fn push_to(root: &std::path::Path, remote: &std::path::Path, writes: &[(&str, &[u8])], removals: &[&str]) {
     let work = root.join("on-top");
     let _ = std::fs::remove_dir_all(&work);
-    git(root, &["clone", "-q", remote.to_str().unwrap(), work.to_str().unwrap()]);
+    git_trimmed(root, &["clone", "-q", remote.to_str().unwrap(), work.to_str().unwrap()]);
     for (path, bytes) in writes {
         let path = work.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
     for path in removals {
-        git(&work, &["rm", "-q", path]);
+        git_trimmed(&work, &["rm", "-q", path]);
     }
-    git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "on top"]);
-    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    git_trimmed(&work, &["add", "-A"]);
+    git_trimmed(&work, &["commit", "-q", "-m", "on top"]);
+    git_trimmed(&work, &["push", "-q", "origin", "HEAD:main"]);
 }
 
 async fn v1_remote(world: &World) {
@@ -107,12 +108,12 @@ async fn a_v1_remote_migrates_to_v2_and_another_machine_imports_it() {
         }
     );
     assert_eq!(packs, 1);
-    assert_eq!(git(&world.remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert_eq!(git_trimmed(&world.remote, &["show", "main:schema.json"]), "{\"version\":2}");
     assert!(
         files.iter().filter(|path| path.starts_with("indexes/")).all(|path| path.len() == 8 + 65 + 41 + 69),
         "only 64-character manifests remain: {files:?}"
     );
-    assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "2", "one migration commit");
+    assert_eq!(git_trimmed(&world.remote, &["rev-list", "--count", "main"]), "2", "one migration commit");
     let line = dry.line(true);
     assert_eq!(
         line,
@@ -151,7 +152,7 @@ async fn a_mixed_tree_is_refused_by_sync_and_repaired_by_migrate_only() {
     let cancel = CancellationToken::new();
     let a = world.machine("a");
     let v1_path = second_target().manifest_path(SchemaVersion::V1).unwrap();
-    let v1_bytes = git(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
+    let v1_bytes = git_trimmed(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
     migrate(&a, false, no_progress(), &cancel).await.unwrap();
 
     // An interrupted migration: the v2 manifest of the second revision is
@@ -211,7 +212,7 @@ async fn malformed_or_misplaced_snapshots_fail_without_publishing() {
     let cancel = CancellationToken::new();
     let a = world.machine("a");
     let v1_path = target().manifest_path(SchemaVersion::V1).unwrap();
-    let good = git(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
+    let good = git_trimmed(&world.remote, &["show", &format!("main:{v1_path}")]) + "\n";
 
     // A snapshot whose metadata names another revision than its folder.
     let misplaced = v1_path.replace(&target().revision, "1111111111111111111111111111111111111111");

@@ -5,26 +5,10 @@ use super::*;
 use crate::FormatError;
 use crate::manifest::SyncRecord;
 use crate::schema::SchemaVersion;
-use std::path::Path;
-use std::process::Command;
+use git_agent_tests::git::git_trimmed;
+use gitagent_search::index::store::IndexRecord;
 
 pub const MODEL: &str = "text-embedding-3-small";
-
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
 
 pub struct World {
     _tmp: tempfile::TempDir,
@@ -39,7 +23,7 @@ impl World {
         let root = tmp.path().to_path_buf();
         let remote = root.join("remote.git");
         std::fs::create_dir_all(&remote).unwrap();
-        git(&remote, &["init", "--bare", "-q", "-b", branch]);
+        git_trimmed(&remote, &["init", "--bare", "-q", "-b", branch]);
         Self { _tmp: tmp, root, remote }
     }
 
@@ -63,19 +47,19 @@ impl World {
         let work = self.root.join("seed");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
-        git(&work, &["init", "-q", "-b", branch]);
+        git_trimmed(&work, &["init", "-q", "-b", branch]);
         for (path, bytes) in files {
             let path = work.join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, bytes).unwrap();
         }
-        git(&work, &["add", "-A"]);
-        git(&work, &["commit", "-q", "-m", "seed"]);
-        git(&work, &["push", "-q", self.remote.to_str().unwrap(), &format!("HEAD:refs/heads/{branch}")]);
+        git_trimmed(&work, &["add", "-A"]);
+        git_trimmed(&work, &["commit", "-q", "-m", "seed"]);
+        git_trimmed(&work, &["push", "-q", self.remote.to_str().unwrap(), &format!("HEAD:refs/heads/{branch}")]);
     }
 
     pub fn remote_files(&self, branch: &str) -> Vec<String> {
-        let listing = git(&self.remote, &["ls-tree", "-r", "--name-only", branch]);
+        let listing = git_trimmed(&self.remote, &["ls-tree", "-r", "--name-only", branch]);
         listing.lines().map(str::to_string).collect()
     }
 }
@@ -91,18 +75,20 @@ pub fn target() -> Target {
 
 pub fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     SyncRecord {
-        chunk_id: format!("{path}#1"),
-        path: path.into(),
-        source: "revision".into(),
-        blob: "ab".repeat(20),
-        start_line: 1,
-        end_line: 4,
-        content_hash: format!("c-{input}"),
-        embedding_input_hash: input.into(),
-        embedding_model: MODEL.into(),
-        dimensions: 3,
-        size: 10,
-        mtime_unix_nano: 0,
+        chunk: IndexRecord {
+            chunk_id: format!("{path}#1"),
+            path: path.into(),
+            source: "revision".into(),
+            blob: "ab".repeat(20),
+            start_line: 1,
+            end_line: 4,
+            content_hash: format!("c-{input}"),
+            embedding_input_hash: input.into(),
+            embedding_model: MODEL.into(),
+            dimensions: 3,
+            size: 10,
+            ..IndexRecord::default()
+        },
         vector: vector.to_vec(),
     }
 }
@@ -120,17 +106,17 @@ async fn an_empty_remote_is_initialized_on_main_and_shared() {
     assert_eq!(published, Published { indexes: 1, records: 1, skipped: Vec::new(), pushed: true });
     let manifest = target().manifest_path(SchemaVersion::V1).unwrap();
     assert_eq!(world.remote_files("main"), vec![manifest, "schema.json".to_string()]);
-    assert_eq!(git(&world.remote, &["show", "main:schema.json"]), "{\"version\":1}");
+    assert_eq!(git_trimmed(&world.remote, &["show", "main:schema.json"]), "{\"version\":1}");
     assert_eq!(
-        git(&world.remote, &["log", "-1", "--format=%an <%ae>|%G?", "main"]),
+        git_trimmed(&world.remote, &["log", "-1", "--format=%an <%ae>|%G?", "main"]),
         "git-agent <git-agent@localhost>|N"
     );
-    assert_eq!(git(&a.dir, &["config", "--local", "commit.gpgSign"]), "false");
+    assert_eq!(git_trimmed(&a.dir, &["config", "--local", "commit.gpgSign"]), "false");
 
     // Publishing the same records again changes nothing and pushes nothing.
     let again = a.publish(export(vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]), &cancel).await.unwrap();
     assert!(!again.pushed);
-    assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "1");
+    assert_eq!(git_trimmed(&world.remote, &["rev-list", "--count", "main"]), "1");
 
     let b = world.machine("b");
     let imported = b.import(target(), &cancel).await.unwrap().unwrap();
@@ -144,10 +130,10 @@ async fn another_default_branch_is_kept() {
     let world = World::new("trunk");
     let cancel = CancellationToken::new();
     world.machine("a").publish(export(vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]), &cancel).await.unwrap();
-    assert_eq!(git(&world.remote, &["for-each-ref", "--format=%(refname)"]), "refs/heads/trunk");
+    assert_eq!(git_trimmed(&world.remote, &["for-each-ref", "--format=%(refname)"]), "refs/heads/trunk");
     // A remote whose default branch already has history keeps it too.
     world.machine("b").publish(export(vec![record("src/b.rs", "hb", [3.0, 2.0, 1.0])]), &cancel).await.unwrap();
-    assert_eq!(git(&world.remote, &["rev-list", "--count", "trunk"]), "2");
+    assert_eq!(git_trimmed(&world.remote, &["rev-list", "--count", "trunk"]), "2");
 }
 
 #[tokio::test]
@@ -171,9 +157,9 @@ async fn a_rejected_push_is_replayed_on_the_new_tip() {
     // The normal path refetches, replays A's records on B's commit, pushes.
     let published = a.publish(export(vec![record("src/a.rs", "ha", [1.0, 2.0, 3.0])]), &cancel).await.unwrap();
     assert!(published.pushed);
-    assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "3", "linear history, no merge commit");
+    assert_eq!(git_trimmed(&world.remote, &["rev-list", "--count", "main"]), "3", "linear history, no merge commit");
     let shared = world.machine("c").import(target(), &cancel).await.unwrap().unwrap();
-    let paths: Vec<&str> = shared.iter().map(|r| r.path.as_str()).collect();
+    let paths: Vec<&str> = shared.iter().map(|r| r.chunk.path.as_str()).collect();
     assert_eq!(paths, ["src/a.rs", "src/b.rs", "src/base.rs"]);
 }
 
@@ -185,7 +171,7 @@ async fn conflicting_payloads_fail_reconciliation() {
     let error =
         world.machine("b").publish(export(vec![record("src/a.rs", "ha", [9.0, 9.0, 9.0])]), &cancel).await.unwrap_err();
     assert!(matches!(error, SyncError::Format(FormatError::ConflictingPayload { .. })), "{error}");
-    assert_eq!(git(&world.remote, &["rev-list", "--count", "main"]), "1", "nothing was pushed");
+    assert_eq!(git_trimmed(&world.remote, &["rev-list", "--count", "main"]), "1", "nothing was pushed");
 }
 
 #[tokio::test]

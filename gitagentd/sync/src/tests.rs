@@ -8,6 +8,7 @@ use super::merge::{self, NewPack, PackCatalog};
 use super::pack::{self, Pack};
 use super::schema::SchemaVersion;
 use super::tree::{self, TreeEntry, TreeRules};
+use gitagent_search::index::store::IndexRecord;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -24,18 +25,20 @@ fn target() -> Target {
 
 fn record(path: &str, input: &str, vector: [f32; 3]) -> SyncRecord {
     SyncRecord {
-        chunk_id: format!("{path}#1"),
-        path: path.into(),
-        source: "revision".into(),
-        blob: "aa".repeat(20),
-        start_line: 1,
-        end_line: 9,
-        content_hash: format!("content-{input}"),
-        embedding_input_hash: input.into(),
-        embedding_model: MODEL.into(),
-        dimensions: 3,
-        size: 120,
-        mtime_unix_nano: 0,
+        chunk: IndexRecord {
+            chunk_id: format!("{path}#1"),
+            path: path.into(),
+            source: "revision".into(),
+            blob: "aa".repeat(20),
+            start_line: 1,
+            end_line: 9,
+            content_hash: format!("content-{input}"),
+            embedding_input_hash: input.into(),
+            embedding_model: MODEL.into(),
+            dimensions: 3,
+            size: 120,
+            ..IndexRecord::default()
+        },
         vector: vector.to_vec(),
     }
 }
@@ -187,13 +190,15 @@ fn v2_manifests_round_trip_through_packs() {
 #[test]
 fn identical_payloads_share_one_slot_and_the_smallest_reference() {
     // Two chunks with the same embedding input and vector: one pack entry.
-    let twin = SyncRecord { path: "src/twin.rs".into(), chunk_id: "src/twin.rs#1".into(), ..records()[1].clone() };
+    let mut twin = records()[1].clone();
+    twin.chunk.path = "src/twin.rs".into();
+    twin.chunk.chunk_id = "src/twin.rs#1".into();
     let mut with_twin = records();
     with_twin.push(twin);
     let (manifest, new) = merge::build_v2(&target(), with_twin, &mut PackCatalog::default()).unwrap();
     assert_eq!(pack::decode(&new[0].bytes, None, "p").unwrap().entries.len(), 2);
     let refs: Vec<_> =
-        manifest.records.iter().filter(|r| r.embedding_input_hash == "ha").map(|r| (r.pack, r.slot)).collect();
+        manifest.records.iter().filter(|r| r.chunk.embedding_input_hash == "ha").map(|r| (r.pack, r.slot)).collect();
     assert_eq!(refs.len(), 2);
     assert_eq!(refs[0], refs[1]);
 
@@ -239,7 +244,7 @@ fn v2_imports_refuse_every_tampered_field() {
     let mut last = extra.records[0].clone();
     last.pack = (1 - moved) as u64;
     two_packs.records.push(last);
-    two_packs.records.sort_by_key(|r| r.path.clone());
+    two_packs.records.sort_by_key(|r| r.chunk.path.clone());
     assert_eq!(packs.resolve(&two_packs).unwrap().len(), 4, "the untampered two-pack manifest is valid");
 
     type Edit = fn(&mut ManifestV2);
@@ -257,8 +262,8 @@ fn v2_imports_refuse_every_tampered_field() {
         ("unknown pack", |m| m.packs[1] = "f".repeat(64)),
         ("pack out of range", |m| m.records[0].pack = 2),
         ("slot out of range", |m| m.records[0].slot = 99),
-        ("no input hash", |m| m.records[0].embedding_input_hash.clear()),
-        ("other embedding", |m| m.records[0].embedding_input_hash = "zz".into()),
+        ("no input hash", |m| m.records[0].chunk.embedding_input_hash.clear()),
+        ("other embedding", |m| m.records[0].chunk.embedding_input_hash = "zz".into()),
         ("unreferenced pack", |m| {
             let keep = m.records[3].pack;
             m.records.retain(|r| r.pack != keep);
@@ -323,12 +328,14 @@ fn concurrent_writers_merge_by_identity_and_conflicts_fail() {
         other => panic!("{other:?}"),
     }
     // Same embedding input, two vectors, different chunks: one manifest cannot hold both.
-    let other_chunk = SyncRecord { path: "src/z.rs".into(), vector: vec![0.0, 0.0, 1.0], ..all[0].clone() };
+    let mut other_chunk = SyncRecord { vector: vec![0.0, 0.0, 1.0], ..all[0].clone() };
+    other_chunk.chunk.path = "src/z.rs".into();
     assert!(matches!(
         merge::build_v2(&target(), vec![all[0].clone(), other_chunk], &mut PackCatalog::default()),
         Err(FormatError::ConflictingEmbedding { .. })
     ));
-    let incompatible = SyncRecord { embedding_model: "other".into(), ..all[1].clone() };
+    let mut incompatible = all[1].clone();
+    incompatible.chunk.embedding_model = "other".into();
     assert!(merge::merge_strict(vec![], vec![incompatible], MODEL, 3).is_err());
 
     assert!(merge::merge_pack_file("packs/a/b.pack", b"same", b"same").is_ok());
@@ -406,4 +413,56 @@ fn unsafe_trees_are_refused() {
     std::fs::write(root.join(&v1), b"{}").unwrap();
     assert!(matches!(tree::check(root, rules), Err(FormatError::UnsafePath(_))), "mixed trees are refused");
     assert_eq!(tree::check(root, TreeRules::MixedMigration).unwrap().len(), 3, "except by migrate");
+}
+
+/// The exact bytes both schemas write, so a change to the record types
+/// cannot change the wire format unnoticed: an empty blob, a zero size and
+/// a set modification time each take their schema's rule.
+#[test]
+fn both_schemas_write_the_same_bytes_as_before() {
+    let mut bare = record("src/c.rs", "hc", [0.5, -2.0, 0.125]);
+    bare.chunk.blob.clear();
+    bare.chunk.size = 0;
+    bare.chunk.mtime_unix_nano = 1_700_000_000_000_000_000;
+    let mut all = records();
+    all.push(bare);
+    let v1 = manifest::encode_v1(&target(), &all).unwrap();
+    assert_eq!(String::from_utf8(v1.clone()).unwrap(), include_str!("golden/v1.json"));
+    assert_eq!(manifest::decode_v1(&v1, "s.json", &target()).unwrap(), sorted(all.clone()));
+    let mut packs = Packs::default();
+    let (v2, new) = merge::build_v2(&target(), all.clone(), &mut PackCatalog::default()).unwrap();
+    packs.add(&new);
+    assert_eq!(String::from_utf8(manifest::encode_v2(&v2)).unwrap(), include_str!("golden/v2.json"));
+    assert_eq!(packs.resolve(&v2).unwrap(), sorted(all));
+}
+
+/// A record member neither schema names is refused, including the local
+/// store's payload reference, which never leaves the machine.
+#[test]
+fn unknown_record_members_are_refused() {
+    let v1 = include_str!("golden/v1.json");
+    let v2 = include_str!("golden/v2.json");
+    let mut packs = Packs::default();
+    let (_, new) = merge::build_v2(&target(), records(), &mut PackCatalog::default()).unwrap();
+    packs.add(&new);
+    assert!(manifest::decode_v1(v1.as_bytes(), "s.json", &target()).is_ok());
+    for member in ["\"extra\":1,", "\"offset\":0,", "\"vector_key\":\"k\",", "\"vector_checksum\":0,", "\"pack\":0,"] {
+        let bytes = v1.replacen("\"path\":", &format!("{member}\"path\":"), 1).into_bytes();
+        match manifest::decode_v1(&bytes, "s.json", &target()) {
+            Err(FormatError::ManifestJson { source, .. }) => {
+                assert!(source.to_string().contains("unknown field"), "{member}: {source}")
+            }
+            result => panic!("v1 accepted {member}: {result:?}"),
+        }
+    }
+    for member in ["\"extra\":1,", "\"offset\":0,", "\"embedding_model\":\"m\",", "\"dimensions\":3,", "\"vector\":[],"]
+    {
+        let bytes = v2.replacen("\"path\":", &format!("{member}\"path\":"), 1).into_bytes();
+        match manifest::decode_v2(&bytes, "m.json", &target(), &mut packs.loader()) {
+            Err(FormatError::ManifestJson { source, .. }) => {
+                assert!(source.to_string().contains("unknown field"), "{member}: {source}")
+            }
+            result => panic!("v2 accepted {member}: {result:?}"),
+        }
+    }
 }

@@ -16,10 +16,10 @@
 
 use git_agent_tests::TestEnv;
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::git::{git, git_trimmed};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const QUERY: &str = "where is the semantic search owner implemented";
@@ -45,8 +45,8 @@ fn main() {
     a.run_in(&project_a, &["search", "--rev", "HEAD", "--index"]).success();
     let chunks = fake_a.chunk_inputs().len();
     assert!(chunks >= 3_000, "machine A embedded only {chunks} chunks");
-    let commit = git(&origin, &["rev-parse", "main"]);
-    let shared = git(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
+    let shared = git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
     assert!(shared.lines().any(|path| path.contains(&commit)), "A's index is not on the remote:\n{shared}");
     println!(
         "== index.remote cross-machine reuse: {FILES} Go files, {chunks} chunks, {dimensions} dimensions, \
@@ -147,19 +147,4 @@ fn write_corpus(dir: &Path, origin: &Path) {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "corpus"]);
     git(dir, &["push", "-q", origin.to_str().unwrap(), "main"]);
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
 }

@@ -30,6 +30,7 @@
 //!     cargo build --release --bins --features git-agent-tests/bench && target/release/bench-remote [dir]
 
 use git_agent_tests::fake_embeddings::{FakeEmbeddings, Mode};
+use git_agent_tests::git::git;
 use git_agent_tests::git_servers::GitDaemon;
 use git_agent_tests::{TestEnv, children_cpu, process_cpu};
 use serde_json::Value;
@@ -85,22 +86,6 @@ fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
     (elapsed, stdout, stderr)
 }
 
-fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    output.stdout
-}
-
 /// Commits the source tree into a work repository and `git clone --bare`s
 /// it to `bare`. Returns the file count and bytes committed.
 fn build_repository(source: Option<&Path>, tree: &Path, bare: &Path) -> (usize, u64) {
@@ -133,7 +118,7 @@ fn build_repository(source: Option<&Path>, tree: &Path, bare: &Path) -> (usize, 
     git(tree, &["commit", "-q", "-m", "corpus"]);
     let parent = bare.parent().unwrap();
     git(parent, &["clone", "-q", "--bare", tree.to_str().unwrap(), bare.to_str().unwrap()]);
-    let listing = String::from_utf8(git(tree, &["ls-tree", "-r", "-l", "HEAD"])).unwrap();
+    let listing = git(tree, &["ls-tree", "-r", "-l", "HEAD"]);
     let sizes: Vec<u64> =
         listing.lines().filter_map(|line| line.split_whitespace().nth(3).and_then(|size| size.parse().ok())).collect();
     (sizes.len(), sizes.iter().sum())
@@ -170,7 +155,7 @@ fn baseline(daemon: &GitDaemon, url: &str, scratch: &Path, selected: &[String]) 
     let (client_before, server_before) = (children_cpu(), daemon.cpu());
     let started = Instant::now();
     git(scratch, &["clone", "-q", "--bare", url, target.to_str().unwrap()]);
-    let listing = String::from_utf8(git(&target, &["ls-tree", "-r", "HEAD"])).unwrap();
+    let listing = git(&target, &["ls-tree", "-r", "HEAD"]);
     let ids: std::collections::HashMap<&str, &str> = listing
         .lines()
         .filter_map(|line| {

@@ -3,10 +3,11 @@
 //! origin, and the bare index remote they share.
 
 use git_agent_tests::fake_embeddings::FakeEmbeddings;
+use git_agent_tests::git::{git, git_trimmed};
 use git_agent_tests::git_servers::HttpGit;
 use git_agent_tests::{GitRepo, TestEnv};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// One machine: its own HOME, daemon and fake embeddings server.
 pub(crate) fn machine() -> (TestEnv, FakeEmbeddings) {
@@ -24,23 +25,14 @@ pub(crate) fn stop_daemon(env: &TestEnv) {
 
 pub(crate) fn bare(path: &Path) {
     std::fs::create_dir_all(path).unwrap();
-    let status = Command::new("git").args(["init", "--bare", "-q", "-b", "main"]).current_dir(path).status().unwrap();
-    assert!(status.success());
-}
-
-pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
+    git(path, &["init", "--bare", "-q", "-b", "main"]);
 }
 
 /// A clone of `origin` in `env`'s work folder (so both machines share the
 /// origin identity).
 pub(crate) fn clone(env: &TestEnv, origin: &Path) -> GitRepo {
     let dir = env.work().join("project");
-    let status =
-        Command::new("git").args(["clone", "-q", origin.to_str().unwrap(), dir.to_str().unwrap()]).status().unwrap();
-    assert!(status.success());
+    git(&env.work(), &["clone", "-q", origin.to_str().unwrap(), dir.to_str().unwrap()]);
     GitRepo::init(env, &dir)
 }
 
@@ -70,17 +62,17 @@ pub(crate) fn http_shared_project(
     credentials: Option<&str>,
 ) -> (PathBuf, PathBuf, HttpGit) {
     let (origin, index_remote) = shared_project(a, shared);
-    git_in(&index_remote, &["config", "http.receivepack", "true"]);
+    git_trimmed(&index_remote, &["config", "http.receivepack", "true"]);
     (origin, index_remote, HttpGit::start(shared, credentials))
 }
 
 /// The file paths of the remote's `main` tree.
 pub(crate) fn remote_files(remote: &Path) -> Vec<String> {
-    git_in(remote, &["ls-tree", "-r", "--name-only", "main"]).lines().map(str::to_string).collect()
+    git_trimmed(remote, &["ls-tree", "-r", "--name-only", "main"]).lines().map(str::to_string).collect()
 }
 
 /// The logical size of every file of the remote's `main` tree.
 pub(crate) fn remote_bytes(remote: &Path) -> u64 {
-    let listing = git_in(remote, &["ls-tree", "-r", "-l", "main"]);
+    let listing = git_trimmed(remote, &["ls-tree", "-r", "-l", "main"]);
     listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
 }

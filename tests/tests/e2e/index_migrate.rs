@@ -3,9 +3,10 @@
 //! searches the revision without one embedding call.
 
 use super::index_fixtures::{
-    bare, clone, git_in, http_shared_project, machine, remote_bytes, remote_files, shared_project, stop_daemon,
+    bare, clone, http_shared_project, machine, remote_bytes, remote_files, shared_project, stop_daemon,
 };
 use super::index_gc::tree_state;
+use git_agent_tests::git::git_trimmed;
 
 #[test]
 fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding() {
@@ -18,7 +19,7 @@ fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding(
     // A new remote starts at schema v1: A's search publishes a v1 snapshot.
     a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index"]).success();
     let records = fake_a.chunk_inputs().len();
-    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":1}");
+    assert_eq!(git_trimmed(&index_remote, &["show", "main:schema.json"]), "{\"version\":1}");
     let v1_bytes = remote_bytes(&index_remote);
 
     // The dry run: exact summary, phases on stderr, no byte or mtime changed
@@ -48,7 +49,7 @@ fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding(
     let files = remote_files(&index_remote);
     let packs = files.iter().filter(|path| path.starts_with("packs/") && path.ends_with(".pack")).count();
     assert_eq!(packs, 1, "{files:?}");
-    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert_eq!(git_trimmed(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
     // Every chunk of the project has its own input: one vector per record.
     assert_eq!(
         stdout,
@@ -73,7 +74,7 @@ fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding(
     assert!(found.contains("harbour.go"), "{found}");
 
     // Migrating a v2 remote again is a no-op that pushes nothing.
-    let tip = git_in(&index_remote, &["rev-parse", "main"]);
+    let tip = git_trimmed(&index_remote, &["rev-parse", "main"]);
     for (args, expected) in [
         (
             &["index", "migrate", "--to", "v2"][..],
@@ -88,7 +89,7 @@ fn a_v1_remote_migrates_to_v2_and_another_machine_searches_it_without_embedding(
         assert_eq!(run.success(), expected, "{args:?}");
         assert!(!run.stderr.contains("pushing"), "{}", run.stderr);
     }
-    assert_eq!(git_in(&index_remote, &["rev-parse", "main"]), tip);
+    assert_eq!(git_trimmed(&index_remote, &["rev-parse", "main"]), tip);
 }
 
 #[test]
@@ -99,15 +100,15 @@ fn a_malformed_snapshot_fails_the_migration_with_its_path_and_publishes_nothing(
     // A v1 remote holding one snapshot that is not valid JSON.
     let scratch = shared.path().join("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
-    git_in(&scratch, &["init", "-q", "-b", "main"]);
+    git_trimmed(&scratch, &["init", "-q", "-b", "main"]);
     let manifest = format!("indexes/{}/{}/0123456789abcdef.json", "a".repeat(64), "b".repeat(40));
     std::fs::create_dir_all(scratch.join(&manifest).parent().unwrap()).unwrap();
     std::fs::write(scratch.join(&manifest), "{\"version\":1,").unwrap();
     std::fs::write(scratch.join("schema.json"), "{\"version\":1}\n").unwrap();
-    git_in(&scratch, &["add", "-A"]);
-    git_in(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "v1"]);
-    git_in(&scratch, &["push", "-q", index_remote.to_str().unwrap(), "main"]);
-    let tip = git_in(&index_remote, &["rev-parse", "main"]);
+    git_trimmed(&scratch, &["add", "-A"]);
+    git_trimmed(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "v1"]);
+    git_trimmed(&scratch, &["push", "-q", index_remote.to_str().unwrap(), "main"]);
+    let tip = git_trimmed(&index_remote, &["rev-parse", "main"]);
 
     let (env, _fake) = machine();
     env.run_in(&env.work(), &["config", "index.remote", index_remote.to_str().unwrap()]).success();
@@ -117,7 +118,7 @@ fn a_malformed_snapshot_fails_the_migration_with_its_path_and_publishes_nothing(
         assert_eq!(run.stdout_text(), "", "{args:?}");
         assert!(run.stderr.contains(&manifest) && run.stderr.contains("is invalid"), "{args:?}: {}", run.stderr);
     }
-    assert_eq!(git_in(&index_remote, &["rev-parse", "main"]), tip);
+    assert_eq!(git_trimmed(&index_remote, &["rev-parse", "main"]), tip);
 }
 
 /// GC-005 through the real binaries: a pack no manifest refers to is
@@ -141,12 +142,12 @@ fn index_gc_prunes_unreferenced_shared_packs_and_its_dry_run_changes_nothing() {
     let manifest = files.iter().find(|path| path.starts_with("indexes/")).unwrap().clone();
     let pack = files.iter().find(|path| path.starts_with("packs/")).unwrap().clone();
     let scratch = shared.path().join("scratch");
-    git_in(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
-    git_in(&scratch, &["rm", "-q", &manifest]);
-    git_in(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
-    git_in(&scratch, &["push", "-q", "origin", "HEAD:main"]);
+    git_trimmed(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
+    git_trimmed(&scratch, &["rm", "-q", &manifest]);
+    git_trimmed(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
+    git_trimmed(&scratch, &["push", "-q", "origin", "HEAD:main"]);
     let current = remote_bytes(&index_remote);
-    let pack_size = git_in(&index_remote, &["cat-file", "-s", &format!("main:{pack}")]).parse::<u64>().unwrap();
+    let pack_size = git_trimmed(&index_remote, &["cat-file", "-s", &format!("main:{pack}")]).parse::<u64>().unwrap();
 
     stop_daemon(&a);
     let local_before = tree_state(&a.home().join(".git-agent"));
@@ -212,7 +213,7 @@ fn the_migration_carries_an_index_a_stopped_run_committed_but_never_pushed() {
     let stdout = a.run_in(project.path(), &["index", "migrate", "--to", "v2"]).success();
     assert!(stdout.starts_with("migrated from=1 to=2 indexes=2 "), "{stdout}");
     let files = remote_files(&index_remote).join("\n");
-    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert_eq!(git_trimmed(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
     assert!(files.contains(first.trim()) && files.contains(second.trim()), "{files}");
 }
 
@@ -264,16 +265,16 @@ fn migrate_and_gc_progress_show_sanitized_transport_details_and_never_the_creden
     }
     assert!(!run.stderr.contains('\x1b') && !run.stderr.contains('\r'), "{:?}", run.stderr);
     assert!(!run.stderr.contains(secret) && !stdout.contains(secret), "the password leaked:\n{}", run.stderr);
-    assert_eq!(git_in(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
+    assert_eq!(git_trimmed(&index_remote, &["show", "main:schema.json"]), "{\"version\":2}");
 
     // Another client drops the only manifest: gc has a pack to prune.
     let files = remote_files(&index_remote);
     let manifest = files.iter().find(|path| path.starts_with("indexes/")).unwrap().clone();
     let scratch = shared.path().join("scratch");
-    git_in(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
-    git_in(&scratch, &["rm", "-q", &manifest]);
-    git_in(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
-    git_in(&scratch, &["push", "-q", "origin", "HEAD:main"]);
+    git_trimmed(shared.path(), &["clone", "-q", index_remote.to_str().unwrap(), scratch.to_str().unwrap()]);
+    git_trimmed(&scratch, &["rm", "-q", &manifest]);
+    git_trimmed(&scratch, &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "drop"]);
+    git_trimmed(&scratch, &["push", "-q", "origin", "HEAD:main"]);
 
     let dry = a.run_in(project.path(), &["index", "gc", "--dry-run"]);
     let dry_stdout = dry.success();

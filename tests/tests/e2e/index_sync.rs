@@ -1,7 +1,8 @@
 //! `git-agent index sync` and searches confirmed against `index.remote`:
 //! two machines (two isolated HOMEs) share one bare index remote.
 
-use super::index_fixtures::{clone, git_in, http_shared_project, machine, remote_files, shared_project};
+use super::index_fixtures::{clone, http_shared_project, machine, remote_files, shared_project};
+use git_agent_tests::git::git_trimmed;
 use git_agent_tests::{GitRepo, TestEnv};
 use std::path::Path;
 use std::process::Command;
@@ -11,7 +12,7 @@ fn machine_b_searches_a_revision_machine_a_synced_without_embedding_it() {
     let shared = tempfile::tempdir().unwrap();
     let (a, fake_a) = machine();
     let (origin, index_remote) = shared_project(&a, shared.path());
-    let commit = git_in(&origin, &["rev-parse", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
 
     let remote_arg = index_remote.to_str().unwrap();
     let project_a = clone(&a, &origin);
@@ -20,7 +21,7 @@ fn machine_b_searches_a_revision_machine_a_synced_without_embedding_it() {
     a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index"]).success();
     let embedded_on_a = fake_a.chunk_inputs().len();
     assert!(embedded_on_a > 0);
-    let files = git_in(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+    let files = git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
     assert!(files.lines().any(|path| path.contains(&commit)), "{files}");
     assert!(files.lines().any(|path| path == "schema.json"), "{files}");
 
@@ -87,7 +88,7 @@ fn conflicting_payloads_from_another_machine_fail_the_sync() {
 
 /// Every blob of the index remote's `main` tree, by path.
 fn remote_blobs(index_remote: &Path) -> Vec<(String, Vec<u8>)> {
-    let listing = git_in(index_remote, &["ls-tree", "-r", "main"]);
+    let listing = git_trimmed(index_remote, &["ls-tree", "-r", "main"]);
     listing
         .lines()
         .map(|line| {
@@ -120,7 +121,7 @@ fn a_filesystem_search_shares_the_committed_head_revision_and_never_the_dirty_tr
     assert!(stdout.contains("lighthouse_secret.go"), "the working tree is searched: {stdout}");
     assert!(fake_a.chunk_inputs().iter().any(|input| input.contains("Lantern")), "A embedded its dirty file");
 
-    let commit = git_in(&origin, &["rev-parse", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
     let blobs = remote_blobs(&index_remote);
     assert!(blobs.iter().any(|(path, _)| path.contains(&commit)), "HEAD's revision index is published");
     for (path, bytes) in &blobs {
@@ -256,18 +257,18 @@ fn a_commit_a_stopped_run_never_pushed_is_replayed_first_by_the_next_search() {
         .output()
         .unwrap();
     assert_ne!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let heads = git_in(&index_remote, &["for-each-ref", "refs/heads"]);
+    let heads = git_trimmed(&index_remote, &["for-each-ref", "refs/heads"]);
     assert_eq!(heads, "", "nothing reached the remote");
 
     // The next search, of another revision, first pushes the pending
     // commit, then publishes its own index.
     a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index"]).success();
-    let log = git_in(&index_remote, &["log", "--reverse", "--format=%H", "main"]);
+    let log = git_trimmed(&index_remote, &["log", "--reverse", "--format=%H", "main"]);
     let commits: Vec<&str> = log.lines().collect();
     assert_eq!(commits.len(), 2, "{log}");
-    let replayed = git_in(&index_remote, &["ls-tree", "-r", "--name-only", commits[0]]);
+    let replayed = git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", commits[0]]);
     assert!(replayed.contains(&first) && !replayed.contains(&second), "{replayed}");
-    let current = git_in(&index_remote, &["ls-tree", "-r", "--name-only", commits[1]]);
+    let current = git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", commits[1]]);
     assert!(current.contains(&first) && current.contains(&second), "{current}");
 }
 
@@ -286,7 +287,7 @@ fn concurrent_and_diverged_pushes_from_two_machines_reconcile() {
     a.run_in(project_a.path(), &["config", "index.remote", remote_arg]).success();
     b.run_in(project_b.path(), &["config", "index.remote", remote_arg]).success();
     let revision = |project: &GitRepo, rev: &str| project.git(&["rev-parse", rev]).trim().to_string();
-    let shared_files = || git_in(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+    let shared_files = || git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
 
     // Both machines publish at the same time; both succeed.
     let index = ["search", "--rev", "HEAD", "--index"];
@@ -329,7 +330,7 @@ fn concurrent_and_diverged_pushes_from_two_machines_reconcile() {
     ] {
         assert!(files.contains(&rev), "{rev} missing:\n{files}");
     }
-    assert_eq!(git_in(&index_remote, &["rev-list", "--merges", "main"]), "", "linear history");
+    assert_eq!(git_trimmed(&index_remote, &["rev-list", "--merges", "main"]), "", "linear history");
 }
 
 #[test]
@@ -420,7 +421,7 @@ fn index_remote_fetches_and_pushes_go_through_the_callers_proxy() {
         let via_proxy = targets.iter().any(|target| target.starts_with(&format!("{url}/info/refs?service={service}")));
         assert!(via_proxy, "{service} did not go through the caller's HTTP_PROXY: {targets:?}");
     }
-    let commit = git_in(&origin, &["rev-parse", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
     assert!(remote_files(&index_remote).iter().any(|path| path.contains(&commit)));
 }
 
@@ -443,6 +444,6 @@ fn an_https_index_remote_trusts_the_callers_ca_only() {
     // With the caller's CA the fetch (gix) and the push (git) both trust it.
     let output = a.git_agent_in(project.path(), &search).env("SSL_CERT_FILE", &ca).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let commit = git_in(&origin, &["rev-parse", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
     assert!(remote_files(&index_remote).iter().any(|path| path.contains(&commit)));
 }

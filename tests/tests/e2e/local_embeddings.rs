@@ -110,7 +110,8 @@ fn an_unreachable_hub_is_one_clear_error_and_leaves_nothing_published() {
 
 #[test]
 fn index_sync_shares_a_local_model_index_like_any_other() {
-    use super::index_fixtures::{clone, git_in, shared_project};
+    use super::index_fixtures::{clone, shared_project};
+    use git_agent_tests::git::git_trimmed;
     let machine = || {
         let mut env = TestEnv::new();
         env.set_env("GIT_AGENT_MODEL_DIR", &tiny_model().display().to_string());
@@ -125,8 +126,8 @@ fn index_sync_shares_a_local_model_index_like_any_other() {
     let built = a.run_in(project_a.path(), &["search", "--rev", "HEAD", "--index", "--debug"]);
     built.success();
     assert!(built.stderr.contains("search_embed_plan"), "A embedded the revision: {}", built.stderr);
-    let commit = git_in(&origin, &["rev-parse", "main"]);
-    let files = git_in(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
+    let commit = git_trimmed(&origin, &["rev-parse", "main"]);
+    let files = git_trimmed(&index_remote, &["ls-tree", "-r", "--name-only", "main"]);
     assert!(files.lines().any(|path| path.contains(&commit)), "A published its local-model index: {files}");
 
     // Machine B, another HOME with the same model: it reuses every vector.

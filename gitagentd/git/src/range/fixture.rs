@@ -1,14 +1,16 @@
-//! Test repositories built with the real `git`, reproducibly: no system or
-//! user configuration, a private HOME, pinned identities and dates, so the
+//! Test repositories built with the real `git`, reproducibly: the tests'
+//! isolated runner ([`git_agent_tests::git::Git`]: no system or user
+//! configuration, pinned identities and dates) with a private HOME, so the
 //! commit ids (and so the golden files) never change.
 
 use super::History;
+use git_agent_tests::git::Git;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct Fixture {
     _dir: tempfile::TempDir,
-    home: PathBuf,
+    git: Git,
     root: PathBuf,
 }
 
@@ -26,7 +28,7 @@ impl Fixture {
         let root = dir.path().join("repo");
         std::fs::create_dir_all(&home).expect("create HOME");
         std::fs::create_dir_all(&root).expect("create the repository folder");
-        let fixture = Self { _dir: dir, home, root };
+        let fixture = Self { _dir: dir, git: Git::with_home(home), root };
         fixture.git(&["init", "-q", "-b", "main"]);
         fixture
     }
@@ -38,7 +40,7 @@ impl Fixture {
         let root = self.root.parent().expect("the repository has a parent").join(name);
         std::fs::create_dir_all(&home).expect("create HOME");
         std::fs::create_dir_all(&root).expect("create the repository folder");
-        let fixture = Self { _dir: dir, home, root };
+        let fixture = Self { _dir: dir, git: Git::with_home(home), root };
         fixture.git(&["init", "-q", "-b", "main"]);
         fixture
     }
@@ -52,33 +54,14 @@ impl Fixture {
     }
 
     pub fn command(&self, dir: &Path, args: &[&str]) -> Command {
-        let mut command = Command::new("git");
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Test Author")
-            .env("GIT_AUTHOR_EMAIL", "author@example.test")
-            .env("GIT_COMMITTER_NAME", "Test Committer")
-            .env("GIT_COMMITTER_EMAIL", "committer@example.test")
-            .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
-            .env("LANG", "C")
-            .current_dir(dir)
-            .args(["-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false", "-c", "protocol.file.allow=always"])
-            .args(args);
-        command
+        self.git.command(dir, args)
     }
 
     /// Runs `git <args>` in `dir` and returns stdout; panics with git's
     /// stderr on failure.
     #[track_caller]
     pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
-        let output = self.command(dir, args).output().expect("run git");
-        assert!(output.status.success(), "git {args:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        self.git.run(dir, args)
     }
 
     #[track_caller]

@@ -20,7 +20,7 @@
 //! target index is complete or absent, a moved entry whole or still in the
 //! legacy folder.
 
-use super::store::{self, CrashPoint, IndexRecord, Manifest, Publication, RecordToWrite, StoreError, VectorData};
+use super::store::{self, CrashPoint, Manifest, Publication, RecordToWrite, StoreError, VectorData};
 use git_agent_shared::private_fs;
 use gitagent_git::identity::sha256_hex;
 use std::fs;
@@ -153,7 +153,7 @@ fn merge_search(
             .filter_map(|(index, record)| {
                 let vector = snapshot.vector(index)?;
                 Some(RecordToWrite {
-                    record: reset(record.to_index_record()),
+                    record: record.to_index_record().without_payload_reference(),
                     vector: VectorData::Values(vector),
                     stored: None,
                 })
@@ -204,12 +204,6 @@ fn is_copy_of(found: &Manifest, source: &Manifest) -> bool {
         && found.embedding_model == source.embedding_model
         && found.dimensions == source.dimensions
         && found.mode == source.mode
-}
-
-/// A record as publication expects it: its vector placement is filled in
-/// anew in the target store.
-fn reset(record: IndexRecord) -> IndexRecord {
-    IndexRecord { offset: 0, vector_key: String::new(), vector_checksum: 0, ..record }
 }
 
 /// Moves every entry of `from` into `to`: whole when `to` has no entry of
@@ -295,7 +289,7 @@ fn remove_any(path: &Path, is_dir: bool) -> Result<(), MigrateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::store::load;
+    use crate::index::store::{IndexRecord, load};
 
     fn manifest(created: &str) -> Manifest {
         Manifest {

@@ -152,6 +152,16 @@ pub struct IndexRecord {
     pub vector_checksum: u32,
 }
 
+impl IndexRecord {
+    /// The record without its payload reference (`offset`, `vector_key`,
+    /// `vector_checksum`), which only means something in the store it was
+    /// read from: publication fills it in anew, and index sync never
+    /// shares it.
+    pub fn without_payload_reference(self) -> Self {
+        IndexRecord { offset: 0, vector_key: String::new(), vector_checksum: 0, ..self }
+    }
+}
+
 /// `catalog-<generation>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

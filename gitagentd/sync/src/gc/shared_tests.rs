@@ -4,7 +4,8 @@ use super::*;
 use crate::manifest::Target;
 use crate::migrate::tests::{push_on_top, push_to, remote_bytes, remote_state};
 use crate::sync::Export;
-use crate::sync::tests::{World, git, record, target};
+use crate::sync::tests::{World, record, target};
+use git_agent_tests::git::git_trimmed;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -38,7 +39,7 @@ async fn remote_with_garbage(world: &World) -> (String, String, (String, Vec<u8>
         new_packs.push(added[0].clone());
     }
     let path = |n| revision(n).manifest_path(SchemaVersion::V2).unwrap();
-    let saved = (path(3), (git(&world.remote, &["show", &format!("main:{}", path(3))]) + "\n").into_bytes());
+    let saved = (path(3), (git_trimmed(&world.remote, &["show", &format!("main:{}", path(3))]) + "\n").into_bytes());
     push_on_top(world, &[], &[&path(2), &path(3)]);
     (new_packs[1].clone(), new_packs[2].clone(), saved)
 }
@@ -88,9 +89,9 @@ async fn a_concurrent_push_between_plan_and_push_is_replanned() {
     let seen = Arc::clone(&phases);
     let recording: Progress = Arc::new(move |phase| seen.lock().unwrap().push(phase));
     let summary = run_shared(&a, false, recording, &cancel, Some(concurrent)).await.unwrap();
-    let concurrent_tip = git(&world.remote, &["rev-parse", "main^"]);
+    let concurrent_tip = git_trimmed(&world.remote, &["rev-parse", "main^"]);
     let base_bytes: u64 = {
-        let listing = git(&world.remote, &["ls-tree", "-r", "-l", &concurrent_tip]);
+        let listing = git_trimmed(&world.remote, &["ls-tree", "-r", "-l", &concurrent_tip]);
         listing.lines().map(|line| line.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap()).sum()
     };
     assert_eq!(
@@ -103,13 +104,13 @@ async fn a_concurrent_push_between_plan_and_push_is_replanned() {
     assert!(left.contains(&pack3), "a newly referenced pack was removed: {left:?}");
     assert_eq!(left.len(), 2);
     assert_eq!(
-        git(&world.remote, &["log", "-1", "--format=%s", &concurrent_tip]),
+        git_trimmed(&world.remote, &["log", "-1", "--format=%s", &concurrent_tip]),
         "on top",
         "exactly one cleanup commit above the authoritative base"
     );
-    assert_eq!(git(&world.remote, &["log", "-1", "--format=%s", "main"]), CLEANUP_MESSAGE);
+    assert_eq!(git_trimmed(&world.remote, &["log", "-1", "--format=%s", "main"]), CLEANUP_MESSAGE);
     // History is kept: the removed pack is still reachable from the base.
-    git(&world.remote, &["cat-file", "-e", &format!("{concurrent_tip}:{pack2}")]);
+    git_trimmed(&world.remote, &["cat-file", "-e", &format!("{concurrent_tip}:{pack2}")]);
     let phases = phases.lock().unwrap().clone();
     assert_eq!(phases.iter().filter(|phase| **phase == SharedPhase::Fetching).count(), 2, "{phases:?}");
     let phase_only: Vec<&SharedPhase> =
