@@ -96,7 +96,11 @@ fn main() {
         ms(percentile(&mut embeds, 90)),
         ms(percentile(&mut walls, 50)),
     );
-    println!("daemon memory after the queries: VmRSS {}, VmHWM {}", status_field(pid, "VmRSS:"), status_field(pid, "VmHWM:"));
+    println!(
+        "daemon memory after the queries: VmRSS {}, VmHWM {}",
+        status_field(pid, "VmRSS:"),
+        status_field(pid, "VmHWM:")
+    );
 }
 
 /// Generates the mixed tree under `scratch` and copies its first `modules`

@@ -1046,6 +1046,7 @@ pub fn format_completion(remotes: &[RemoteInfo]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use git_agent_tests::git::git_trimmed as git;
 
     struct Quiet;
     impl FetchReporter for Quiet {
@@ -1127,22 +1128,6 @@ mod tests {
         let last = reports.last().unwrap();
         let expected = format!("received objects from {}: {objects}/{objects} objects, ", remote.sanitized);
         assert!(last.starts_with(&expected), "{reports:?}");
-    }
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let output = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap().trim().to_string()
     }
 
     fn upstream(dir: &Path) -> PathBuf {
