@@ -96,6 +96,34 @@ impl ModelSpec {
         }
     }
 
+    /// A model named `name` at `revision` of `repo` whose files are those
+    /// of `dir` now (every regular file below it, by relative path): a
+    /// mirror's own model, or a test's.
+    pub fn of_folder(name: &str, repo: &str, revision: &str, dir: &Path) -> io::Result<Self> {
+        let mut files = Vec::new();
+        let mut pending = vec![dir.to_path_buf()];
+        while let Some(folder) = pending.pop() {
+            for entry in std::fs::read_dir(&folder)? {
+                let entry = entry?;
+                let kind = entry.file_type()?;
+                if kind.is_dir() {
+                    pending.push(entry.path());
+                } else if kind.is_file() {
+                    let bytes = std::fs::read(entry.path())?;
+                    let relative = entry.path().strip_prefix(dir).map_err(io::Error::other)?.to_path_buf();
+                    let path = relative.to_str().ok_or_else(|| io::Error::other("a file name is not UTF-8"))?;
+                    files.push(ModelFile {
+                        path: path.to_string(),
+                        size: bytes.len() as u64,
+                        sha256: hex(&Sha256::digest(&bytes)),
+                    });
+                }
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Self { name: name.into(), repo: repo.into(), revision: revision.into(), files })
+    }
+
     /// The key of the model these files make, for [`crate::LoadOptions`].
     pub fn key(&self) -> ModelKey {
         ModelKey { name: self.name.clone(), revision: self.revision.clone() }

@@ -9,6 +9,7 @@
 //! | `GITAGENTD_TEST_EXPLORE_QUORUM=<n>` | explore's batcher waits for `<n>` compatible questions |
 //! | `GITAGENTD_TEST_HOLD_PRODUCTION` | the daemon's first index build keeps producing after its first file with streamed inputs until it is cancelled, so a test can fail an embedding window while production is open |
 //! | `GITAGENTD_SEARCH_CRASH_AT=<point>` | the search service stops the process at a named point of an index publication |
+//! | `GITAGENTD_TEST_PINNED_MODEL=<folder>` | the pinned local model is the files of `<folder>` (their sizes and SHA-256s), so a test can serve a tiny model as the hub and watch the first-use download |
 //!
 //! The one switch on the command line is `gitagentd serve --build-id`
 //! (gitagentd's `args`), which stands a build identity in for the real one.
@@ -39,6 +40,18 @@ pub fn explore_quorum() -> Option<usize> {
     #[cfg(feature = "test-hooks")]
     {
         std::env::var("GITAGENTD_TEST_EXPLORE_QUORUM").ok().and_then(|value| value.parse().ok())
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    {
+        None
+    }
+}
+
+/// The folder whose files stand in for the pinned local model's.
+pub fn pinned_model() -> Option<std::path::PathBuf> {
+    #[cfg(feature = "test-hooks")]
+    {
+        std::env::var_os("GITAGENTD_TEST_PINNED_MODEL").map(std::path::PathBuf::from)
     }
     #[cfg(not(feature = "test-hooks"))]
     {

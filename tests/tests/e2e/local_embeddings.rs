@@ -142,3 +142,98 @@ fn index_sync_shares_a_local_model_index_like_any_other() {
     assert!(!run.stderr.contains("search_embed_plan"), "B embedded nothing of the revision: {}", run.stderr);
     assert!(!output["results"].as_array().unwrap().is_empty(), "{output}");
 }
+
+/// Serves the files of `dir` over HTTP/1.1 on loopback as the hub lays
+/// them out (`/<repo>/resolve/<revision>/<path>`), one request per
+/// connection; returns the base URL and the paths requested so far.
+fn serve_as_hub(dir: PathBuf, prefix: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let requested = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&requested);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            // The headers, up to the blank line.
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|read| read > 2) {
+                header.clear();
+            }
+            let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_string();
+            log.lock().unwrap().push(path.clone());
+            let body = path.strip_prefix(prefix).and_then(|file| std::fs::read(dir.join(file)).ok());
+            let head = match &body {
+                Some(body) => format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len()),
+                None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string(),
+            };
+            let _ = stream.write_all(head.as_bytes());
+            if let Some(body) = body {
+                let _ = stream.write_all(&body);
+            }
+        }
+    });
+    (base, requested)
+}
+
+/// The first search with no key and no model folder downloads the pinned
+/// model from the hub (here a loopback server, with the tiny model standing
+/// in through the daemon's test switch), reports its progress, publishes it
+/// privately under XDG_CACHE_HOME, and later searches download nothing.
+#[test]
+fn the_first_search_downloads_the_pinned_model_once_and_publishes_it_privately() {
+    use std::os::unix::fs::PermissionsExt;
+    const REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
+    let (hub, requested) =
+        serve_as_hub(tiny_model(), "/test/test-model/resolve/0123456789abcdef0123456789abcdef01234567/");
+    let mut env = TestEnv::new();
+    let cache = env.root().join("cache");
+    env.set_env("GITAGENTD_TEST_PINNED_MODEL", &tiny_model().canonicalize().unwrap().display().to_string());
+    env.set_env("GIT_AGENT_MODEL_HUB", &hub);
+    env.set_env("XDG_CACHE_HOME", &cache.display().to_string());
+    let repo = sample_repo(&env);
+
+    let run = env.run_in(repo.path(), &["search", "--debug", "--min-score", "0.001", "where are the flags parsed"]);
+    let output = json(&run.success());
+    assert_eq!(output["retrieval"]["embedding_backend"], "local", "{output}");
+    assert_eq!(output["retrieval"]["embedding_model"], format!("test-model@{REVISION}"), "{output}");
+    assert!(!output["results"].as_array().unwrap().is_empty(), "{output}");
+    // The progress a terminal shows as `search: fetching …` lines.
+    assert!(
+        run.stderr.lines().any(|line| line.contains("search_fetch")
+            && line.contains("the local embedding model test-model: model.safetensors")),
+        "{}",
+        run.stderr
+    );
+    let fetched = requested.lock().unwrap().clone();
+    for file in ["config.json", "tokenizer.json", "model.safetensors", "1_Pooling/config.json"] {
+        assert!(fetched.iter().any(|path| path.ends_with(&format!("/{file}"))), "{file} not fetched: {fetched:?}");
+    }
+
+    let models = cache.join("git-agent/models");
+    let published = models.join(format!("test-model-{REVISION}"));
+    for file in ["config.json", "model.safetensors", "1_Pooling/config.json"] {
+        let expected = std::fs::read(tiny_model().join(file)).unwrap();
+        assert_eq!(std::fs::read(published.join(file)).unwrap(), expected, "{file} published whole");
+        let mode = std::fs::metadata(published.join(file)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
+    assert_eq!(std::fs::metadata(&published).unwrap().permissions().mode() & 0o777, 0o700);
+    let leftovers: Vec<String> = std::fs::read_dir(&models)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    assert_eq!(leftovers, [format!("test-model-{REVISION}")], "one published folder");
+
+    // A fresh daemon finds the published model: nothing is fetched again.
+    super::index_fixtures::stop_daemon(&env);
+    let again = json(&env.run_in(repo.path(), &["search", "--min-score", "0.001", "flags"]).success());
+    assert_eq!(again["retrieval"]["embedding_backend"], "local", "{again}");
+    assert_eq!(requested.lock().unwrap().len(), fetched.len(), "the second run downloaded nothing");
+}
