@@ -95,8 +95,13 @@ mod tests {
     fn a_failing_hook_reports_the_message_and_gits_error() {
         let dir = repo();
         let hook = dir.path().join(".git/hooks/pre-commit");
-        std::fs::write(&hook, "#!/bin/sh\necho 'lint failed: a.txt' >&2\nexit 1\n").unwrap();
-        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // Written by a child process: a writable descriptor of the hook
+        // in this process could be inherited by another test's fork at the
+        // moment git runs the hook, which then fails with ETXTBSY.
+        let source = dir.path().join("hook.sh");
+        std::fs::write(&source, "#!/bin/sh\necho 'lint failed: a.txt' >&2\nexit 1\n").unwrap();
+        let installed = std::process::Command::new("install").arg("-m").arg("755").arg(&source).arg(&hook).status();
+        assert!(installed.is_ok_and(|status| status.success()), "install the hook");
         let error = git_commit(dir.path(), "fix: keep me", false).unwrap_err().to_string();
         assert!(error.contains("lint failed: a.txt"), "{error}");
         assert!(error.ends_with("fix: keep me"), "{error}");
