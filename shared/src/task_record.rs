@@ -128,6 +128,10 @@ pub struct Record {
     pub terminal: Option<TerminalEvent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureDiagnostic>,
+    /// The final event's `value.text` exactly as the file holds it (its
+    /// JSON bytes), filled by [`read_record`]; `--wait` prints it.
+    #[serde(skip)]
+    pub stored_text: Option<Box<str>>,
 }
 
 /// Context-preserving follow-ups a lineage allows before the next one
@@ -373,7 +377,36 @@ pub fn read_record(path: &Path, id: &TaskId) -> Result<Record, RecordError> {
         source,
     })?;
     validate(&record, id, path)?;
+    let mut record = record;
+    if record.terminal.as_ref().is_some_and(|terminal| terminal.kind == "final") {
+        record.stored_text = stored_text(&bytes).map_err(|source| RecordError::Malformed {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
     Ok(record)
+}
+
+/// The bytes of `terminal.value.text` in a record file, as written.
+fn stored_text(bytes: &[u8]) -> Result<Option<Box<str>>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Outer<'a> {
+        #[serde(borrow)]
+        terminal: Option<Terminal<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Terminal<'a> {
+        #[serde(borrow)]
+        value: Option<Text<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Text<'a> {
+        #[serde(borrow)]
+        text: Option<&'a serde_json::value::RawValue>,
+    }
+    let outer: Outer<'_> = serde_json::from_slice(bytes)?;
+    Ok(outer.terminal.and_then(|terminal| terminal.value?.text).map(|text| text.get().into()))
 }
 
 /// The record's invariants; a broken one makes the record corrupt.
@@ -443,6 +476,7 @@ impl Record {
             turn: None,
             terminal: None,
             failure: None,
+            stored_text: None,
         }
     }
 
@@ -476,7 +510,10 @@ pub enum TaskState {
 /// A finished task's stored report, as `--wait` gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// The report as compact JSON followed by a newline.
+    /// The stored report text followed by a newline: a report stored as a
+    /// JSON value (what this project and the original write) byte for
+    /// byte as the record holds it, a report stored as a JSON string its
+    /// contents.
     pub json: String,
     /// Bytes of terminal control sequences removed from the model's
     /// answer before it was stored (the final event's `controls_removed`;
@@ -503,6 +540,8 @@ pub enum WaitError {
     StaleHeartbeat { command: TaskCommand, id: String },
     #[error("background task {id} final event has no report text")]
     NoReport { id: String },
+    #[error("background task {id} final event's report text is not JSON")]
+    ReportNotJson { id: String },
 }
 
 /// Interprets a validated record for `expected`. `producer_alive` says
@@ -520,15 +559,21 @@ pub fn evaluate(
     if let Some(terminal) = &record.terminal {
         return match terminal.kind.as_str() {
             "final" => {
-                let json = match terminal.value.get("text") {
+                let mut json = match terminal.value.get("text") {
                     None | Some(Value::Null) => return Err(WaitError::NoReport { id: record.id.clone() }),
+                    // A report stored as text is that text, when it is JSON.
                     Some(Value::String(text)) => {
-                        // A report stored as text is printed as the JSON it holds.
-                        let parsed: Value = serde_json::from_str(text).unwrap_or(Value::String(text.clone()));
-                        compact_line(&parsed)
+                        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                            return Err(WaitError::ReportNotJson { id: record.id.clone() });
+                        }
+                        text.clone()
                     }
-                    Some(value) => compact_line(value),
+                    // A report stored as a JSON value is its stored bytes (a
+                    // record built in memory has none: its serialization is
+                    // what a write stores).
+                    Some(value) => record.stored_text.as_deref().map_or_else(|| value.to_string(), str::to_string),
                 };
+                json.push('\n');
                 let controls_removed = terminal.value.get("controls_removed").and_then(Value::as_u64).unwrap_or(0);
                 Ok(TaskState::Succeeded(Report { json, controls_removed }))
             }
@@ -565,12 +610,6 @@ pub fn wait_result(state: TaskState, command: TaskCommand, id: &TaskId) -> Optio
         TaskState::Succeeded(report) => Some(Ok(report)),
         TaskState::Failed { message } => Some(Err(WaitError::Failed { command, id: id.to_string(), message })),
     }
-}
-
-fn compact_line(value: &Value) -> String {
-    let mut text = value.to_string();
-    text.push('\n');
-    text
 }
 
 /// Whether `pid` names a live process that is not a zombie.
@@ -655,7 +694,7 @@ mod tests {
         assert_eq!(
             state,
             TaskState::Succeeded(Report {
-                json: "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n".into(),
+                json: "{\"summary\":\"ok\",\"recommendation\":\"APPROVE\",\"findings\":[]}\n".into(),
                 controls_removed: 0
             })
         );
@@ -664,6 +703,35 @@ mod tests {
         let record = read_record(&path, &id()).unwrap();
         let state = evaluate(&record, TaskCommand::Simplify, |_| true, now()).unwrap();
         assert_eq!(state, TaskState::Failed { message: "provider failed".into() });
+    }
+
+    #[test]
+    fn wait_prints_the_stored_report_text_byte_for_byte() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let head = r#"{"version":3,"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"review","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","terminal":{"seq":4,"at":"2026-01-02T03:04:06Z","kind":"final","value":"#;
+        let report = |value: &str| {
+            std::fs::write(&path, format!("{head}{value}}}}}\n")).unwrap();
+            let record = read_record(&path, &id()).unwrap();
+            evaluate(&record, TaskCommand::Review, |_| false, now()).map(|state| match state {
+                TaskState::Succeeded(report) => (report.json, report.controls_removed),
+                other => panic!("{other:?}"),
+            })
+        };
+        // A report stored as a JSON value: its bytes, in the writer's key
+        // order and spacing, whatever serde would write.
+        let object = "{\"summary\" : \"ok \\u00e9\",\n  \"recommendation\":\"APPROVE\", \"findings\":[ ], \"n\": 1.50}";
+        assert_eq!(
+            report(&format!(r#"{{ "text" :  {object} , "controls_removed": 3}}"#)).unwrap(),
+            (format!("{object}\n"), 3)
+        );
+        // A report stored as a JSON string: the text it holds.
+        let text = r#"{"summary": "ok",  "findings": [], "recommendation": "APPROVE"}"#;
+        let stored = serde_json::to_string(text).unwrap();
+        assert_eq!(report(&format!(r#"{{"text":{stored}}}"#)).unwrap(), (format!("{text}\n"), 0));
+        assert!(matches!(report(r#"{"text":"not json"}"#), Err(WaitError::ReportNotJson { .. })));
+        assert!(matches!(report(r#"{"text":null}"#), Err(WaitError::NoReport { .. })));
+        assert!(matches!(report(r#"{"other":1}"#), Err(WaitError::NoReport { .. })));
     }
 
     #[test]
