@@ -4,10 +4,15 @@
 //! daemon: `--wait` reads it through the daemon when one answers and
 //! directly when none does, so both sides share this module.
 //!
-//! The format is the original implementation's (record versions 1 to 4 are
-//! read; version 4 is written): a running record with a heartbeat, then the
-//! exact terminal `final` or `error` event, plus bounded failure
-//! diagnostics for errors. This module never contacts a daemon and never
+//! The format is the spec's (versions 1 to 3; version 3 is written, so a
+//! reader that follows the spec accepts it) and reads version 4 too, which
+//! earlier builds of this project and the original implementation wrote:
+//! a running record with a heartbeat, then the exact terminal `final` or
+//! `error` event, plus bounded failure diagnostics for errors. The spec's
+//! version 3 `turn` holds only `mode` and `parent_id`; the rest of a turn's
+//! replay state (what `--follow-up` needs) goes in the final event's open
+//! `value`, under [`TURN_KEY`] ([`Record::turn_metadata`] finds it in
+//! either place). This module never contacts a daemon and never
 //! reads the process environment.
 
 use crate::private_fs;
@@ -18,8 +23,17 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The record version this build writes.
-pub const RECORD_VERSION: u32 = 4;
+/// The record version this build writes: the spec's newest.
+pub const RECORD_VERSION: u32 = 3;
+/// The newest record version this build reads: version 4 records were
+/// written by earlier builds (and the original implementation), with the
+/// whole replay state in `turn`.
+pub const MAX_READ_VERSION: u32 = 4;
+/// The key of a final event's `value` that holds a version 3 record's
+/// whole turn metadata ([`TurnMetadata`]).
+pub const TURN_KEY: &str = "turn";
+/// The keys of a version 3 `turn` (spec: the turn's mode and parent ID).
+const SPEC_TURN_KEYS: [&str; 2] = ["parent_id", "mode"];
 /// How often a running task refreshes `updated_at`.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// A running record not refreshed for this long has a dead producer.
@@ -121,7 +135,9 @@ pub struct Record {
     pub pid: i64,
     pub started_at: String,
     pub updated_at: String,
-    /// Follow-up turn metadata (version 3 and later); kept as written.
+    /// Follow-up turn metadata (version 3 and later), kept as written: the
+    /// spec's `mode` and `parent_id` in version 3 records this build
+    /// writes, the whole [`TurnMetadata`] in version 4 records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -412,7 +428,7 @@ fn stored_text(bytes: &[u8]) -> Result<Option<Box<str>>, serde_json::Error> {
 /// The record's invariants; a broken one makes the record corrupt.
 fn validate(record: &Record, id: &TaskId, path: &Path) -> Result<(), RecordError> {
     let corrupt = |reason: String| RecordError::Corrupt { id: id.to_string(), path: path.to_path_buf(), reason };
-    if !(1..=RECORD_VERSION).contains(&record.version) {
+    if !(1..=MAX_READ_VERSION).contains(&record.version) {
         return Err(corrupt(format!("unsupported record version {}", record.version)));
     }
     if record.id != id.as_str() {
@@ -481,18 +497,47 @@ impl Record {
     }
 
     /// The record with its exact terminal event (and, for an error, its
-    /// bounded diagnostics).
+    /// bounded diagnostics). A final event keeps the whole turn metadata
+    /// set in `turn` under [`TURN_KEY`] of its value, and `turn` keeps
+    /// the spec's keys; a failed task has no turn.
     pub fn complete(
         mut self,
-        terminal: TerminalEvent,
+        mut terminal: TerminalEvent,
         failure: Option<FailureDiagnostic>,
         now: jiff::Timestamp,
     ) -> Self {
         self.version = RECORD_VERSION;
         self.updated_at = format_time(now);
         self.failure = if terminal.kind == "error" { failure.map(FailureDiagnostic::bounded) } else { None };
+        self.turn = match self.turn.take() {
+            Some(Value::Object(turn)) if terminal.kind == "final" => {
+                let spec: Map<String, Value> = SPEC_TURN_KEYS
+                    .iter()
+                    .filter_map(|key| {
+                        turn.get(*key).filter(|value| *value != "").map(|value| (key.to_string(), value.clone()))
+                    })
+                    .collect();
+                terminal.value.insert(TURN_KEY.into(), Value::Object(turn));
+                Some(Value::Object(spec))
+            }
+            _ => None,
+        };
         self.terminal = Some(terminal);
         self
+    }
+
+    /// The turn metadata a follow-up reads: the final event's
+    /// [`TURN_KEY`] in a version 3 record this build wrote, `turn` in a
+    /// version 4 record (or one of the spec's version 3 records, which
+    /// holds no more than the mode and parent).
+    pub fn turn_metadata(&self) -> Option<&Value> {
+        let in_value = self
+            .terminal
+            .as_ref()
+            .filter(|terminal| terminal.kind == "final")
+            .and_then(|terminal| terminal.value.get(TURN_KEY))
+            .filter(|turn| turn.is_object());
+        in_value.or(self.turn.as_ref())
     }
 }
 
@@ -732,6 +777,135 @@ mod tests {
         assert!(matches!(report(r#"{"text":"not json"}"#), Err(WaitError::ReportNotJson { .. })));
         assert!(matches!(report(r#"{"text":null}"#), Err(WaitError::NoReport { .. })));
         assert!(matches!(report(r#"{"other":1}"#), Err(WaitError::NoReport { .. })));
+    }
+
+    /// A reader that follows the spec: versions 1 to 3, no unknown field
+    /// anywhere but in an event's open `value`, a version 3 `turn` of mode
+    /// and parent ID only.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecRecord {
+        version: u32,
+        id: String,
+        command: String,
+        pid: i64,
+        started_at: String,
+        updated_at: String,
+        turn: Option<SpecTurn>,
+        terminal: Option<SpecEvent>,
+        failure: Option<FailureDiagnostic>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecTurn {
+        #[serde(default)]
+        parent_id: String,
+        mode: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecEvent {
+        seq: i64,
+        at: String,
+        kind: String,
+        value: Map<String, Value>,
+    }
+
+    fn spec_reader_accepts(path: &Path) -> SpecRecord {
+        let record: SpecRecord = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert!((1..=3).contains(&record.version), "{}", record.version);
+        record
+    }
+
+    fn full_turn() -> Value {
+        serde_json::json!({"parent_id": "DEFGHIJKLMNOPQRSTUVWXYZABC", "mode": "base", "revision": "main",
+            "workspace": "/work/repo", "review_depth": "fast", "depth": 1, "prompt_cache_key": "key",
+            "input": [{"type": "message", "role": "user", "content": "task"}],
+            "leaves": [{"model": "m", "turn_state": "s"}]})
+    }
+
+    #[test]
+    fn records_are_written_as_the_specs_version_three_with_the_whole_turn_in_the_final_value() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let mut record = Record::running(&id(), TaskCommand::Review, 42, now());
+        write_record(&path, &record).unwrap();
+        assert_eq!(spec_reader_accepts(&path).version, 3, "a running record");
+        record.turn = Some(full_turn());
+        let text = serde_json::json!({"summary": "ok", "recommendation": "APPROVE", "findings": []});
+        let value =
+            [("text".to_string(), text), ("controls_removed".to_string(), Value::from(2))].into_iter().collect();
+        let terminal = TerminalEvent { seq: 3, at: format_time(now()), kind: "final".into(), value };
+        write_record(&path, &record.complete(terminal, None, now())).unwrap();
+        let spec = spec_reader_accepts(&path);
+        let turn = spec.turn.unwrap();
+        assert_eq!((turn.mode.as_str(), turn.parent_id.as_str()), ("base", "DEFGHIJKLMNOPQRSTUVWXYZABC"));
+        let read = read_record(&path, &id()).unwrap();
+        assert_eq!(read.turn_metadata(), Some(&full_turn()), "a follow-up finds the whole turn");
+        let state = evaluate(&read, TaskCommand::Review, |_| false, now()).unwrap();
+        let TaskState::Succeeded(report) = state else { panic!("{state:?}") };
+        assert_eq!(report.json, "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n");
+        assert_eq!(report.controls_removed, 2);
+
+        // A failed task: the spec's version 2 diagnostics, no turn.
+        let mut record = Record::running(&id(), TaskCommand::Simplify, 42, now());
+        record.turn = Some(full_turn());
+        let value = [("message".to_string(), Value::from("boom"))].into_iter().collect();
+        let terminal = TerminalEvent { seq: 3, at: format_time(now()), kind: "error".into(), value };
+        let failure = FailureDiagnostic {
+            model: "m".into(),
+            mode: "staged".into(),
+            max_steps: 9,
+            max_tool_calls: 7,
+            repository_fingerprint: Some(RepositoryFingerprint {
+                base_tree: "a".into(),
+                target_tree: "b".into(),
+                ..Default::default()
+            }),
+            tool_events: vec![FailureToolEvent { seq: 2, kind: "tool-call".into(), ..Default::default() }],
+        };
+        write_record(&path, &record.complete(terminal, Some(failure), now())).unwrap();
+        let spec = spec_reader_accepts(&path);
+        assert!(spec.turn.is_none() && spec.failure.is_some());
+        assert_eq!(read_record(&path, &id()).unwrap().turn_metadata(), None);
+    }
+
+    #[test]
+    fn every_version_this_project_or_the_original_wrote_is_read() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let head = |version: u32| {
+            format!(
+                r#"{{"version":{version},"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"review","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z""#
+            )
+        };
+        let terminal = r#""terminal":{"seq":4,"at":"2026-01-02T03:04:06Z","kind":"final","value":{"text":{"summary":"ok","recommendation":"APPROVE","findings":[]},"tool_calls":1,"repair_calls":0}}"#;
+        // The spec's version 3 (the original before version 4): a turn of
+        // mode and parent only.
+        let spec_turn = r#""turn":{"parent_id":"DEFGHIJKLMNOPQRSTUVWXYZABC","mode":"staged"}"#;
+        // Version 4: earlier builds of this project (with `revision`) and
+        // the original, the whole replay state in `turn`.
+        let full = full_turn().to_string();
+        let cases = [
+            (format!("{},{terminal}}}", head(1)), None),
+            (format!("{},{spec_turn},{terminal}}}", head(3)), Some(serde_json::from_str(&spec_turn[7..]).unwrap())),
+            (format!("{},\"turn\":{full},{terminal}}}", head(4)), Some(full_turn())),
+            (format!("{},\"turn\":{full}}}", head(4)), Some(full_turn())),
+        ];
+        for (text, turn) in cases {
+            std::fs::write(&path, &text).unwrap();
+            let record = read_record(&path, &id()).unwrap_or_else(|error| panic!("{text}: {error}"));
+            assert_eq!(record.turn_metadata(), turn.as_ref(), "{text}");
+            let state = evaluate(&record, TaskCommand::Review, |_| true, now()).unwrap();
+            assert!(matches!(state, TaskState::Succeeded(_) | TaskState::Running { .. }), "{text}");
+        }
+        std::fs::write(&path, format!("{}}}", head(5))).unwrap();
+        assert!(matches!(read_record(&path, &id()), Err(RecordError::Corrupt { .. })), "version 5");
     }
 
     #[test]
