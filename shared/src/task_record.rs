@@ -4,10 +4,15 @@
 //! daemon: `--wait` reads it through the daemon when one answers and
 //! directly when none does, so both sides share this module.
 //!
-//! The format is the original implementation's (record versions 1 to 4 are
-//! read; version 4 is written): a running record with a heartbeat, then the
-//! exact terminal `final` or `error` event, plus bounded failure
-//! diagnostics for errors. This module never contacts a daemon and never
+//! The format is the spec's (versions 1 to 3; version 3 is written, so a
+//! reader that follows the spec accepts it) and reads version 4 too, which
+//! earlier builds of this project and the original implementation wrote:
+//! a running record with a heartbeat, then the exact terminal `final` or
+//! `error` event, plus bounded failure diagnostics for errors. The spec's
+//! version 3 `turn` holds only `mode` and `parent_id`; the rest of a turn's
+//! replay state (what `--follow-up` needs) goes in the final event's open
+//! `value`, under [`TURN_KEY`] ([`Record::turn_metadata`] finds it in
+//! either place). This module never contacts a daemon and never
 //! reads the process environment.
 
 use crate::private_fs;
@@ -18,8 +23,17 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The record version this build writes.
-pub const RECORD_VERSION: u32 = 4;
+/// The record version this build writes: the spec's newest.
+pub const RECORD_VERSION: u32 = 3;
+/// The newest record version this build reads: version 4 records were
+/// written by earlier builds (and the original implementation), with the
+/// whole replay state in `turn`.
+pub const MAX_READ_VERSION: u32 = 4;
+/// The key of a final event's `value` that holds a version 3 record's
+/// whole turn metadata ([`TurnMetadata`]).
+pub const TURN_KEY: &str = "turn";
+/// The keys of a version 3 `turn` (spec: the turn's mode and parent ID).
+const SPEC_TURN_KEYS: [&str; 2] = ["parent_id", "mode"];
 /// How often a running task refreshes `updated_at`.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// A running record not refreshed for this long has a dead producer.
@@ -121,13 +135,19 @@ pub struct Record {
     pub pid: i64,
     pub started_at: String,
     pub updated_at: String,
-    /// Follow-up turn metadata (version 3 and later); kept as written.
+    /// Follow-up turn metadata (version 3 and later), kept as written: the
+    /// spec's `mode` and `parent_id` in version 3 records this build
+    /// writes, the whole [`TurnMetadata`] in version 4 records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<TerminalEvent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureDiagnostic>,
+    /// The final event's `value.text` exactly as the file holds it (its
+    /// JSON bytes), filled by [`read_record`]; `--wait` prints it.
+    #[serde(skip)]
+    pub stored_text: Option<Box<str>>,
 }
 
 /// Context-preserving follow-ups a lineage allows before the next one
@@ -373,13 +393,42 @@ pub fn read_record(path: &Path, id: &TaskId) -> Result<Record, RecordError> {
         source,
     })?;
     validate(&record, id, path)?;
+    let mut record = record;
+    if record.terminal.as_ref().is_some_and(|terminal| terminal.kind == "final") {
+        record.stored_text = stored_text(&bytes).map_err(|source| RecordError::Malformed {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
     Ok(record)
+}
+
+/// The bytes of `terminal.value.text` in a record file, as written.
+fn stored_text(bytes: &[u8]) -> Result<Option<Box<str>>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Outer<'a> {
+        #[serde(borrow)]
+        terminal: Option<Terminal<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Terminal<'a> {
+        #[serde(borrow)]
+        value: Option<Text<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Text<'a> {
+        #[serde(borrow)]
+        text: Option<&'a serde_json::value::RawValue>,
+    }
+    let outer: Outer<'_> = serde_json::from_slice(bytes)?;
+    Ok(outer.terminal.and_then(|terminal| terminal.value?.text).map(|text| text.get().into()))
 }
 
 /// The record's invariants; a broken one makes the record corrupt.
 fn validate(record: &Record, id: &TaskId, path: &Path) -> Result<(), RecordError> {
     let corrupt = |reason: String| RecordError::Corrupt { id: id.to_string(), path: path.to_path_buf(), reason };
-    if !(1..=RECORD_VERSION).contains(&record.version) {
+    if !(1..=MAX_READ_VERSION).contains(&record.version) {
         return Err(corrupt(format!("unsupported record version {}", record.version)));
     }
     if record.id != id.as_str() {
@@ -443,22 +492,52 @@ impl Record {
             turn: None,
             terminal: None,
             failure: None,
+            stored_text: None,
         }
     }
 
     /// The record with its exact terminal event (and, for an error, its
-    /// bounded diagnostics).
+    /// bounded diagnostics). A final event keeps the whole turn metadata
+    /// set in `turn` under [`TURN_KEY`] of its value, and `turn` keeps
+    /// the spec's keys; a failed task has no turn.
     pub fn complete(
         mut self,
-        terminal: TerminalEvent,
+        mut terminal: TerminalEvent,
         failure: Option<FailureDiagnostic>,
         now: jiff::Timestamp,
     ) -> Self {
         self.version = RECORD_VERSION;
         self.updated_at = format_time(now);
         self.failure = if terminal.kind == "error" { failure.map(FailureDiagnostic::bounded) } else { None };
+        self.turn = match self.turn.take() {
+            Some(Value::Object(turn)) if terminal.kind == "final" => {
+                let spec: Map<String, Value> = SPEC_TURN_KEYS
+                    .iter()
+                    .filter_map(|key| {
+                        turn.get(*key).filter(|value| *value != "").map(|value| (key.to_string(), value.clone()))
+                    })
+                    .collect();
+                terminal.value.insert(TURN_KEY.into(), Value::Object(turn));
+                Some(Value::Object(spec))
+            }
+            _ => None,
+        };
         self.terminal = Some(terminal);
         self
+    }
+
+    /// The turn metadata a follow-up reads: the final event's
+    /// [`TURN_KEY`] in a version 3 record this build wrote, `turn` in a
+    /// version 4 record (or one of the spec's version 3 records, which
+    /// holds no more than the mode and parent).
+    pub fn turn_metadata(&self) -> Option<&Value> {
+        let in_value = self
+            .terminal
+            .as_ref()
+            .filter(|terminal| terminal.kind == "final")
+            .and_then(|terminal| terminal.value.get(TURN_KEY))
+            .filter(|turn| turn.is_object());
+        in_value.or(self.turn.as_ref())
     }
 }
 
@@ -476,7 +555,10 @@ pub enum TaskState {
 /// A finished task's stored report, as `--wait` gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// The report as compact JSON followed by a newline.
+    /// The stored report text followed by a newline: a report stored as a
+    /// JSON value (what this project and the original write) byte for
+    /// byte as the record holds it, a report stored as a JSON string its
+    /// contents.
     pub json: String,
     /// Bytes of terminal control sequences removed from the model's
     /// answer before it was stored (the final event's `controls_removed`;
@@ -503,6 +585,8 @@ pub enum WaitError {
     StaleHeartbeat { command: TaskCommand, id: String },
     #[error("background task {id} final event has no report text")]
     NoReport { id: String },
+    #[error("background task {id} final event's report text is not JSON")]
+    ReportNotJson { id: String },
 }
 
 /// Interprets a validated record for `expected`. `producer_alive` says
@@ -520,15 +604,21 @@ pub fn evaluate(
     if let Some(terminal) = &record.terminal {
         return match terminal.kind.as_str() {
             "final" => {
-                let json = match terminal.value.get("text") {
+                let mut json = match terminal.value.get("text") {
                     None | Some(Value::Null) => return Err(WaitError::NoReport { id: record.id.clone() }),
+                    // A report stored as text is that text, when it is JSON.
                     Some(Value::String(text)) => {
-                        // A report stored as text is printed as the JSON it holds.
-                        let parsed: Value = serde_json::from_str(text).unwrap_or(Value::String(text.clone()));
-                        compact_line(&parsed)
+                        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                            return Err(WaitError::ReportNotJson { id: record.id.clone() });
+                        }
+                        text.clone()
                     }
-                    Some(value) => compact_line(value),
+                    // A report stored as a JSON value is its stored bytes (a
+                    // record built in memory has none: its serialization is
+                    // what a write stores).
+                    Some(value) => record.stored_text.as_deref().map_or_else(|| value.to_string(), str::to_string),
                 };
+                json.push('\n');
                 let controls_removed = terminal.value.get("controls_removed").and_then(Value::as_u64).unwrap_or(0);
                 Ok(TaskState::Succeeded(Report { json, controls_removed }))
             }
@@ -565,12 +655,6 @@ pub fn wait_result(state: TaskState, command: TaskCommand, id: &TaskId) -> Optio
         TaskState::Succeeded(report) => Some(Ok(report)),
         TaskState::Failed { message } => Some(Err(WaitError::Failed { command, id: id.to_string(), message })),
     }
-}
-
-fn compact_line(value: &Value) -> String {
-    let mut text = value.to_string();
-    text.push('\n');
-    text
 }
 
 /// Whether `pid` names a live process that is not a zombie.
@@ -655,7 +739,7 @@ mod tests {
         assert_eq!(
             state,
             TaskState::Succeeded(Report {
-                json: "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n".into(),
+                json: "{\"summary\":\"ok\",\"recommendation\":\"APPROVE\",\"findings\":[]}\n".into(),
                 controls_removed: 0
             })
         );
@@ -664,6 +748,164 @@ mod tests {
         let record = read_record(&path, &id()).unwrap();
         let state = evaluate(&record, TaskCommand::Simplify, |_| true, now()).unwrap();
         assert_eq!(state, TaskState::Failed { message: "provider failed".into() });
+    }
+
+    #[test]
+    fn wait_prints_the_stored_report_text_byte_for_byte() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let head = r#"{"version":3,"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"review","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","terminal":{"seq":4,"at":"2026-01-02T03:04:06Z","kind":"final","value":"#;
+        let report = |value: &str| {
+            std::fs::write(&path, format!("{head}{value}}}}}\n")).unwrap();
+            let record = read_record(&path, &id()).unwrap();
+            evaluate(&record, TaskCommand::Review, |_| false, now()).map(|state| match state {
+                TaskState::Succeeded(report) => (report.json, report.controls_removed),
+                other => panic!("{other:?}"),
+            })
+        };
+        // A report stored as a JSON value: its bytes, in the writer's key
+        // order and spacing, whatever serde would write.
+        let object = "{\"summary\" : \"ok \\u00e9\",\n  \"recommendation\":\"APPROVE\", \"findings\":[ ], \"n\": 1.50}";
+        assert_eq!(
+            report(&format!(r#"{{ "text" :  {object} , "controls_removed": 3}}"#)).unwrap(),
+            (format!("{object}\n"), 3)
+        );
+        // A report stored as a JSON string: the text it holds.
+        let text = r#"{"summary": "ok",  "findings": [], "recommendation": "APPROVE"}"#;
+        let stored = serde_json::to_string(text).unwrap();
+        assert_eq!(report(&format!(r#"{{"text":{stored}}}"#)).unwrap(), (format!("{text}\n"), 0));
+        assert!(matches!(report(r#"{"text":"not json"}"#), Err(WaitError::ReportNotJson { .. })));
+        assert!(matches!(report(r#"{"text":null}"#), Err(WaitError::NoReport { .. })));
+        assert!(matches!(report(r#"{"other":1}"#), Err(WaitError::NoReport { .. })));
+    }
+
+    /// A reader that follows the spec: versions 1 to 3, no unknown field
+    /// anywhere but in an event's open `value`, a version 3 `turn` of mode
+    /// and parent ID only.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecRecord {
+        version: u32,
+        id: String,
+        command: String,
+        pid: i64,
+        started_at: String,
+        updated_at: String,
+        turn: Option<SpecTurn>,
+        terminal: Option<SpecEvent>,
+        failure: Option<FailureDiagnostic>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecTurn {
+        #[serde(default)]
+        parent_id: String,
+        mode: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct SpecEvent {
+        seq: i64,
+        at: String,
+        kind: String,
+        value: Map<String, Value>,
+    }
+
+    fn spec_reader_accepts(path: &Path) -> SpecRecord {
+        let record: SpecRecord = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert!((1..=3).contains(&record.version), "{}", record.version);
+        record
+    }
+
+    fn full_turn() -> Value {
+        serde_json::json!({"parent_id": "DEFGHIJKLMNOPQRSTUVWXYZABC", "mode": "base", "revision": "main",
+            "workspace": "/work/repo", "review_depth": "fast", "depth": 1, "prompt_cache_key": "key",
+            "input": [{"type": "message", "role": "user", "content": "task"}],
+            "leaves": [{"model": "m", "turn_state": "s"}]})
+    }
+
+    #[test]
+    fn records_are_written_as_the_specs_version_three_with_the_whole_turn_in_the_final_value() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let mut record = Record::running(&id(), TaskCommand::Review, 42, now());
+        write_record(&path, &record).unwrap();
+        assert_eq!(spec_reader_accepts(&path).version, 3, "a running record");
+        record.turn = Some(full_turn());
+        let text = serde_json::json!({"summary": "ok", "recommendation": "APPROVE", "findings": []});
+        let value =
+            [("text".to_string(), text), ("controls_removed".to_string(), Value::from(2))].into_iter().collect();
+        let terminal = TerminalEvent { seq: 3, at: format_time(now()), kind: "final".into(), value };
+        write_record(&path, &record.complete(terminal, None, now())).unwrap();
+        let spec = spec_reader_accepts(&path);
+        let turn = spec.turn.unwrap();
+        assert_eq!((turn.mode.as_str(), turn.parent_id.as_str()), ("base", "DEFGHIJKLMNOPQRSTUVWXYZABC"));
+        let read = read_record(&path, &id()).unwrap();
+        assert_eq!(read.turn_metadata(), Some(&full_turn()), "a follow-up finds the whole turn");
+        let state = evaluate(&read, TaskCommand::Review, |_| false, now()).unwrap();
+        let TaskState::Succeeded(report) = state else { panic!("{state:?}") };
+        assert_eq!(report.json, "{\"findings\":[],\"recommendation\":\"APPROVE\",\"summary\":\"ok\"}\n");
+        assert_eq!(report.controls_removed, 2);
+
+        // A failed task: the spec's version 2 diagnostics, no turn.
+        let mut record = Record::running(&id(), TaskCommand::Simplify, 42, now());
+        record.turn = Some(full_turn());
+        let value = [("message".to_string(), Value::from("boom"))].into_iter().collect();
+        let terminal = TerminalEvent { seq: 3, at: format_time(now()), kind: "error".into(), value };
+        let failure = FailureDiagnostic {
+            model: "m".into(),
+            mode: "staged".into(),
+            max_steps: 9,
+            max_tool_calls: 7,
+            repository_fingerprint: Some(RepositoryFingerprint {
+                base_tree: "a".into(),
+                target_tree: "b".into(),
+                ..Default::default()
+            }),
+            tool_events: vec![FailureToolEvent { seq: 2, kind: "tool-call".into(), ..Default::default() }],
+        };
+        write_record(&path, &record.complete(terminal, Some(failure), now())).unwrap();
+        let spec = spec_reader_accepts(&path);
+        assert!(spec.turn.is_none() && spec.failure.is_some());
+        assert_eq!(read_record(&path, &id()).unwrap().turn_metadata(), None);
+    }
+
+    #[test]
+    fn every_version_this_project_or_the_original_wrote_is_read() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("record.json");
+        let head = |version: u32| {
+            format!(
+                r#"{{"version":{version},"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"review","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z""#
+            )
+        };
+        let terminal = r#""terminal":{"seq":4,"at":"2026-01-02T03:04:06Z","kind":"final","value":{"text":{"summary":"ok","recommendation":"APPROVE","findings":[]},"tool_calls":1,"repair_calls":0}}"#;
+        // The spec's version 3 (the original before version 4): a turn of
+        // mode and parent only.
+        let spec_turn = r#""turn":{"parent_id":"DEFGHIJKLMNOPQRSTUVWXYZABC","mode":"staged"}"#;
+        // Version 4: earlier builds of this project (with `revision`) and
+        // the original, the whole replay state in `turn`.
+        let full = full_turn().to_string();
+        let cases = [
+            (format!("{},{terminal}}}", head(1)), None),
+            (format!("{},{spec_turn},{terminal}}}", head(3)), Some(serde_json::from_str(&spec_turn[7..]).unwrap())),
+            (format!("{},\"turn\":{full},{terminal}}}", head(4)), Some(full_turn())),
+            (format!("{},\"turn\":{full}}}", head(4)), Some(full_turn())),
+        ];
+        for (text, turn) in cases {
+            std::fs::write(&path, &text).unwrap();
+            let record = read_record(&path, &id()).unwrap_or_else(|error| panic!("{text}: {error}"));
+            assert_eq!(record.turn_metadata(), turn.as_ref(), "{text}");
+            let state = evaluate(&record, TaskCommand::Review, |_| true, now()).unwrap();
+            assert!(matches!(state, TaskState::Succeeded(_) | TaskState::Running { .. }), "{text}");
+        }
+        std::fs::write(&path, format!("{}}}", head(5))).unwrap();
+        assert!(matches!(read_record(&path, &id()), Err(RecordError::Corrupt { .. })), "version 5");
     }
 
     #[test]

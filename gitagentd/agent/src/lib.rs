@@ -21,7 +21,8 @@
 //! `branch`) on normal steps. The loop never runs it: the ordinary calls
 //! of the same response run and join first (and the batch guard rechecks
 //! the snapshot), then the conversation retires and hands the call back
-//! as [`Node::Branch`] for the caller to fan out.
+//! as [`Node::Branch`] for the caller to fan out. A request offering it
+//! sends `parallel_tool_calls: false`, whatever the task allows.
 
 mod batch;
 pub mod controls;
@@ -386,9 +387,12 @@ impl Conversation<'_> {
     }
 
     /// The request for the current conversation with `tools`, and hosted
-    /// search when `normal` (not a finalization or repair request).
+    /// search when `normal` (not a finalization or repair request). A
+    /// request offering the terminal control function never allows
+    /// parallel tool calls (spec: a branch control tool forces it off).
     fn model_request(&self, tools: Vec<gitagent_provider::ToolSpec>, normal: bool) -> ModelRequest {
-        let parallel = self.task.parallel_tool_calls && !tools.is_empty();
+        let offers_control = self.control.is_some_and(|control| tools.iter().any(|tool| tool.name == control.name));
+        let parallel = self.task.parallel_tool_calls && !tools.is_empty() && !offers_control;
         ModelRequest {
             instructions: self.instructions.clone(),
             input: self.items.clone(),

@@ -95,7 +95,7 @@ pub fn find_parent(
     };
     let not_eligible = || FollowUpError::NotEligible { id: id.to_string(), command: wanted };
     let turn: TurnMetadata =
-        record.turn.clone().and_then(|turn| serde_json::from_value(turn).ok()).ok_or_else(not_eligible)?;
+        record.turn_metadata().cloned().and_then(|turn| serde_json::from_value(turn).ok()).ok_or_else(not_eligible)?;
     if !turn.follow_up_eligible() {
         return Err(not_eligible());
     }
@@ -262,6 +262,20 @@ mod tests {
         task_record::write_record(&task_record::record_path(root, "project", &id), &record).unwrap();
     }
 
+    /// Stores the record this build writes: version 3, the whole turn in
+    /// the final event's value.
+    fn store_as_written(root: &Path, turn: &TurnMetadata) {
+        let id = TaskId::parse(PARENT).unwrap();
+        let mut value = serde_json::Map::new();
+        value.insert("text".into(), serde_json::json!({"summary": "ok", "recommendation": "APPROVE", "findings": []}));
+        let terminal = TerminalEvent { seq: 1, at: "2026-01-02T03:04:05Z".into(), kind: "final".into(), value };
+        let mut record = Record::running(&id, TaskCommand::Review, 7, jiff::Timestamp::now());
+        record.turn = Some(serde_json::to_value(turn).unwrap());
+        let record = record.complete(terminal, None, jiff::Timestamp::now());
+        assert_eq!(record.version, 3);
+        task_record::write_record(&task_record::record_path(root, "project", &id), &record).unwrap();
+    }
+
     fn eligible_turn(depth: u32) -> TurnMetadata {
         TurnMetadata {
             mode: "staged".into(),
@@ -380,6 +394,12 @@ mod tests {
         store(dir.path(), 4, Some(serde_json::to_value(&turn).unwrap()));
         let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap();
         assert_eq!(parent.mode, Mode::Commit);
+        turn.mode = "base".into();
+        turn.revision = "main".into();
+        store_as_written(dir.path(), &turn);
+        let parent = find_parent(dir.path(), "project", TaskCommand::Review, PARENT).unwrap();
+        assert_eq!((parent.mode, parent.revision.as_deref()), (Mode::Base, Some("main")), "a version 3 record");
+        assert_eq!(parent.turn, turn);
     }
 
     #[test]

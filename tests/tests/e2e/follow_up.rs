@@ -45,7 +45,14 @@ fn turn(env: &TestEnv, repo: &GitRepo, id: &str) -> Value {
     let project = env.run_in(repo.path(), &["project_id"]).success();
     let path = env.home().join(".git-agent").join(project.trim()).join("background").join(format!("{id}.json"));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    record["turn"].clone()
+    // Version 3 (the spec's): `turn` has the mode and parent only; the
+    // whole turn is in the final event's value.
+    assert_eq!(record["version"], 3);
+    let turn = record["terminal"]["value"]["turn"].clone();
+    let spec_turn: Vec<&String> = record["turn"].as_object().unwrap().keys().collect();
+    assert!(spec_turn.iter().all(|key| *key == "mode" || *key == "parent_id"), "{spec_turn:?}");
+    assert_eq!((&record["turn"]["mode"], record["turn"].get("parent_id")), (&turn["mode"], turn.get("parent_id")));
+    turn
 }
 
 fn report(summary: &str) -> String {

@@ -138,6 +138,44 @@ fn wait_failures_keep_stdout_empty() {
     assert!(stderr.contains("no provider credentials"), "{stderr}");
 }
 
+/// `--wait` prints the stored report text byte for byte, whatever key
+/// order and spacing its writer used: a report stored as a JSON value (the
+/// original's records) and one stored as a JSON string, through the daemon
+/// and from the record alone.
+#[test]
+fn wait_prints_a_hand_written_report_byte_for_byte() {
+    let env = TestEnv::new();
+    let repo = dirty_repo(&env);
+    let project = env.run_in(repo.path(), &["project_id"]).success();
+    let dir = env.home().join(".git-agent").join(project.trim()).join("background");
+    std::fs::create_dir_all(&dir).unwrap();
+    let object = "{\"summary\" : \"Fine.\",  \"recommendation\":\"APPROVE\",\n \"findings\":[ ],\"checks\":[]}";
+    let text = r#"{ "findings": [], "summary": "Also fine.", "recommendation": "APPROVE" }"#;
+    let cases = [
+        ("OBJECTOBJECTOBJECTOBJECTAB", 1, object.to_string(), object),
+        ("STRINGSTRINGSTRINGSTRINGAB", 3, serde_json::to_string(text).unwrap(), text),
+    ];
+    for (id, version, stored, _) in &cases {
+        let record = format!(
+            r#"{{"version":{version},"id":"{id}","command":"review","pid":1,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:06Z","terminal":{{"seq":3,"at":"2026-01-02T03:04:06Z","kind":"final","value":{{"text": {stored},"tool_calls":2}}}}}}"#
+        );
+        std::fs::write(dir.join(format!("{id}.json")), record).unwrap();
+    }
+    for (id, _, _, printed) in &cases {
+        let run = env.run_in(repo.path(), &["review", "--wait", id]);
+        assert_eq!(run.success(), format!("{printed}\n"), "through the daemon");
+        assert_eq!(run.stderr, "");
+    }
+    env.gitagentd(&["stop"]).output().unwrap();
+    for (id, _, _, printed) in &cases {
+        assert_eq!(
+            env.run_in(repo.path(), &["review", "--wait", id]).success(),
+            format!("{printed}\n"),
+            "from the record"
+        );
+    }
+}
+
 #[test]
 fn launch_failures_and_usage_errors() {
     let env = TestEnv::new();

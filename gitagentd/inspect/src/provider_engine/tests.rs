@@ -510,6 +510,37 @@ mod fan_out {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_offering_branch_forbid_parallel_tool_calls_and_leaves_keep_them() {
+        // Spec: any request with a branch control tool forces
+        // `parallel_tool_calls` off; non-branch-capable nodes keep it on.
+        let fixture = fixture();
+        let mut script = Script::new();
+        let two = branch(vec![child("a", "inherit", "inherit"), child("b", "inherit", "inherit")]);
+        script.insert(
+            "root",
+            vec![
+                events::tool_calls(&[("h1", "branch_help", "{}")], json!({})),
+                events::tool_calls(&[("r1", "branch", &two)], json!({})),
+            ],
+        );
+        script.insert("b1", vec![report("a fine", vec![])]);
+        script.insert("b2", vec![report("b fine", vec![])]);
+        let fake = serve(script, |_| {});
+        inspect(&fake_request(&fixture, &fake, Depth::Fast)).await.expect("a merged report");
+        let root = requests_of(&fake, "root");
+        assert_eq!(root.len(), 2);
+        for body in &root {
+            assert!(tools_of(body).contains(&"branch".to_string()));
+            assert_eq!(body["parallel_tool_calls"], json!(false), "a request offering branch");
+        }
+        for node in ["b1", "b2"] {
+            let body = &requests_of(&fake, node)[0];
+            assert!(!tools_of(body).iter().any(|name| name.starts_with("branch")), "{node} is at the depth limit");
+            assert_eq!(body["parallel_tool_calls"], json!(true), "{node} offers no branch tool");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn branching_beyond_the_policy_fails_the_task() {
         let fixture = fixture();
         let mut script = Script::new();
