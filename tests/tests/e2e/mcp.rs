@@ -341,6 +341,32 @@ fn review_launches_a_task_that_task_status_and_task_wait_follow() {
     assert!(unknown.starts_with("error: "), "{unknown}");
 }
 
+/// A report that had terminal controls removed comes back from
+/// `task_wait` clean, with the CLI's warning line as a second text block.
+#[test]
+fn task_wait_says_when_terminal_controls_were_removed() {
+    let fake = FakeOpenAi::start();
+    let mut env = TestEnv::new();
+    fake.configure(&mut env, "sk-e2e-mcp-secret");
+    let repo = env.repo("inspected");
+    repo.write("README.md", "hello\n");
+    repo.commit_all("initial");
+    repo.write("README.md", "hello\nworld\n");
+    let hostile = REVIEW.replace("One readme line", "One readme\u{1b}[31m line");
+    fake.push(Reply::Events(events::text_reply(&hostile, events::usage(200, 0, 20))));
+    let mut session = McpSession::start(&env, repo.path());
+    let launch = success_text(&session.call("review", json!({"mode": "uncommitted"})));
+    let id = serde_json::from_str::<Value>(&launch).unwrap()["id"].as_str().unwrap().to_string();
+
+    let result = session.call("task_wait", json!({"id": id}));
+    let report: Value = serde_json::from_str(&success_text(&result)).unwrap();
+    assert_eq!(report["summary"], "One readme line is unexplained.");
+    assert_eq!(
+        result["content"][1]["text"], "warning: removed 5 bytes of terminal control sequences from the model's answer",
+        "{result}"
+    );
+}
+
 /// An index build reports how many chunks are done as it goes: the
 /// notifications' `progress` grows past 0, and `total` is sent only once
 /// the walk has found every file (issue 32: progress stayed at 0.0).
