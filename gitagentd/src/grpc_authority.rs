@@ -332,15 +332,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityRepair<S> {
     }
 }
 
-/// tonic's connection info for the daemon's sockets, as for a bare stream.
-impl tonic::transport::server::Connected for AuthorityRepair<tokio::net::UnixStream> {
-    type ConnectInfo = tonic::transport::server::UdsConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

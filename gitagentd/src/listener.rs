@@ -1,9 +1,12 @@
 //! The daemon socket's accept loop. Every connection is checked for the
 //! peer's uid first (only the daemon's own user is served), then sniffed:
-//! a connection that opens with the HTTP/2 client preface is gRPC and goes
-//! to tonic (through [`grpc_authority`](crate::grpc_authority), which
-//! repairs the `:authority` some stock gRPC clients send); anything else is
-//! plain HTTP/1.1 for the read-only task view ([`task_http`](crate::task_http)).
+//! a connection that opens with the HTTP/2 client preface is gRPC, served
+//! by hyper's HTTP/2 server with tonic's routes (through
+//! [`grpc_authority`](crate::grpc_authority), which repairs the
+//! `:authority` some stock gRPC clients send); anything else is plain
+//! HTTP/1.1 for the read-only task view ([`task_http`](crate::task_http)).
+//! A connection is served in the task that sniffed it, on the worker that
+//! accepted it: nothing hands it to another thread.
 
 use crate::grpc_authority::AuthorityRepair;
 use crate::tasks::TaskService;
@@ -16,6 +19,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// The gRPC service every connection is served with: tonic's routes.
+pub type GrpcRoutes = tonic::service::Routes;
+
+/// Held by every connection's task; the daemon waits, after shutdown, until
+/// the last one is dropped (in-flight replies are written whole).
+pub type Draining = mpsc::Sender<()>;
 
 /// The HTTP/2 client connection preface (RFC 9113, section 3.4).
 pub const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -70,14 +80,15 @@ fn admitted(stream: &UnixStream, own_uid: u32) -> bool {
 /// How long the accept loop pauses after a failed `accept`.
 const ACCEPT_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
-/// Accepts connections until `shutdown`, handing gRPC ones to `grpc` (the
-/// sender tonic serves from) and serving HTTP/1.1 ones here. Dropping the
-/// listener and the sender at shutdown ends tonic's incoming stream.
+/// Accepts connections until `shutdown` and serves each in its own task:
+/// gRPC with `grpc`, HTTP/1.1 task views with `tasks`. Every connection's
+/// task holds a clone of `draining` until it ends.
 pub async fn accept(
     listener: UnixListener,
-    grpc: mpsc::Sender<io::Result<AuthorityRepair<UnixStream>>>,
+    grpc: GrpcRoutes,
     tasks: Arc<TaskService>,
     shutdown: CancellationToken,
+    draining: Draining,
 ) {
     let own_uid = nix::unistd::geteuid().as_raw();
     loop {
@@ -105,7 +116,9 @@ pub async fn accept(
         let grpc = grpc.clone();
         let tasks = Arc::clone(&tasks);
         let shutdown = shutdown.clone();
+        let draining = draining.clone();
         tokio::spawn(async move {
+            let _draining = draining;
             let mut stream = stream;
             let (protocol, first) = match tokio::time::timeout(SNIFF_WAIT, sniff(&mut stream)).await {
                 Ok(Ok(sniffed)) => sniffed,
@@ -119,14 +132,32 @@ pub async fn accept(
                 }
             };
             match protocol {
-                Protocol::Grpc => {
-                    let _ = grpc.send(Ok(AuthorityRepair::new(stream, first))).await;
-                }
+                Protocol::Grpc => serve_grpc(AuthorityRepair::new(stream, first), grpc, shutdown).await,
                 Protocol::Http1 | Protocol::Undecided => {
                     crate::task_http::serve(Prefixed::new(first, stream), tasks, shutdown).await;
                 }
             }
         });
+    }
+}
+
+/// Serves one gRPC connection until the client closes it, or until
+/// `shutdown`: then it stops taking new calls and finishes those in flight.
+async fn serve_grpc(stream: AuthorityRepair<UnixStream>, grpc: GrpcRoutes, shutdown: CancellationToken) {
+    let mut builder = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    builder.timer(hyper_util::rt::TokioTimer::new());
+    let service = hyper_util::service::TowerToHyperService::new(grpc);
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    let served = tokio::select! {
+        served = connection.as_mut() => served,
+        () = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = served {
+        tracing::debug!(%error, "a gRPC connection ended with an error");
     }
 }
 

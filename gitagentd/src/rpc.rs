@@ -67,11 +67,18 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         let _ = warm.http_clients.get(&Default::default(), gitagent_provider::ClientKind::Responses);
     }));
 
-    // The accept loop checks each peer's uid, serves HTTP/1.1 task views
-    // itself and hands gRPC connections to tonic through this channel.
-    let (grpc, incoming) = tokio::sync::mpsc::channel(16);
-    let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
-    tokio::spawn(crate::listener::accept(listener, grpc, Arc::clone(&daemon.services.tasks), shutdown.clone()));
+    // The accept loop checks each peer's uid and serves each connection,
+    // gRPC or an HTTP/1.1 task view, in a task of its own.
+    let activity = Arc::clone(&daemon.activity);
+    let tasks = Arc::clone(&daemon.services.tasks);
+    let routes = tonic::service::Routes::new(
+        GitAgentServer::from_arc(daemon)
+            .max_decoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES),
+    )
+    .prepare();
+    let (draining, mut drained) = tokio::sync::mpsc::channel::<()>(1);
+    tokio::spawn(crate::listener::accept(listener, routes, tasks, shutdown.clone(), draining));
 
     // Release the address as soon as shutdown starts, so a replacement can
     // listen while this process drains.
@@ -93,7 +100,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         tokio::spawn(socket::watch_bound_socket(path.clone(), bound, shutdown.clone()));
     }
     if let Some(idle) = options.idle {
-        let activity = Arc::clone(&daemon.activity);
+        let activity = Arc::clone(&activity);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             activity.idle_for(idle).await;
@@ -102,17 +109,12 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
         });
     }
 
-    let trimmer = tokio::spawn(crate::memory::trim_when_idle(Arc::clone(&daemon.activity)));
+    let trimmer = tokio::spawn(crate::memory::trim_when_idle(Arc::clone(&activity)));
     socket::signal_ready(options.ready_fd);
-    let activity = Arc::clone(&daemon.activity);
-    let result = tonic::transport::Server::builder()
-        .add_service(
-            GitAgentServer::from_arc(daemon)
-                .max_decoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(gitagent_proto::MAX_MESSAGE_BYTES),
-        )
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await;
+    shutdown.cancelled().await;
+    // Every connection finishes the calls it has in flight; the accept
+    // loop's sender and each connection's clone are then dropped.
+    while drained.recv().await.is_some() {}
     // Work that outlives its connection (detached tasks) still holds an
     // activity guard; wait for it before exiting.
     activity.idle_for(Duration::ZERO).await;
@@ -121,7 +123,7 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     release_address(&path, &lock, bound);
     trimmer.abort();
     tracing::info!("gitagentd stopped");
-    result.map_err(Into::into)
+    Ok(())
 }
 
 /// Gives the address up: removes the socket file this process bound (an
