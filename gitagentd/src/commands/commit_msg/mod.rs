@@ -121,13 +121,8 @@ pub async fn run(
     }
     let context_done = Instant::now();
 
-    let provider = generation::provider(
-        services,
-        invocation,
-        &settings,
-        &format!("git-agent {command} {} {}", request.mode(), git_agent_shared::quote::os_path_key(repo.root())),
-    )
-    .await?;
+    let scope = generation::cache_scope(&format!("{command} {}", request.mode()), repo.root());
+    let provider = generation::provider(services, invocation, &settings, &scope).await?;
     let sink = TraceSink::new(invocation, output, &reporter, request.commit);
     sink.event(session_event(&request, &repo, &prepared));
     let task = assemble(invocation, &settings, &request, &repo, &prepared, cancel).await?;

@@ -103,6 +103,18 @@ pub async fn provider(
     provider_with_key(services, invocation, settings, key).await
 }
 
+/// The prompt-cache scope of `command` over the repository at `root`:
+/// one key per command (with its mode, if any) and repository.
+pub fn cache_scope(command: &str, root: &std::path::Path) -> String {
+    format!("git-agent {command} {}", git_agent_shared::quote::os_path_key(root))
+}
+
+/// The `session` event that opens a generation command's trace: the command
+/// and its repository; the command adds its own fields.
+pub fn session_event(command: &str, root: &std::path::Path) -> Event {
+    Event::new("session").with("command", command).with("repo", git_agent_shared::quote::os_path_key(root).into_owned())
+}
+
 /// Like [`provider`], with the prompt-cache key itself (a lineage that
 /// keeps one key across runs, such as explore's follow-ups).
 pub async fn provider_with_key(

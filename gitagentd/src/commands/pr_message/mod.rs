@@ -15,7 +15,6 @@ use git_agent_shared::cli::PrMessageArgs;
 use gitagent_agent::tools::{self, ToolRegistry};
 use gitagent_agent::{AgentTask, OutputRules};
 use gitagent_git::range::{History, PrContext, PrLimits};
-use gitagent_runtime::trace::Event;
 use std::path::Path;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -56,18 +55,11 @@ pub async fn run(
         ));
     }
 
-    let provider = generation::provider(
-        services,
-        invocation,
-        &settings,
-        &format!("git-agent {COMMAND} {}", git_agent_shared::quote::os_path_key(&root)),
-    )
-    .await?;
+    let provider =
+        generation::provider(services, invocation, &settings, &generation::cache_scope(COMMAND, &root)).await?;
     let sink = TraceSink::new(invocation, output, &reporter, false);
     sink.event(
-        Event::new("session")
-            .with("command", COMMAND)
-            .with("repo", git_agent_shared::quote::os_path_key(&root).into_owned())
+        generation::session_event(COMMAND, &root)
             .with("range", context.range.as_str())
             .with("base", context.base_branch.as_str())
             .with("changed_paths", context.changed_paths.len())

@@ -20,7 +20,6 @@ use gitagent_agent::{AgentTask, OutputRules};
 use gitagent_git::range::{EvidenceLimits, History};
 use gitagent_git::{FileSource, Repository};
 use gitagent_provider::TextFormat;
-use gitagent_runtime::trace::Event;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,18 +63,11 @@ pub async fn run(
         ));
     }
 
-    let provider = generation::provider(
-        services,
-        invocation,
-        &settings,
-        &format!("git-agent {COMMAND} {}", git_agent_shared::quote::os_path_key(&root)),
-    )
-    .await?;
+    let provider =
+        generation::provider(services, invocation, &settings, &generation::cache_scope(COMMAND, &root)).await?;
     let sink = TraceSink::new(invocation, output, &reporter, out.is_some());
     sink.event(
-        Event::new("session")
-            .with("command", COMMAND)
-            .with("repo", git_agent_shared::quote::os_path_key(&root).into_owned())
+        generation::session_event(COMMAND, &root)
             .with("range", context.range.as_str())
             .with("commits", context.parent_commits.len())
             .with("submodules", context.submodules.len())
