@@ -14,6 +14,7 @@ mod explore_retrieval;
 mod first_hour;
 mod follow_up;
 mod grpc_authority;
+mod hook;
 mod index_fixtures;
 mod index_gc;
 mod index_migrate;

@@ -2,7 +2,9 @@
 //! shaped message, and nothing else, to stdout; `git-agent commit
 //! [--amend]` streams a human console trace to stdout while it generates,
 //! then hands the message to the client, which runs `git commit [--amend]
-//! --file -` in the caller's own context.
+//! --file -` in the caller's own context. `commit --interactive` also
+//! streams the answer's text as the model writes it; the client asks the
+//! user before it commits.
 //!
 //! Normal mode prepares the staged context, amend mode the amend context
 //! (both before any provider request); guidance resolves against the
@@ -35,6 +37,9 @@ pub struct Request {
     pub amend: bool,
     /// Create (or amend) the commit instead of printing the message.
     pub commit: bool,
+    /// Send the answer's text to the caller as it streams (`commit
+    /// --interactive`, which shows it while the model writes).
+    pub stream_text: bool,
 }
 
 impl Request {
@@ -128,7 +133,7 @@ pub async fn run(
         &format!("git-agent {command} {} {}", request.mode(), git_agent_shared::quote::os_path_key(repo.root())),
     )
     .await?;
-    let sink = TraceSink::new(invocation, output, &reporter, request.commit);
+    let sink = TraceSink::new(invocation, output, &reporter, request.commit).streaming_text(request.stream_text);
     sink.event(session_event(&request, &repo, &prepared));
     let task = assemble(invocation, &settings, &request, &repo, &prepared, cancel).await?;
     let assembled = Instant::now();
