@@ -4,6 +4,7 @@
 
 mod commit;
 mod commit_context;
+mod commit_interactive;
 mod commit_msg;
 mod config;
 mod cwd;
