@@ -20,7 +20,7 @@ use std::os::fd::AsRawFd;
 enum Choice {
     Accept,
     Edit,
-    /// Generate again, with this hint (possibly empty).
+    /// Generate again (a one-line hint is asked for next).
     Regenerate,
     Quit,
 }

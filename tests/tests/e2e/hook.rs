@@ -343,3 +343,24 @@ fn hook_commands_outside_a_repository_fail_clearly() {
     assert_eq!(run.code, Some(1));
     assert!(run.failure().contains("is not in a Git repository"), "{}", run.stderr);
 }
+
+/// `git commit -a` commits a temporary index git names to the hook in
+/// `GIT_INDEX_FILE`; the message describes that index, not `.git/index`
+/// (which has nothing staged here).
+#[test]
+fn commit_all_describes_the_index_git_is_about_to_commit() {
+    let setup = setup();
+    let repo = setup.env.repo("all");
+    repo.write("a.txt", "a\n");
+    repo.write("b.txt", "b\n");
+    repo.commit_all("feat: a and b");
+    repo.write("a.txt", "a changed\n");
+    repo.write("b.txt", "b changed\n");
+    install(&setup, repo.path(), &[]).success();
+    reply(&setup.fake, "fix: change a and b");
+    let output = git_commit(&repo, &["commit", "-a"]);
+    assert!(output.status.success(), "{}", stderr_text(&output));
+    assert_eq!(last_message(&repo), "fix: change a and b");
+    let prompt = setup.fake.requests()[0].input_texts().join("\n");
+    assert!(prompt.contains("a.txt") && prompt.contains("b changed"), "{prompt}");
+}

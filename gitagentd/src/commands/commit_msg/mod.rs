@@ -100,8 +100,15 @@ pub async fn run(
 
     let cwd = invocation.cwd.clone();
     let amend = request.amend;
+    // Under `git commit -a` or `git commit <paths>`, git names the index
+    // it is about to commit to its hooks (the prepare-commit-msg hook runs
+    // commit-msg); relative to the caller's directory, as git reads it.
+    let index_file = invocation.env.get(git_agent_shared::environment::vars::GIT_INDEX_FILE).map(|path| cwd.join(path));
     let (repo, prepared) = blocking(move || {
-        let repo = Repository::discover(&cwd).map_err(CommandError::failed)?;
+        let mut repo = Repository::discover(&cwd).map_err(CommandError::failed)?;
+        if let Some(path) = index_file {
+            repo = repo.with_index_file(path);
+        }
         let prepared = if amend {
             Prepared::Amend(AmendContext::prepare(&repo, AmendLimits::default()).map_err(CommandError::failed)?)
         } else {
