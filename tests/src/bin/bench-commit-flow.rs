@@ -43,6 +43,7 @@ fn main() {
             without.push(plain_time);
         }
     }
+    assert_eq!(fake.requests().len(), runs + 3, "every hooked commit asked the provider");
     let differences: Vec<Duration> =
         with_hook.iter().zip(&without).map(|(hook, plain)| hook.saturating_sub(*plain)).collect();
     println!("git commit to the editor, {runs} alternated pairs (ms: median, p90, min, max)");
