@@ -129,31 +129,50 @@ pub(crate) fn checked_socket(env: &Environment) -> Result<PathBuf, DaemonError> 
     Ok(socket)
 }
 
-/// Runs the invocation of `command` in the daemon and returns the
-/// command's exit code.
+/// Runs the invocation of `command` in the daemon, renders its reply on
+/// this process's stdout and stderr, and returns the command's exit code.
 pub async fn run(invocation: pb::Invocation, command: &git_agent_shared::cli::Command) -> Result<i32, DaemonError> {
+    let mut renderer = Renderer::new(invocation.stdout_is_terminal, invocation.stderr_is_terminal);
+    run_with(invocation, command, &mut renderer).await
+}
+
+/// What takes in a command's reply: the terminal's [`Renderer`], or a
+/// caller that keeps the output (the hook).
+pub trait Reply {
+    /// Takes one event; returns the exit code when the command ended.
+    fn event(&mut self, event: pb::RunEvent) -> Option<i32>;
+    /// The stream ended without an exit code.
+    fn finish(&mut self);
+    /// `Some(made)` once `git commit` ran for a `GitCommit` action.
+    fn committed(&self) -> Option<bool>;
+}
+
+/// Runs the invocation of `command` in the daemon, hands its reply to
+/// `reply`, and returns the command's exit code.
+pub async fn run_with(
+    invocation: pb::Invocation,
+    command: &git_agent_shared::cli::Command,
+    reply: &mut dyn Reply,
+) -> Result<i32, DaemonError> {
     let env = Environment::new(invocation.env.clone().into_iter().collect());
     let socket = checked_socket(&env)?;
-    let stdout_is_terminal = invocation.stdout_is_terminal;
-    let stderr_is_terminal = invocation.stderr_is_terminal;
     let request = pb::RunRequest { invocation: Some(invocation) };
     let mut replaced = false;
     loop {
         let channel = connect_or_start(&socket).await?;
         let mut client = gitagent_proto::client(channel);
         match client.run(request.clone()).await {
-            Ok(reply) => {
-                let mut stream = reply.into_inner();
-                let mut renderer = Renderer::new(stdout_is_terminal, stderr_is_terminal);
+            Ok(answer) => {
+                let mut stream = answer.into_inner();
                 // The daemon itself never fails a stream it has started; a
                 // broken or unfinished one means it went away.
                 while let Ok(Some(event)) = stream.message().await {
-                    if let Some(code) = renderer.render(event) {
+                    if let Some(code) = reply.event(event) {
                         return Ok(code);
                     }
                 }
-                renderer.finish();
-                let interrupted = Interrupted::of(command, renderer.committed());
+                reply.finish();
+                let interrupted = Interrupted::of(command, reply.committed());
                 return Err(DaemonError::Stopped { command: command.name().to_string(), interrupted });
             }
             Err(status) if status.code() == Code::FailedPrecondition && !replaced => {

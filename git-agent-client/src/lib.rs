@@ -1,11 +1,14 @@
 //! The thin client. It validates the command line with the shared clap
 //! definition, applies `--cwd`, captures the invocation (working
 //! directory, the environment the spec reads, terminal-ness of the output
-//! streams), sends it to the daemon, and renders the streamed reply. It
+//! streams), sends it to the daemon, and renders the streamed reply; the
+//! `hook` commands and `commit --interactive`'s questions run here. It
 //! decides the process exit code in one place: [`run`].
 
 mod actions;
 mod daemon;
+mod hook;
+mod interactive;
 mod invocation;
 mod mcp;
 mod render;
@@ -45,6 +48,14 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             let written = stdout.write_all(git_agent_shared::cli::agent_help(command).as_bytes());
             return i32::from(written.and_then(|()| stdout.flush()).is_err());
         }
+        Command::Commit(args) if args.interactive => {
+            if let Some(reason) = interactive::unusable_reason() {
+                eprintln!(
+                    "error: --interactive needs a terminal, and {reason}\nhint: run `git-agent commit` without --interactive from scripts and other programs"
+                );
+                return 2;
+            }
+        }
         _ => {}
     }
     let invocation = match invocation::capture(&argv, cli.cwd.as_deref()) {
@@ -72,6 +83,8 @@ pub fn run(argv: Vec<OsString>) -> i32 {
                 }
             }
             Command::Mcp => Ok(mcp::serve(invocation).await),
+            Command::Hook(_) => Ok(hook::command(invocation, &cli.command).await),
+            Command::Commit(args) if args.interactive => interactive::commit(invocation, &cli.command).await,
             command => daemon::run(invocation, command).await,
         }
     };

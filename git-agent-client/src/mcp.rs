@@ -590,7 +590,7 @@ impl Call<'_> {
                         progress.report(&line.text).await;
                     }
                 }
-                Event::Progress(_) | Event::Trace(_) => {}
+                Event::Progress(_) | Event::Trace(_) | Event::TextDelta(_) => {}
                 Event::Action(_) => {
                     return Err(ToolFailure::error(
                         "the daemon asked for a client action, which the MCP server does not perform",

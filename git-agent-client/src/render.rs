@@ -1,9 +1,12 @@
 //! Renders the daemon's event stream: stdout bytes exactly as sent,
 //! stderr bytes, and transient progress on an interactive stderr only,
-//! cleared before anything else is written.
+//! cleared before anything else is written. For `commit --interactive` it
+//! also shows the message as the model writes it, and keeps the commit
+//! the daemon hands over for the user's answer instead of making it.
 
 use crate::actions;
-use gitagent_proto::v1::{ClientAction, RunEvent, client_action, run_event::Event};
+use crate::daemon::Reply;
+use gitagent_proto::v1::{ClientAction, GitCommit, RunEvent, TextDelta, client_action, run_event::Event};
 use std::io::{self, Write};
 
 pub struct Renderer {
@@ -18,7 +21,18 @@ pub struct Renderer {
     /// Whether `git commit` ran here for a `GitCommit` action, and made the
     /// commit: what a `commit` interrupted afterwards has left behind.
     committed: Option<bool>,
+    /// `commit --interactive`: streamed text is shown, and the commit is
+    /// held in `held` for the user's answer.
+    interactive: bool,
+    held: Option<GitCommit>,
+    /// The (step, attempt) of the answer being streamed, and whether its
+    /// last line is still open on the screen.
+    streaming: Option<(u32, u32)>,
+    stream_line_open: bool,
 }
+
+/// Where streamed answer text starts each of its lines on the screen.
+const STREAM_INDENT: &str = "  ";
 
 impl Renderer {
     pub fn new(stdout_is_terminal: bool, stderr_is_terminal: bool) -> Self {
@@ -30,7 +44,22 @@ impl Renderer {
             stdout_broken: false,
             action_failed: false,
             committed: None,
+            interactive: false,
+            held: None,
+            streaming: None,
+            stream_line_open: false,
         }
+    }
+
+    /// A renderer for `commit --interactive`.
+    pub fn interactive(mut self) -> Self {
+        self.interactive = true;
+        self
+    }
+
+    /// The commit the daemon handed over, when this renderer held it.
+    pub fn take_held_commit(&mut self) -> Option<GitCommit> {
+        self.held.take()
     }
 
     /// Renders one event; returns the exit code when the command ended.
@@ -38,6 +67,7 @@ impl Renderer {
         match event.event? {
             Event::Stdout(bytes) => {
                 self.clear_progress();
+                self.close_stream_line();
                 if !self.stdout_broken && self.stdout.write_all(&bytes).is_err() {
                     self.stdout_broken = true;
                 }
@@ -47,6 +77,7 @@ impl Renderer {
             }
             Event::Stderr(bytes) => {
                 self.clear_progress();
+                self.close_stream_line();
                 let _ = self.stdout.flush();
                 let _ = io::stderr().write_all(&bytes);
             }
@@ -60,6 +91,7 @@ impl Renderer {
                 }
             }
             Event::Trace(_) => {}
+            Event::TextDelta(delta) => self.stream_text(&delta),
             Event::Action(action) => self.perform(action),
             Event::Exit(exit) => {
                 self.finish();
@@ -69,15 +101,50 @@ impl Renderer {
         None
     }
 
+    /// Shows a piece of the streamed answer (interactive only), indented
+    /// so it stands apart from the trace; a new step or attempt starts on
+    /// a fresh line.
+    fn stream_text(&mut self, delta: &TextDelta) {
+        if !self.interactive || self.stdout_broken {
+            return;
+        }
+        self.clear_progress();
+        if self.streaming != Some((delta.step, delta.attempt)) {
+            self.close_stream_line();
+            self.streaming = Some((delta.step, delta.attempt));
+        }
+        let mut text = String::with_capacity(delta.text.len() + STREAM_INDENT.len());
+        for piece in delta.text.split_inclusive('\n') {
+            if !self.stream_line_open {
+                text.push_str(STREAM_INDENT);
+            }
+            text.push_str(piece);
+            self.stream_line_open = !piece.ends_with('\n');
+        }
+        if self.stdout.write_all(text.as_bytes()).and_then(|()| self.stdout.flush()).is_err() {
+            self.stdout_broken = true;
+        }
+    }
+
+    /// Ends the streamed answer's open line before anything else is shown.
+    fn close_stream_line(&mut self) {
+        if self.stream_line_open {
+            let _ = self.stdout.write_all(b"\n");
+            self.stream_line_open = false;
+        }
+    }
+
     fn perform(&mut self, action: ClientAction) {
         self.clear_progress();
+        self.close_stream_line();
         let _ = self.stdout.flush();
         match action.action {
+            Some(client_action::Action::GitCommit(commit)) if self.interactive => self.held = Some(commit),
             Some(client_action::Action::GitCommit(commit)) => {
                 let root = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
                     &commit.repository_root,
                 ));
-                let result = actions::git_commit(root, &commit.message, commit.amend);
+                let result = actions::git_commit(root, &commit.message, actions::CommitMode::plain(commit.amend));
                 self.committed = Some(result.is_ok());
                 if let Err(error) = result {
                     let _ = writeln!(io::stderr(), "error: {}", git_agent_shared::error_chain::Chain(&error));
@@ -94,13 +161,9 @@ impl Renderer {
         }
     }
 
-    /// `Some(made)` once `git commit` ran for a `GitCommit` action.
-    pub fn committed(&self) -> Option<bool> {
-        self.committed
-    }
-
     pub fn finish(&mut self) {
         self.clear_progress();
+        self.close_stream_line();
         let _ = self.stdout.flush();
     }
 
@@ -109,5 +172,19 @@ impl Renderer {
             let _ = io::stderr().write_all(b"\r\x1b[2K");
             self.progress_shown = false;
         }
+    }
+}
+
+impl Reply for Renderer {
+    fn event(&mut self, event: RunEvent) -> Option<i32> {
+        self.render(event)
+    }
+
+    fn finish(&mut self) {
+        Renderer::finish(self);
+    }
+
+    fn committed(&self) -> Option<bool> {
+        self.committed
     }
 }

@@ -261,6 +261,7 @@ fn event_to_wire(event: Event) -> pb::RunEvent {
         Event::Stdout(bytes) => run_event::Event::Stdout(bytes),
         Event::Stderr(bytes) => run_event::Event::Stderr(bytes),
         Event::Progress(text) => run_event::Event::Progress(pb::Progress { text }),
+        Event::TextDelta { step, attempt, text } => run_event::Event::TextDelta(pb::TextDelta { text, step, attempt }),
         Event::GitCommit { repository_root, message, amend } => run_event::Event::Action(pb::ClientAction {
             action: Some(pb::client_action::Action::GitCommit(pb::GitCommit {
                 repository_root: std::os::unix::ffi::OsStrExt::as_bytes(repository_root.as_os_str()).to_vec(),

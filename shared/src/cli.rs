@@ -41,7 +41,10 @@ pub enum Command {
     CommitMsg(CommitMsgArgs),
 
     /// Write a commit message for the staged changes, then run git commit with it.
-    Commit(CommitMsgArgs),
+    Commit(CommitArgs),
+
+    /// Install, remove or inspect the prepare-commit-msg hook that fills `git commit`'s message.
+    Hook(HookArgs),
 
     /// Embedding-backed code search over the files on disk.
     Search(SearchArgs),
@@ -444,6 +447,58 @@ pub struct CommitMsgArgs {
     pub generation: MessageArgs,
 }
 
+/// `git-agent commit [--amend] [--interactive] [flags]`.
+#[derive(Debug, Args)]
+pub struct CommitArgs {
+    #[command(flatten)]
+    pub message: CommitMsgArgs,
+
+    /// Show the message as it is written, then ask: accept, edit, regenerate or quit (needs a terminal).
+    #[arg(long, short = 'i')]
+    pub interactive: bool,
+}
+
+/// `git-agent hook install|uninstall|status`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub command: HookCommand,
+}
+
+/// The hook commands. The client runs them itself: they touch only the
+/// repository's hooks folder.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Write the prepare-commit-msg hook into the repository's hooks folder (core.hooksPath honoured).
+    Install {
+        /// Replace a prepare-commit-msg hook that git-agent did not write.
+        #[arg(long)]
+        force: bool,
+    },
+
+    /// Remove the prepare-commit-msg hook, if git-agent wrote it.
+    Uninstall,
+
+    /// Say whether the prepare-commit-msg hook is git-agent's, another program's, or absent.
+    Status,
+
+    /// What the installed hook runs: fill <file> with a generated message when git has none.
+    #[command(hide = true)]
+    Run {
+        /// The commit message file git passes to the hook.
+        #[arg(value_name = "file")]
+        file: std::path::PathBuf,
+
+        /// Where git's message came from (message, template, merge, squash, commit), when it has one.
+        #[arg(value_name = "source")]
+        source: Option<String>,
+
+        /// The commit whose message is reused (source commit).
+        #[arg(value_name = "commit")]
+        commit: Option<String>,
+    },
+}
+
 /// The flags of the message-generation commands: the shared generation
 /// flags plus the agent loop's step ceiling and the diagnostics address.
 #[derive(Debug, Args, Clone, Default)]
@@ -679,6 +734,12 @@ impl Command {
                 IndexCommand::Migrate(_) => "index migrate",
                 IndexCommand::Gc(_) => "index gc",
             },
+            Command::Hook(args) => match args.command {
+                HookCommand::Install { .. } => "hook install",
+                HookCommand::Uninstall => "hook uninstall",
+                HookCommand::Status => "hook status",
+                HookCommand::Run { .. } => "hook run",
+            },
             Command::Mcp => "mcp",
             Command::Completions { .. } => "completions",
         }
@@ -687,7 +748,7 @@ impl Command {
     /// Whether the client handles this command itself, without the daemon.
     pub fn is_local(&self) -> bool {
         match self {
-            Command::Completions { .. } | Command::Mcp => true,
+            Command::Completions { .. } | Command::Mcp | Command::Hook(_) => true,
             Command::Review(args) | Command::Simplify(args) => args.help_agent,
             _ => false,
         }
@@ -849,7 +910,13 @@ mod tests {
     fn commit_and_commit_msg_take_amend() {
         let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.command);
         match parse(&["git-agent", "commit", "--amend", "--fast"]).unwrap() {
-            Command::Commit(args) => assert!(args.amend && args.generation.shared.fast),
+            Command::Commit(args) => {
+                assert!(args.message.amend && args.message.generation.shared.fast && !args.interactive)
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        match parse(&["git-agent", "commit", "-i"]).unwrap() {
+            Command::Commit(args) => assert!(args.interactive),
             other => panic!("parsed {other:?}"),
         }
         match parse(&["git-agent", "commit-msg"]).unwrap() {
@@ -857,6 +924,7 @@ mod tests {
             other => panic!("parsed {other:?}"),
         }
         assert!(parse(&["git-agent", "commit", "extra"]).is_err(), "no positional arguments");
+        assert!(parse(&["git-agent", "commit-msg", "--interactive"]).is_err(), "only commit is interactive");
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub mod vars {
     /// `catalog`, `records`), so tests can prove an interrupted write never
     /// leaves a readable snapshot. Unset in normal use.
     pub const GITAGENTD_SEARCH_CRASH_AT: &str = "GITAGENTD_SEARCH_CRASH_AT";
+    /// The index file git reads instead of `.git/index`; git names its
+    /// temporary index to hooks in it (`git commit -a`, `git commit <paths>`).
+    pub const GIT_INDEX_FILE: &str = "GIT_INDEX_FILE";
     pub const USER: &str = "USER";
     pub const LOGNAME: &str = "LOGNAME";
     pub const LANG: &str = "LANG";

@@ -42,6 +42,12 @@ pub enum Reply {
     /// A complete event stream whose response carries this extra header
     /// (name, value), such as the ChatGPT backend's `x-codex-turn-state`.
     EventsWithHeader(String, String, Vec<Value>),
+    /// These events are sent at once; the rest of the stream waits until
+    /// the test calls [`FakeOpenAi::release`]. Shows what a client does
+    /// with a stream under way (the text it shows as it arrives); the
+    /// moment the first part was handed to the connection is kept
+    /// ([`FakeOpenAi::paused_sent_at`]).
+    Paused(Vec<Value>, Vec<Value>),
     /// A complete event stream computed from the request body, for
     /// answers that must echo what the request carried (explore's item
     /// IDs).
@@ -110,6 +116,9 @@ struct Shared {
     requests: Vec<RecordedRequest>,
     /// Streams whose client went away before the server finished them.
     abandoned: usize,
+    /// When the first part of each paused reply was handed to the
+    /// connection, in order.
+    paused_sent: Vec<Instant>,
 }
 
 #[derive(Default)]
@@ -245,6 +254,12 @@ impl FakeOpenAi {
         self.inner.release.notify_one();
     }
 
+    /// When the first part of each [`Reply::Paused`] was handed to the
+    /// connection, in order.
+    pub fn paused_sent_at(&self) -> Vec<Instant> {
+        self.inner.shared.lock().map(|shared| shared.paused_sent.clone()).unwrap_or_default()
+    }
+
     /// Waits until at least `count` streams were abandoned by their client.
     pub fn wait_for_abandoned(&self, count: usize, timeout: Duration) -> bool {
         self.inner.wait(timeout, |shared| shared.abandoned >= count)
@@ -283,6 +298,27 @@ async fn respond(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         Reply::Held(events) => {
             inner.release.notified().await;
             event_stream(Body::from(sse(&events, true)))
+        }
+        Reply::Paused(first, rest) => {
+            let first = Bytes::from(sse(&first, false));
+            let rest = Bytes::from(sse(&rest, true));
+            let stream = futures_util::stream::unfold(0u8, move |part| {
+                let (inner, first, rest) = (Arc::clone(&inner), first.clone(), rest.clone());
+                async move {
+                    match part {
+                        0 => {
+                            inner.update(|shared| shared.paused_sent.push(Instant::now()));
+                            Some((Ok::<_, std::io::Error>(first), 1))
+                        }
+                        1 => {
+                            inner.release.notified().await;
+                            Some((Ok(rest), 2))
+                        }
+                        _ => None,
+                    }
+                }
+            });
+            event_stream(Body::from_stream(stream))
         }
         Reply::EventsThenAbort(events) => {
             // The padding (an SSE comment) overflows the server's write

@@ -463,6 +463,130 @@ pub fn run_on_terminal(mut command: Command) -> (Option<i32>, String) {
     (status.code(), String::from_utf8_lossy(&written).into_owned())
 }
 
+/// A command running with stdin, stdout and stderr on a new
+/// pseudo-terminal that is its controlling terminal, driven like a user:
+/// keystrokes written to it, the screen's bytes read back as they come.
+pub struct Terminal {
+    child: std::process::Child,
+    input: std::fs::File,
+    screen: std::sync::Arc<(std::sync::Mutex<Vec<u8>>, std::sync::Condvar)>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Terminal {
+    /// Starts `command` in a session of its own on a new terminal.
+    pub fn spawn(mut command: Command) -> Self {
+        use std::io::Read;
+        use std::os::unix::process::CommandExt;
+        let (master, slave) = open_terminal();
+        command
+            .stdin(slave.try_clone().expect("dup the terminal"))
+            .stdout(slave.try_clone().expect("dup the terminal"))
+            .stderr(slave);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("run on a terminal");
+        // The parent's copies of the slave side close here, so the reader
+        // ends when the child's do.
+        drop(command);
+        let input = std::fs::File::from(master.try_clone().expect("dup the terminal"));
+        let screen = std::sync::Arc::new((std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new()));
+        let shared = std::sync::Arc::clone(&screen);
+        let reader = std::thread::spawn(move || {
+            let mut terminal = std::fs::File::from(master);
+            let mut buffer = [0u8; 4096];
+            loop {
+                let read = match terminal.read(&mut buffer) {
+                    // Linux reports the slave side's last close as EIO.
+                    Ok(0) | Err(_) => 0,
+                    Ok(read) => read,
+                };
+                let (bytes, changed) = &*shared;
+                if let Ok(mut bytes) = bytes.lock() {
+                    bytes.extend_from_slice(&buffer[..read]);
+                }
+                changed.notify_all();
+                if read == 0 {
+                    break;
+                }
+            }
+        });
+        Self { child, input, screen, reader: Some(reader) }
+    }
+
+    /// Everything written to the terminal so far, as text.
+    pub fn screen(&self) -> String {
+        self.screen.0.lock().map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default()
+    }
+
+    /// Waits until the screen shows `text` after `from` bytes; returns the
+    /// screen position just past it, or `None` when `timeout` passed.
+    pub fn wait_for_after(&self, from: usize, text: &str, timeout: Duration) -> Option<usize> {
+        let deadline = Instant::now() + timeout;
+        let (bytes, changed) = &*self.screen;
+        let mut bytes = bytes.lock().ok()?;
+        loop {
+            let tail = bytes.get(from..).unwrap_or_default();
+            if let Some(at) = tail.windows(text.len().max(1)).position(|window| window == text.as_bytes()) {
+                return Some(from + at + text.len());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            bytes = changed.wait_timeout(bytes, deadline - now).ok()?.0;
+        }
+    }
+
+    /// Like [`Terminal::wait_for_after`] from the start; panics with the
+    /// screen when `text` does not show within 30 s.
+    #[track_caller]
+    pub fn expect(&self, text: &str) -> usize {
+        self.expect_after(0, text)
+    }
+
+    /// [`Terminal::expect`] after `from` bytes of the screen.
+    #[track_caller]
+    pub fn expect_after(&self, from: usize, text: &str) -> usize {
+        match self.wait_for_after(from, text, Duration::from_secs(30)) {
+            Some(at) => at,
+            None => panic!("the terminal never showed {text:?}; it shows:\n{}", self.screen()),
+        }
+    }
+
+    /// Types `keys`.
+    pub fn send(&mut self, keys: &[u8]) {
+        use std::io::Write;
+        self.input.write_all(keys).and_then(|()| self.input.flush()).expect("type on the terminal");
+    }
+
+    /// Waits for the command to exit; its exit code and the whole screen.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().expect("wait for the command");
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        (status.code(), self.screen())
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        // A test that failed midway leaves no process behind.
+        if self.reader.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,14 +122,27 @@ pub enum AgentError {
     Prompt(#[from] crate::prompt::PromptError),
 }
 
-/// Where the loop runs: its provider, cancellation and deadline, and the
-/// sink its trace events go to.
+/// Where the loop runs: its provider, cancellation and deadline, the
+/// sink its trace events go to, and who watches the answer stream.
 pub struct RunContext<'a> {
     pub provider: &'a Provider,
     /// Fires when the caller goes away or the deadline passes.
     pub cancel: CancellationToken,
     pub deadline: Option<Instant>,
     pub trace: &'a (dyn Fn(Event) + Send + Sync),
+    /// Receives the answer text as it streams, for a caller showing it
+    /// live (`commit --interactive`); the outcome's text is what counts.
+    pub on_text: Option<&'a (dyn Fn(TextPiece<'_>) + Send + Sync)>,
+}
+
+/// A piece of the model's answer as it streams, terminal controls already
+/// removed: its model step, the attempt of that step's request (a broken
+/// stream is retried once, from the start), and the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextPiece<'a> {
+    pub step: u32,
+    pub attempt: u32,
+    pub text: &'a str,
 }
 
 impl RunContext<'_> {
@@ -451,6 +464,7 @@ impl Conversation<'_> {
                 .with("tools", request.tools.len())
                 .with("web_search", request.web_search.is_some()),
         );
+        let on_text = self.ctx.on_text;
         let notice = |notice: StreamNotice| match notice {
             StreamNotice::Retrying { reason, first_failure } => trace(
                 Event::new("provider.retry")
@@ -460,6 +474,14 @@ impl Conversation<'_> {
             ),
             StreamNotice::ReasoningSummary { attempt, delta } => {
                 trace(Event::new("reasoning_summary.delta").with("attempt", attempt).with("delta", delta))
+            }
+            StreamNotice::OutputText { attempt, delta } => {
+                if let Some(on_text) = on_text {
+                    let (text, _) = controls::strip(&delta);
+                    if !text.is_empty() {
+                        on_text(TextPiece { step, attempt, text: &text });
+                    }
+                }
             }
         };
         let started = Instant::now();

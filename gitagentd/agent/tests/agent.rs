@@ -88,7 +88,7 @@ async fn run(fake: &FakeOpenAi, task: &AgentTask, deadline: Option<Instant>) -> 
         });
     }
     let trace = |_| {};
-    let context = RunContext { provider: &provider, cancel, deadline, trace: &trace };
+    let context = RunContext { provider: &provider, cancel, deadline, trace: &trace, on_text: None };
     agent::run(&context, task, None).await
 }
 
@@ -380,7 +380,13 @@ fn control() -> gitagent_provider::ToolSpec {
 async fn run_with_control(fake: &FakeOpenAi, task: &AgentTask) -> Result<agent::Node, AgentError> {
     let provider = provider(fake);
     let trace = |_| {};
-    let context = RunContext { provider: &provider, cancel: CancellationToken::new(), deadline: None, trace: &trace };
+    let context = RunContext {
+        provider: &provider,
+        cancel: CancellationToken::new(),
+        deadline: None,
+        trace: &trace,
+        on_text: None,
+    };
     let spec = control();
     tokio::time::timeout(Duration::from_secs(20), agent::run_node(&context, task, None, Some(&spec)))
         .await

@@ -131,6 +131,9 @@ pub struct Repository {
     /// The commit that stands for HEAD in `head_*` reads (a reviewed
     /// commit of `review --commit`); the real HEAD when absent.
     pinned_head: Option<gix::ObjectId>,
+    /// The index file the `index_*` reads use instead of the repository's
+    /// own (`GIT_INDEX_FILE` of a hook under `git commit -a`).
+    index_file: Option<PathBuf>,
 }
 
 /// Why `rev` names no commit in `repo`, in words a user can act on: an
@@ -159,6 +162,24 @@ fn unresolved_reason(repo: &gix::Repository, rev: &str) -> Option<String> {
     None
 }
 
+/// The index a read sees: the repository's own (shared snapshot) or a
+/// chosen index file.
+enum IndexView {
+    Repository(gix::worktree::Index),
+    Chosen(Box<gix::index::File>),
+}
+
+impl std::ops::Deref for IndexView {
+    type Target = gix::index::File;
+
+    fn deref(&self) -> &gix::index::File {
+        match self {
+            Self::Repository(index) => index,
+            Self::Chosen(file) => file,
+        }
+    }
+}
+
 impl std::fmt::Debug for Repository {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Repository").field("root", &self.root).finish()
@@ -179,7 +200,7 @@ impl Repository {
         let root =
             repo.work_dir().map(Path::to_path_buf).ok_or_else(|| GitError::Bare { path: start.to_path_buf() })?;
         let root = root.canonicalize().unwrap_or(root);
-        Ok(Self { repo, root, pinned_head: None })
+        Ok(Self { repo, root, pinned_head: None, index_file: None })
     }
 
     /// The top of the work tree.
@@ -191,6 +212,27 @@ impl Repository {
     pub fn with_pinned_head(mut self, commit: gix::ObjectId) -> Self {
         self.pinned_head = Some(commit);
         self
+    }
+
+    /// This repository with `path` read as its index by the `index_*`
+    /// reads: git's temporary index of `git commit -a` or `git commit
+    /// <paths>`, which it names to hooks in `GIT_INDEX_FILE`.
+    pub fn with_index_file(mut self, path: PathBuf) -> Self {
+        self.index_file = Some(path);
+        self
+    }
+
+    /// The index the `index_*` reads see: the chosen index file, else the
+    /// repository's (empty when it has none).
+    fn index(&self, repo: &gix::Repository) -> Result<IndexView, GitError> {
+        match &self.index_file {
+            Some(path) => gix::index::File::at(path, repo.object_hash(), false, Default::default())
+                .map(|file| IndexView::Chosen(Box::new(file)))
+                .map_err(|error| self.read_error(format!("the index file {}", path.display()), error)),
+            None => {
+                Ok(IndexView::Repository(repo.index_or_empty().map_err(|error| self.read_error("the index", error))?))
+            }
+        }
     }
 
     /// HEAD's commit (or the pinned one), when there is one.
@@ -242,7 +284,7 @@ impl Repository {
     /// Every stage-0 entry of the index, by path.
     pub fn index_entries(&self) -> Result<Vec<(String, Entry)>, GitError> {
         let repo = self.local();
-        let index = repo.index_or_empty().map_err(|error| self.read_error("the index", error))?;
+        let index = self.index(&repo)?;
         let mut entries = Vec::with_capacity(index.entries().len());
         for entry in index.entries() {
             if entry.stage() != gix::index::entry::Stage::Unconflicted
@@ -354,7 +396,7 @@ impl Repository {
     /// The index entry of `path`, if staged.
     pub fn index_entry(&self, path: &str) -> Result<Option<Entry>, GitError> {
         let repo = self.local();
-        let index = repo.index_or_empty().map_err(|error| self.read_error("the index", error))?;
+        let index = self.index(&repo)?;
         let bytes = git_agent_shared::quote::key_bytes(path);
         let entry = index.entry_by_path_and_stage(bytes.as_ref().into(), gix::index::entry::Stage::Unconflicted);
         Ok(entry.and_then(|entry| {

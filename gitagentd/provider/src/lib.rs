@@ -249,6 +249,9 @@ pub enum StreamNotice {
     Retrying { reason: RetryReason, first_failure: String },
     /// A piece of a reasoning summary.
     ReasoningSummary { attempt: u32, delta: String },
+    /// A piece of the answer text, as the model writes it (the response's
+    /// final text is what counts; this is for showing it live).
+    OutputText { attempt: u32, delta: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -502,8 +505,12 @@ impl Provider {
                 },
             })?;
             for data in events {
-                if let Some(delta) = accumulator.apply(&data)? {
-                    notice(StreamNotice::ReasoningSummary { attempt, delta });
+                match accumulator.apply(&data)? {
+                    Some(stream::Streamed::Text(delta)) => notice(StreamNotice::OutputText { attempt, delta }),
+                    Some(stream::Streamed::ReasoningSummary(delta)) => {
+                        notice(StreamNotice::ReasoningSummary { attempt, delta })
+                    }
+                    None => {}
                 }
                 if accumulator.is_finished() {
                     return accumulator.finish();

@@ -9,6 +9,15 @@ use super::{ModelResponse, ProviderError, Usage};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// A piece of text an event carried, as it streams.
+#[derive(Debug, PartialEq)]
+pub(super) enum Streamed {
+    /// Answer text (`response.output_text.delta`).
+    Text(String),
+    /// Reasoning summary text.
+    ReasoningSummary(String),
+}
+
 pub(super) struct Accumulator {
     model: String,
     /// Output items by output index, from `output_item.added`/`.done`.
@@ -31,9 +40,10 @@ impl Accumulator {
         }
     }
 
-    /// Applies one event's data; returns a reasoning-summary delta worth
-    /// tracing, if the event carried one.
-    pub(super) fn apply(&mut self, data: &str) -> Result<Option<String>, ProviderError> {
+    /// Applies one event's data; returns the piece of streamed text worth
+    /// passing on (answer text or reasoning summary), if the event carried
+    /// one.
+    pub(super) fn apply(&mut self, data: &str) -> Result<Option<Streamed>, ProviderError> {
         let data = data.trim();
         if data.is_empty() || data == "[DONE]" {
             return Ok(None);
@@ -50,6 +60,7 @@ impl Accumulator {
             }
             StreamEvent::OutputTextDelta { output_index, content_index, delta } => {
                 self.text.entry((output_index, content_index)).or_default().push_str(&delta);
+                return Ok(Some(Streamed::Text(delta)));
             }
             StreamEvent::FunctionCallArgumentsDelta { output_index, delta } => {
                 self.arguments.entry(output_index).or_default().push_str(&delta);
@@ -57,7 +68,7 @@ impl Accumulator {
             StreamEvent::FunctionCallArgumentsDone { output_index, arguments } => {
                 self.arguments.insert(output_index, arguments);
             }
-            StreamEvent::ReasoningSummaryDelta { delta } => return Ok(Some(delta)),
+            StreamEvent::ReasoningSummaryDelta { delta } => return Ok(Some(Streamed::ReasoningSummary(delta))),
             StreamEvent::Completed { response } => self.completed = Some(response),
             StreamEvent::Incomplete { response } => {
                 let reason = response.incomplete_details.and_then(|details| details.reason);
@@ -169,6 +180,20 @@ mod tests {
         assert_eq!(response.continuation.len(), 1);
         assert_eq!(response.usage.cached_input_tokens, 4);
         assert_eq!(response.usage.cache_write_input_tokens, 0, "absent fields are zero");
+    }
+
+    #[test]
+    fn text_and_reasoning_summary_deltas_are_passed_on_as_they_stream() {
+        let mut accumulator = Accumulator::new("m");
+        let text = json!({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"fix: "});
+        let summary = json!({"type":"response.reasoning_summary_text.delta","delta":"thinking"});
+        let added = json!({"type":"response.output_item.added","output_index":0,"item":{"type":"message"}});
+        assert_eq!(accumulator.apply(&text.to_string()).unwrap(), Some(Streamed::Text("fix: ".into())));
+        assert_eq!(
+            accumulator.apply(&summary.to_string()).unwrap(),
+            Some(Streamed::ReasoningSummary("thinking".into()))
+        );
+        assert_eq!(accumulator.apply(&added.to_string()).unwrap(), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! What a running command sends back to its caller, in order: stdout and
-//! stderr bytes, transient progress lines, a commit for the client to
+//! stderr bytes, transient progress lines, pieces of a streamed answer, a commit for the client to
 //! make, and the exit status.
 
 use std::path::PathBuf;
@@ -11,6 +11,13 @@ pub enum Event {
     Stdout(Vec<u8>),
     Stderr(Vec<u8>),
     Progress(String),
+    /// A piece of the model's answer as it streams, for a caller watching
+    /// it: model step, request attempt, text.
+    TextDelta {
+        step: u32,
+        attempt: u32,
+        text: String,
+    },
     /// Asks the client to run `git commit [--amend] --file -` in the
     /// caller's context with this message.
     GitCommit {
@@ -44,6 +51,11 @@ impl Output {
 
     pub fn progress(&self, text: impl Into<String>) {
         let _ = self.tx.send(Event::Progress(text.into()));
+    }
+
+    /// Sends a piece of the model's streamed answer.
+    pub fn text_delta(&self, step: u32, attempt: u32, text: impl Into<String>) {
+        let _ = self.tx.send(Event::TextDelta { step, attempt, text: text.into() });
     }
 
     /// Hands the commit itself to the client, so the user's hooks, signing

@@ -4,6 +4,7 @@
 
 mod commit;
 mod commit_context;
+mod commit_interactive;
 mod commit_msg;
 mod config;
 mod cwd;
@@ -14,6 +15,7 @@ mod explore_retrieval;
 mod first_hour;
 mod follow_up;
 mod grpc_authority;
+mod hook;
 mod index_fixtures;
 mod index_gc;
 mod index_migrate;

@@ -147,8 +147,13 @@ impl<'a> Tree<'a> {
         } else {
             None
         };
-        let context =
-            RunContext { provider: &provider, cancel: self.cancel.clone(), deadline: self.deadline, trace: self.trace };
+        let context = RunContext {
+            provider: &provider,
+            cancel: self.cancel.clone(),
+            deadline: self.deadline,
+            trace: self.trace,
+            on_text: None,
+        };
         match agent::run_node(&context, &task, Some(self.rules), control.as_ref()).await? {
             Node::Final(outcome) => {
                 self.record_usage(&id, &outcome.usage);

@@ -2,7 +2,9 @@
 //! shaped message, and nothing else, to stdout; `git-agent commit
 //! [--amend]` streams a human console trace to stdout while it generates,
 //! then hands the message to the client, which runs `git commit [--amend]
-//! --file -` in the caller's own context.
+//! --file -` in the caller's own context. `commit --interactive` also
+//! streams the answer's text as the model writes it; the client asks the
+//! user before it commits.
 //!
 //! Normal mode prepares the staged context, amend mode the amend context
 //! (both before any provider request); guidance resolves against the
@@ -35,6 +37,9 @@ pub struct Request {
     pub amend: bool,
     /// Create (or amend) the commit instead of printing the message.
     pub commit: bool,
+    /// Send the answer's text to the caller as it streams (`commit
+    /// --interactive`, which shows it while the model writes).
+    pub stream_text: bool,
 }
 
 impl Request {
@@ -95,8 +100,15 @@ pub async fn run(
 
     let cwd = invocation.cwd.clone();
     let amend = request.amend;
+    // Under `git commit -a` or `git commit <paths>`, git names the index
+    // it is about to commit to its hooks (the prepare-commit-msg hook runs
+    // commit-msg); relative to the caller's directory, as git reads it.
+    let index_file = invocation.env.get(git_agent_shared::environment::vars::GIT_INDEX_FILE).map(|path| cwd.join(path));
     let (repo, prepared) = blocking(move || {
-        let repo = Repository::discover(&cwd).map_err(CommandError::failed)?;
+        let mut repo = Repository::discover(&cwd).map_err(CommandError::failed)?;
+        if let Some(path) = index_file {
+            repo = repo.with_index_file(path);
+        }
         let prepared = if amend {
             Prepared::Amend(AmendContext::prepare(&repo, AmendLimits::default()).map_err(CommandError::failed)?)
         } else {
@@ -123,7 +135,7 @@ pub async fn run(
 
     let scope = generation::cache_scope(&format!("{command} {}", request.mode()), repo.root());
     let provider = generation::provider(services, invocation, &settings, &scope).await?;
-    let sink = TraceSink::new(invocation, output, &reporter, request.commit);
+    let sink = TraceSink::new(invocation, output, &reporter, request.commit).streaming_text(request.stream_text);
     sink.event(session_event(&request, &repo, &prepared));
     let task = assemble(invocation, &settings, &request, &repo, &prepared, cancel).await?;
     let assembled = Instant::now();

@@ -311,7 +311,8 @@ impl Conversation {
                 forward(event);
             }
         };
-        let context = RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace };
+        let context =
+            RunContext { provider: &provider, cancel: cancel.clone(), deadline: None, trace: &trace, on_text: None };
         let agent_run = async {
             let outcome = waiting.around(agent::run(&context, &task, Some(&rules))).await;
             (outcome, self.phases.done("agent", prepared))

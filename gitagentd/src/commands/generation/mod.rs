@@ -18,7 +18,9 @@ use gitagent_agent::guidance::{self, Family, Guidance, WorktreeReader};
 pub use gitagent_agent::layers::{EnvironmentContext, environment, tool_policy, with_deadline};
 use gitagent_agent::skills::SkillsManager;
 use gitagent_agent::tools::ToolRegistry;
-use gitagent_agent::{self as agent, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext};
+use gitagent_agent::{
+    self as agent, AgentError, AgentTask, Layers, Limits, Outcome, OutputRules, RunContext, TextPiece,
+};
 use gitagent_provider::{self as provider, Provider, ProviderFlags, RunOptions, TextFormat};
 use gitagent_runtime::trace::{Console, Event};
 use serde_json::json;
@@ -149,7 +151,15 @@ pub async fn run_loop(
     let (token, deadline) = with_deadline(cancel, settings.timeout);
     let trace_sink = sink.clone();
     let trace = move |event: Event| trace_sink.event(event);
-    let context = RunContext { provider, cancel: token.clone(), deadline: Some(deadline), trace: &trace };
+    let text_output = sink.output.clone();
+    let on_text = move |piece: TextPiece<'_>| text_output.text_delta(piece.step, piece.attempt, piece.text);
+    let context = RunContext {
+        provider,
+        cancel: token.clone(),
+        deadline: Some(deadline),
+        trace: &trace,
+        on_text: sink.stream_text.then_some(&on_text as &(dyn Fn(TextPiece<'_>) + Send + Sync)),
+    };
     let result = agent::run(&context, task, Some(rules)).await;
     token.cancel();
     if let Ok(outcome) = &result {
@@ -291,12 +301,14 @@ impl Reporter {
 
 /// Where trace events go: the stderr reporter (`llm.usage`, `--debug`)
 /// always, and the human console trace on stdout for commands that stream
-/// one (`commit`, `release-note --out`).
+/// one (`commit`, `release-note --out`). With [`TraceSink::streaming_text`]
+/// the answer's text also goes to the caller as it streams.
 #[derive(Clone)]
 pub struct TraceSink {
     reporter: Reporter,
     stdout: Option<Console>,
     output: Output,
+    stream_text: bool,
 }
 
 impl TraceSink {
@@ -305,7 +317,14 @@ impl TraceSink {
             let color = invocation.stdout_is_terminal && invocation.env.get("NO_COLOR").is_none();
             Console::new(color, invocation.env.get("TZ"))
         });
-        Self { reporter: reporter.clone(), stdout, output: output.clone() }
+        Self { reporter: reporter.clone(), stdout, output: output.clone(), stream_text: false }
+    }
+
+    /// This sink, also sending the answer's text to the caller as it
+    /// streams (`commit --interactive`).
+    pub fn streaming_text(mut self, stream: bool) -> Self {
+        self.stream_text = stream;
+        self
     }
 
     pub fn event(&self, event: Event) {
