@@ -57,6 +57,8 @@ pub fn withheld_file(path: &str, text: &str) -> String {
 /// A secret-named file's diff section: the bytes after its header line
 /// to replace, and the line that replaces them.
 pub(crate) struct Section {
+    /// The file's path (its `b/` side, or `a/` for a deletion).
+    pub path: String,
     pub start: usize,
     pub end: usize,
     pub replacement: String,
@@ -77,9 +79,12 @@ pub(crate) fn secret_sections(text: &str) -> Vec<Section> {
             (None, Some(escaped)) => (escaped, "\\n"),
             (None, None) => break,
         };
-        if !header_paths(&text[header + "diff --git ".len()..header_end]).any(is_secret_file) {
+        let Some(path) =
+            header_paths(&text[header + "diff --git ".len()..header_end]).find(|path| is_secret_file(path))
+        else {
             continue;
-        }
+        };
+        let path = path.to_string();
         let end = if separator == "\n" { plain_end(text, header_end) } else { escaped_end(text, header_end) };
         let body = &text[header_end..end];
         let (mut added, mut removed) = (0, 0);
@@ -94,10 +99,31 @@ pub(crate) fn secret_sections(text: &str) -> Vec<Section> {
             "{separator}[REDACTED:{SECRET_FILE}] content withheld: {added} lines added, {removed} removed, {} bytes of diff",
             body.len()
         );
-        sections.push(Section { start: header_end, end, replacement });
+        sections.push(Section { path, start: header_end, end, replacement });
         from = end.max(from);
     }
     sections
+}
+
+/// The file and its new-side line at `offset` of `text`, when `offset` is
+/// inside a hunk of a `diff --git` section (plain or JSON-escaped).
+pub(crate) fn diff_location(text: &str, offset: usize) -> Option<(String, u32)> {
+    let before = &text[..offset];
+    let header = before.rfind("diff --git ")?;
+    let rest = &text[header + "diff --git ".len()..];
+    let header_end = rest.find(['\n', '\\']).unwrap_or(rest.len());
+    let path = header_paths(&rest[..header_end]).last()?.to_string();
+    let hunk = header + before[header..].rfind("@@ -")?;
+    let plus = hunk + before[hunk..].find(" +")? + 2;
+    let digits: String = text[plus..].chars().take_while(char::is_ascii_digit).collect();
+    let first: u32 = digits.parse().ok()?;
+    let separator = if text[hunk..offset].contains('\n') { "\n" } else { "\\n" };
+    // Lines after the hunk header up to the one holding `offset`; removed
+    // lines are not on the new side.
+    let mut lines = text[hunk..offset].split(separator).skip(1).collect::<Vec<_>>();
+    lines.pop();
+    let kept = lines.iter().filter(|line| !line.starts_with('-')).count() as u32;
+    Some((path, first + kept))
 }
 
 /// The `a/` and `b/` paths of a `diff --git` header's rest.

@@ -68,7 +68,8 @@ pub struct Finding {
     pub rule: &'static str,
     /// Byte offset of the secret in the text that was redacted.
     pub start: usize,
-    /// The line of the file (when the origin names one) or of the text.
+    /// The line of the file (when the origin names one) or of the text;
+    /// 0 for a withheld file.
     pub line: u32,
     pub path: Option<String>,
     pub masked: String,
@@ -97,10 +98,10 @@ pub fn redact<'a>(text: &'a str, origin: Origin<'_>, allow: Option<&Regex>) -> R
         let finding = Finding {
             rule: SECRET_FILE,
             start: 0,
-            line: origin.first_line,
+            line: 0,
             path: Some(path.to_string()),
             masked: format!("({} bytes)", text.len()),
-            value_hash: hash_of(text),
+            value_hash: hash_of(path),
         };
         return Redacted { text: Cow::Owned(withheld_file(path, text)), findings: vec![finding] };
     }
@@ -127,13 +128,22 @@ pub fn redact<'a>(text: &'a str, origin: Origin<'_>, allow: Option<&Regex>) -> R
                 }
             }
         }
+        // A secret in a diff is placed in its file, at its new-side line.
+        let (path, file_line) = match origin.path {
+            Some(path) => (Some(path.to_string()), line),
+            None => match files::diff_location(text, span.start) {
+                Some((path, file_line)) => (Some(path), file_line),
+                None => (None, line),
+            },
+        };
         findings.push(Finding {
             rule: span.rule,
             start: span.start,
-            line,
-            path: origin.path.map(str::to_string),
+            // A withheld file has no one line.
+            line: if span.file.is_some() { 0 } else { file_line },
             masked: mask(value),
-            value_hash: hash_of(value),
+            value_hash: hash_of(span.file.as_deref().unwrap_or(value)),
+            path: span.file.or(path),
         });
         line += count_newlines(value);
         at = span.end;
@@ -149,6 +159,8 @@ struct Span {
     rule: &'static str,
     /// Text other than the marker (a withheld diff section).
     replacement: Option<String>,
+    /// The withheld file of a diff section: it counts once by its path.
+    file: Option<String>,
 }
 
 /// The ranges of `text` to replace, sorted and disjoint. Secret-file diff
@@ -164,6 +176,7 @@ fn spans(text: &str, origin: Origin<'_>, allow: Option<&Regex>) -> Vec<Span> {
                 end: section.end,
                 rule: SECRET_FILE,
                 replacement: Some(section.replacement),
+                file: Some(section.path),
             });
         }
     }
@@ -207,7 +220,8 @@ fn spans(text: &str, origin: Origin<'_>, allow: Option<&Regex>) -> Vec<Span> {
                 continue;
             }
             let at = spans.partition_point(|span| span.start < secret.start());
-            spans.insert(at, Span { start: secret.start(), end: secret.end(), rule: &rule.id, replacement: None });
+            let span = Span { start: secret.start(), end: secret.end(), rule: &rule.id, replacement: None, file: None };
+            spans.insert(at, span);
         }
     }
     spans.sort_by_key(|span| span.start);
@@ -266,9 +280,17 @@ fn mask(value: &str) -> String {
     format!("{shown}… ({} chars)", value.chars().count())
 }
 
+/// The identity of a value for counting: its letters and digits, so the
+/// same key in plain text, in JSON (`\n` escapes) and in a diff (`+`
+/// prefixes) counts once.
 fn hash_of(value: &str) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
-    value.hash(&mut hasher);
+    for escape in ["\\n", "\\r", "\\t"] {
+        if value.contains(escape) {
+            return hash_of(&value.replace(escape, ""));
+        }
+    }
+    value.chars().filter(|c| c.is_alphanumeric()).for_each(|c| c.hash(&mut hasher));
     hasher.finish()
 }
 
@@ -397,8 +419,10 @@ impl Redactor {
         for finding in findings {
             if ledger.seen.insert((finding.rule, finding.value_hash)) {
                 *ledger.counts.entry(finding.rule).or_default() += 1;
-                if let Some(path) = &finding.path {
-                    ledger.places.push(format!("{path}:{} ({})", finding.line, finding.rule));
+                match (&finding.path, finding.line) {
+                    (Some(path), 0) => ledger.places.push(format!("{path} ({})", finding.rule)),
+                    (Some(path), line) => ledger.places.push(format!("{path}:{line} ({})", finding.rule)),
+                    (None, _) => {}
                 }
             }
         }
@@ -436,8 +460,23 @@ impl Redactor {
 /// The line `--no-redact` prints.
 pub const DISABLED_WARNING: &str = "warning: --no-redact: secrets in this command's requests are sent as they are\n";
 
-/// Fields of a file object that name it rather than hold its text.
-const KEYS_KEPT: [&str; 8] = ["path", "source", "status", "tool", "language", "kind", "old_path", "new_path"];
+/// Fields that name a file or a wire item rather than hold text, and the
+/// provider's opaque encrypted reasoning, which must reach it unchanged.
+const KEYS_KEPT: [&str; 13] = [
+    "path",
+    "source",
+    "status",
+    "tool",
+    "language",
+    "kind",
+    "old_path",
+    "new_path",
+    "encrypted_content",
+    "call_id",
+    "id",
+    "type",
+    "role",
+];
 
 /// Compiles a user's `redact.allow` value; the error names the regex.
 pub fn compile_allow(pattern: &str) -> Result<Regex, regex::Error> {

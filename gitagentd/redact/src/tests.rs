@@ -154,3 +154,18 @@ fn json_objects_with_a_path_are_that_file() {
     assert_eq!(value["matches"][1]["path"], ".env.local");
     assert!(redactor.summary(true).unwrap().contains("src/a.py:12 (github-pat)"));
 }
+
+#[test]
+fn a_secret_in_a_diff_is_placed_at_its_file_and_new_side_line() {
+    let plant = &corpus::plants(17)[0];
+    let diff = format!(
+        "diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,3 +5,4 @@\n one\n-two\n+three\n+{}\n",
+        plant.line
+    );
+    for text in [diff.clone(), serde_json::json!({ "diff": diff }).to_string()] {
+        let redacted = run(&text);
+        assert_eq!(redacted.findings.len(), 1, "{text}");
+        let finding = &redacted.findings[0];
+        assert_eq!((finding.path.as_deref(), finding.line), (Some("src/a.rs"), 7), "{text}");
+    }
+}
