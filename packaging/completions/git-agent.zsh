@@ -16,6 +16,7 @@ _git-agent() {
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
 '--cwd=[Run as if git-agent was started in <directory> (before the command only)]:directory:_default' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -31,6 +32,7 @@ _git-agent() {
         case $line[1] in
             (project_id)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -40,11 +42,12 @@ _arguments "${_arguments_options[@]}" : \
 (config)
 _arguments "${_arguments_options[@]}" : \
 '--unset[Remove the setting]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
-':key -- The configuration key\: index.remote, search.embeddings or search.model_dir:_default' \
+':key -- The configuration key\: index.remote, search.embeddings, search.model_dir or redact.allow:_default' \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
@@ -74,6 +77,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -107,6 +111,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -130,6 +135,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -152,6 +158,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -179,6 +186,7 @@ _arguments "${_arguments_options[@]}" : \
 '--ls-files[List the files stored in the selected search index]' \
 '--debug[Write diagnostic events to stderr]' \
 '--ls-remotes[List the cached remote repositories]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -201,6 +209,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -223,6 +232,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -239,6 +249,7 @@ owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
 '--follow-up=[Continue the session of a previous explore result]:search-id:_default' \
 '--debug[Write explore.phase timings and the console trace to stderr]' \
 '--fast[Send service_tier=priority with the Responses API request]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -248,6 +259,7 @@ owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
 ;;
 (index)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -264,6 +276,7 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (sync)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -274,6 +287,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--to=[The target schema; only v2 exists]:version:(v2)' \
 '--dry-run[Build and validate the migration in temporary storage; commit and push nothing]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -283,6 +297,7 @@ _arguments "${_arguments_options[@]}" : \
 (gc)
 _arguments "${_arguments_options[@]}" : \
 '--dry-run[Report what would be removed; change no byte and no modification time]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -295,6 +310,7 @@ esac
 ;;
 (mcp)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -303,6 +319,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -319,7 +336,7 @@ esac
 _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
-'config:Read or change the global configuration (index.remote, search.embeddings, search.model_dir)' \
+'config:Read or change the global configuration (index.remote, search.embeddings, search.model_dir, redact.allow)' \
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
