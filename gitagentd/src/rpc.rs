@@ -185,6 +185,7 @@ fn invocation_from_wire(wire: Option<pb::Invocation>) -> Result<(Invocation, Str
         env: Environment::new(wire.env.into_iter().collect()),
         stdout_is_terminal: wire.stdout_is_terminal,
         stderr_is_terminal: wire.stderr_is_terminal,
+        redactor: Default::default(),
     };
     Ok((invocation, wire.client_build))
 }

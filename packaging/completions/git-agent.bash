@@ -31,9 +31,6 @@ _git__agent() {
             git__agent,explore)
                 cmd="git__agent__subcmd__explore"
                 ;;
-            git__agent,hook)
-                cmd="git__agent__subcmd__hook"
-                ;;
             git__agent,index)
                 cmd="git__agent__subcmd__index"
                 ;;
@@ -58,18 +55,6 @@ _git__agent() {
             git__agent,simplify)
                 cmd="git__agent__subcmd__simplify"
                 ;;
-            git__agent__subcmd__hook,install)
-                cmd="git__agent__subcmd__hook__subcmd__install"
-                ;;
-            git__agent__subcmd__hook,run)
-                cmd="git__agent__subcmd__hook__subcmd__run"
-                ;;
-            git__agent__subcmd__hook,status)
-                cmd="git__agent__subcmd__hook__subcmd__status"
-                ;;
-            git__agent__subcmd__hook,uninstall)
-                cmd="git__agent__subcmd__hook__subcmd__uninstall"
-                ;;
             git__agent__subcmd__index,gc)
                 cmd="git__agent__subcmd__index__subcmd__gc"
                 ;;
@@ -86,7 +71,7 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --help --version project_id config review simplify commit-msg commit hook search pr-message release-note explore index mcp completions"
+            opts="-h -V --cwd --no-redact --help --version project_id config review simplify commit-msg commit search pr-message release-note explore index mcp completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -104,7 +89,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__commit)
-            opts="-i -h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --interactive --help --version"
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -146,7 +131,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__commit__subcmd__msg)
-            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -188,7 +173,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__completions)
-            opts="-h -V --help --version bash zsh fish"
+            opts="-h -V --no-redact --help --version bash zsh fish"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,7 +187,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__config)
-            opts="-h -V --unset --help --version"
+            opts="-h -V --unset --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,7 +201,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__explore)
-            opts="-h -V --debug --fast --for --follow-up --help --version"
+            opts="-h -V --debug --fast --for --follow-up --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -237,78 +222,8 @@ _git__agent() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        git__agent__subcmd__hook)
-            opts="-h -V --help --version install uninstall status run"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__agent__subcmd__hook__subcmd__install)
-            opts="-h -V --force --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__agent__subcmd__hook__subcmd__run)
-            opts="-h -V --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__agent__subcmd__hook__subcmd__status)
-            opts="-h -V --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__agent__subcmd__hook__subcmd__uninstall)
-            opts="-h -V --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         git__agent__subcmd__index)
-            opts="-h -V --help --version sync migrate gc"
+            opts="-h -V --no-redact --help --version sync migrate gc"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -322,7 +237,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__index__subcmd__gc)
-            opts="-h -V --dry-run --help --version"
+            opts="-h -V --dry-run --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -336,7 +251,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__index__subcmd__migrate)
-            opts="-h -V --to --dry-run --help --version"
+            opts="-h -V --to --dry-run --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -354,7 +269,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__index__subcmd__sync)
-            opts="-h -V --help --version"
+            opts="-h -V --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -368,7 +283,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__mcp)
-            opts="-h -V --help --version"
+            opts="-h -V --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -382,7 +297,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__pr__subcmd__message)
-            opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            opts="-h -V --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -424,7 +339,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__project_id)
-            opts="-h -V --help --version"
+            opts="-h -V --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -438,7 +353,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__release__subcmd__note)
-            opts="-h -V --out --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --help --version"
+            opts="-h -V --out --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -484,7 +399,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__review)
-            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -546,7 +461,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__search)
-            opts="-h -V --rev --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --remote --ls-remotes --help --version"
+            opts="-h -V --rev --scope --limit --format --code --no-tests --agent --index --reindex --ls --ls-files --min-score --embedding-model --embedding-dimensions --base-url --timeout --debug --remote --ls-remotes --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -600,7 +515,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__simplify)
-            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --help --version"
+            opts="-h -V --codebase --uncommitted --staged --base --commit --wait --follow-up --depth --max-steps --max-web-searches --dry-run --clippy --help-agent --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

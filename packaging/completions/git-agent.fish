@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_git_agent_global_optspecs
-    string join \n cwd= h/help V/version
+    string join \n cwd= no-redact h/help V/version
 end
 
 function __fish_git_agent_needs_command
@@ -25,15 +25,15 @@ function __fish_git_agent_using_subcommand
 end
 
 complete -c git-agent -n "__fish_git_agent_needs_command" -l cwd -d 'Run as if git-agent was started in <directory> (before the command only)' -r
+complete -c git-agent -n "__fish_git_agent_needs_command" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_needs_command" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "project_id" -d 'Print the project identifier shared by search metadata and task records'
-complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote, search.embeddings, search.model_dir)'
+complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "config" -d 'Read or change the global configuration (index.remote, search.embeddings, search.model_dir, redact.allow)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "review" -d 'Launch a detached, evidence-backed read-only code review'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "simplify" -d 'Launch a detached read-only simplification audit'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit-msg" -d 'Write a commit message for the staged changes; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "commit" -d 'Write a commit message for the staged changes, then run git commit with it'
-complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "hook" -d 'Install, remove or inspect the prepare-commit-msg hook that fills `git commit`\'s message'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "search" -d 'Embedding-backed code search over the files on disk'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "pr-message" -d 'Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "release-note" -d 'Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)'
@@ -41,9 +41,11 @@ complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "explore" -d 'An
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "index" -d 'Share search indexes through the index.remote repository (sync, migrate, gc)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "mcp" -d 'Serve search, explore, review and task tools to coding agents over MCP (stdio)'
 complete -c git-agent -n "__fish_git_agent_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh or fish'
+complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand project_id" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -l unset -d 'Remove the setting'
+complete -c git-agent -n "__fish_git_agent_using_subcommand config" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand config" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l base -d 'Inspect HEAD against its merge base with <ref> (what a pull request would contain)' -r
@@ -75,6 +77,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l medium -d
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand review" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand review" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l base -d 'Inspect HEAD against its merge base with <ref> (what a pull request would contain)' -r
@@ -106,6 +109,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l medium 
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand simplify" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
@@ -125,6 +129,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l mediu
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit-msg" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
@@ -144,24 +149,9 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l medium -d
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
-complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s i -l interactive -d 'Show the message as it is written, then ask: accept, edit, regenerate or quit (needs a terminal)'
+complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand commit" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -s h -l help -d 'Print help'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -f -a "install" -d 'Write the prepare-commit-msg hook into the repository\'s hooks folder (core.hooksPath honoured)'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -f -a "uninstall" -d 'Remove the prepare-commit-msg hook, if git-agent wrote it'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -f -a "status" -d 'Say whether the prepare-commit-msg hook is git-agent\'s, another program\'s, or absent'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and not __fish_seen_subcommand_from install uninstall status run" -f -a "run" -d 'What the installed hook runs: fill <file> with a generated message when git has none'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from install" -l force -d 'Replace a prepare-commit-msg hook that git-agent did not write'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from uninstall" -s h -l help -d 'Print help'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from uninstall" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
-complete -c git-agent -n "__fish_git_agent_using_subcommand hook; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l rev -d 'Search the committed tree of this revision instead of the files on disk' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l scope -d 'Comma-separated paths, relative to the current directory, to search or index' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l limit -d 'Maximum number of results, 1..100 (default 20)' -r
@@ -181,6 +171,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls -d 'Li
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-files -d 'List the files stored in the selected search index'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l debug -d 'Write diagnostic events to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l ls-remotes -d 'List the cached remote repositories'
+complete -c git-agent -n "__fish_git_agent_using_subcommand search" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand search" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l model -d 'Model identifier (default: OPENAI_MODEL, then the command\'s default)' -r
@@ -199,6 +190,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l mediu
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand pr-message" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l out -d 'Write the Markdown to <file> (checked writable before anything runs) and stream the trace to stdout' -r
@@ -218,6 +210,7 @@ complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l med
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l high -d 'Send reasoning.effort=high'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l xhigh -d 'Send reasoning.effort=xhigh'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l debug -d 'Write diagnostics (trace, phase timings) to stderr'
+complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand release-note" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l for -d 'What the answer should prioritize' -r -f -a "diagnose\t'The reproducer, failure mechanism, bottleneck or regression cause'
@@ -227,23 +220,30 @@ owner\t'The authoritative implementation, callers and subsystem boundaries'"
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l follow-up -d 'Continue the session of a previous explore result' -r
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l debug -d 'Write explore.phase timings and the console trace to stderr'
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l fast -d 'Send service_tier=priority with the Responses API request'
+complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-agent -n "__fish_git_agent_using_subcommand explore" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -f -a "sync" -d 'Export every completed revision index to index.remote'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -f -a "migrate" -d 'Convert the index.remote repository from schema v1 to schema v2'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and not __fish_seen_subcommand_from sync migrate gc" -f -a "gc" -d 'Remove unreachable index data, locally and in index.remote'
+complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from sync" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from sync" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from sync" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from migrate" -l to -d 'The target schema; only v2 exists' -r -f -a "v2\t''"
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from migrate" -l dry-run -d 'Build and validate the migration in temporary storage; commit and push nothing'
+complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from migrate" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from migrate" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from migrate" -s V -l version -d 'Print version'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from gc" -l dry-run -d 'Report what would be removed; change no byte and no modification time'
+complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from gc" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from gc" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand index; and __fish_seen_subcommand_from gc" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand mcp" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand mcp" -s V -l version -d 'Print version'
+complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -l no-redact -d 'Send secrets to the model and embeddings servers unredacted, for this invocation only'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-agent -n "__fish_git_agent_using_subcommand completions" -s V -l version -d 'Print version'

@@ -16,6 +16,7 @@ _git-agent() {
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
 '--cwd=[Run as if git-agent was started in <directory> (before the command only)]:directory:_default' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -31,6 +32,7 @@ _git-agent() {
         case $line[1] in
             (project_id)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -40,11 +42,12 @@ _arguments "${_arguments_options[@]}" : \
 (config)
 _arguments "${_arguments_options[@]}" : \
 '--unset[Remove the setting]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
-':key -- The configuration key\: index.remote, search.embeddings or search.model_dir:_default' \
+':key -- The configuration key\: index.remote, search.embeddings, search.model_dir or redact.allow:_default' \
 '::value -- The new value; without it the current value is printed:_default' \
 && ret=0
 ;;
@@ -74,6 +77,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -107,6 +111,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -130,6 +135,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -152,69 +158,12 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
-'-i[Show the message as it is written, then ask\: accept, edit, regenerate or quit (needs a terminal)]' \
-'--interactive[Show the message as it is written, then ask\: accept, edit, regenerate or quit (needs a terminal)]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
 && ret=0
-;;
-(hook)
-_arguments "${_arguments_options[@]}" : \
-'-h[Print help]' \
-'--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-":: :_git-agent__subcmd__hook_commands" \
-"*::: :->hook" \
-&& ret=0
-
-    case $state in
-    (hook)
-        words=($line[1] "${words[@]}")
-        (( CURRENT += 1 ))
-        curcontext="${curcontext%:*:*}:git-agent-hook-command-$line[1]:"
-        case $line[1] in
-            (install)
-_arguments "${_arguments_options[@]}" : \
-'--force[Replace a prepare-commit-msg hook that git-agent did not write]' \
-'-h[Print help]' \
-'--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-&& ret=0
-;;
-(uninstall)
-_arguments "${_arguments_options[@]}" : \
-'-h[Print help]' \
-'--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-&& ret=0
-;;
-(status)
-_arguments "${_arguments_options[@]}" : \
-'-h[Print help]' \
-'--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-&& ret=0
-;;
-(run)
-_arguments "${_arguments_options[@]}" : \
-'-h[Print help]' \
-'--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-':file -- The commit message file git passes to the hook:_files' \
-'::source -- Where git'\''s message came from (message, template, merge, squash, commit), when it has one:_default' \
-'::commit -- The commit whose message is reused (source commit):_default' \
-&& ret=0
-;;
-        esac
-    ;;
-esac
 ;;
 (search)
 _arguments "${_arguments_options[@]}" : \
@@ -237,6 +186,7 @@ _arguments "${_arguments_options[@]}" : \
 '--ls-files[List the files stored in the selected search index]' \
 '--debug[Write diagnostic events to stderr]' \
 '--ls-remotes[List the cached remote repositories]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -259,6 +209,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -281,6 +232,7 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -297,6 +249,7 @@ owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
 '--follow-up=[Continue the session of a previous explore result]:search-id:_default' \
 '--debug[Write explore.phase timings and the console trace to stderr]' \
 '--fast[Send service_tier=priority with the Responses API request]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -306,6 +259,7 @@ owner\:"The authoritative implementation, callers and subsystem boundaries"))' \
 ;;
 (index)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -322,6 +276,7 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (sync)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -332,6 +287,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--to=[The target schema; only v2 exists]:version:(v2)' \
 '--dry-run[Build and validate the migration in temporary storage; commit and push nothing]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -341,6 +297,7 @@ _arguments "${_arguments_options[@]}" : \
 (gc)
 _arguments "${_arguments_options[@]}" : \
 '--dry-run[Report what would be removed; change no byte and no modification time]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -353,6 +310,7 @@ esac
 ;;
 (mcp)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -361,6 +319,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
@@ -377,12 +336,11 @@ esac
 _git-agent_commands() {
     local commands; commands=(
 'project_id:Print the project identifier shared by search metadata and task records' \
-'config:Read or change the global configuration (index.remote, search.embeddings, search.model_dir)' \
+'config:Read or change the global configuration (index.remote, search.embeddings, search.model_dir, redact.allow)' \
 'review:Launch a detached, evidence-backed read-only code review' \
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
 'commit:Write a commit message for the staged changes, then run git commit with it' \
-'hook:Install, remove or inspect the prepare-commit-msg hook that fills \`git commit\`'\''s message' \
 'search:Embedding-backed code search over the files on disk' \
 'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
 'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
@@ -417,36 +375,6 @@ _git-agent__subcmd__config_commands() {
 _git-agent__subcmd__explore_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent explore commands' commands "$@"
-}
-(( $+functions[_git-agent__subcmd__hook_commands] )) ||
-_git-agent__subcmd__hook_commands() {
-    local commands; commands=(
-'install:Write the prepare-commit-msg hook into the repository'\''s hooks folder (core.hooksPath honoured)' \
-'uninstall:Remove the prepare-commit-msg hook, if git-agent wrote it' \
-'status:Say whether the prepare-commit-msg hook is git-agent'\''s, another program'\''s, or absent' \
-'run:What the installed hook runs\: fill <file> with a generated message when git has none' \
-    )
-    _describe -t commands 'git-agent hook commands' commands "$@"
-}
-(( $+functions[_git-agent__subcmd__hook__subcmd__install_commands] )) ||
-_git-agent__subcmd__hook__subcmd__install_commands() {
-    local commands; commands=()
-    _describe -t commands 'git-agent hook install commands' commands "$@"
-}
-(( $+functions[_git-agent__subcmd__hook__subcmd__run_commands] )) ||
-_git-agent__subcmd__hook__subcmd__run_commands() {
-    local commands; commands=()
-    _describe -t commands 'git-agent hook run commands' commands "$@"
-}
-(( $+functions[_git-agent__subcmd__hook__subcmd__status_commands] )) ||
-_git-agent__subcmd__hook__subcmd__status_commands() {
-    local commands; commands=()
-    _describe -t commands 'git-agent hook status commands' commands "$@"
-}
-(( $+functions[_git-agent__subcmd__hook__subcmd__uninstall_commands] )) ||
-_git-agent__subcmd__hook__subcmd__uninstall_commands() {
-    local commands; commands=()
-    _describe -t commands 'git-agent hook uninstall commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__index_commands] )) ||
 _git-agent__subcmd__index_commands() {

@@ -15,6 +15,10 @@ pub struct Cli {
     #[arg(long, value_name = "directory", value_parser = NonEmptyStringValueParser::new())]
     pub cwd: Option<String>,
 
+    /// Send secrets to the model and embeddings servers unredacted, for this invocation only.
+    #[arg(long, global = true)]
+    pub no_redact: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -25,7 +29,7 @@ pub enum Command {
     #[command(name = "project_id")]
     ProjectId,
 
-    /// Read or change the global configuration (index.remote, search.embeddings, search.model_dir).
+    /// Read or change the global configuration (index.remote, search.embeddings, search.model_dir, redact.allow).
     Config(ConfigArgs),
 
     /// Launch a detached, evidence-backed read-only code review.
@@ -76,14 +80,14 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 #[command(
-    override_usage = "git-agent config index.remote [<git-url>]\n       git-agent config search.embeddings [local|remote]\n       git-agent config search.model_dir [<folder>]\n       git-agent config --unset <key>"
+    override_usage = "git-agent config index.remote [<git-url>]\n       git-agent config search.embeddings [local|remote]\n       git-agent config search.model_dir [<folder>]\n       git-agent config redact.allow [<regex>]\n       git-agent config --unset <key>"
 )]
 pub struct ConfigArgs {
     /// Remove the setting.
     #[arg(long)]
     pub unset: bool,
 
-    /// The configuration key: index.remote, search.embeddings or search.model_dir.
+    /// The configuration key: index.remote, search.embeddings, search.model_dir or redact.allow.
     #[arg(value_name = "key")]
     pub key: String,
 
@@ -757,8 +761,14 @@ impl Command {
 
 /// Parses the arguments that follow the program name and `--cwd`.
 pub fn parse_command(args: &[String]) -> Result<Command, clap::Error> {
+    parse(args).map(|cli| cli.command)
+}
+
+/// Parses the arguments that follow the program name and `--cwd`, with
+/// the global flags.
+pub fn parse(args: &[String]) -> Result<Cli, clap::Error> {
     let argv = std::iter::once("git-agent".to_string()).chain(args.iter().cloned());
-    Cli::try_parse_from(argv).map(|cli| cli.command)
+    Cli::try_parse_from(argv)
 }
 
 /// The clap command of `git-agent`, as completions and the manual page

@@ -13,8 +13,11 @@ pub const INDEX_REMOTE_KEY: &str = "index.remote";
 pub const SEARCH_EMBEDDINGS_KEY: &str = "search.embeddings";
 /// A folder holding the local model's files, used instead of the download.
 pub const SEARCH_MODEL_DIR_KEY: &str = "search.model_dir";
+/// A regular expression of secrets (or file paths) the redactor leaves
+/// alone: known test fixtures. One value; several are joined with `|`.
+pub const REDACT_ALLOW_KEY: &str = "redact.allow";
 /// Every key `git-agent config` knows.
-pub const KEYS: [&str; 3] = [INDEX_REMOTE_KEY, SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY];
+pub const KEYS: [&str; 4] = [INDEX_REMOTE_KEY, SEARCH_EMBEDDINGS_KEY, SEARCH_MODEL_DIR_KEY, REDACT_ALLOW_KEY];
 
 /// The file's contents. Field names are the original implementation's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +26,21 @@ pub struct ConfigFile {
     pub index: IndexConfig,
     #[serde(default, skip_serializing_if = "SearchConfig::is_empty")]
     pub search: SearchConfig,
+    #[serde(default, skip_serializing_if = "RedactConfig::is_empty")]
+    pub redact: RedactConfig,
+}
+
+/// The `redact.*` keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedactConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub allow: String,
+}
+
+impl RedactConfig {
+    fn is_empty(&self) -> bool {
+        self.allow.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +77,7 @@ impl ConfigFile {
             INDEX_REMOTE_KEY => Some(&self.index.remote),
             SEARCH_EMBEDDINGS_KEY => Some(&self.search.embeddings),
             SEARCH_MODEL_DIR_KEY => Some(&self.search.model_dir),
+            REDACT_ALLOW_KEY => Some(&self.redact.allow),
             _ => None,
         }
     }
@@ -69,6 +88,7 @@ impl ConfigFile {
             INDEX_REMOTE_KEY => self.index.remote = value,
             SEARCH_EMBEDDINGS_KEY => self.search.embeddings = value,
             SEARCH_MODEL_DIR_KEY => self.search.model_dir = value,
+            REDACT_ALLOW_KEY => self.redact.allow = value,
             _ => {}
         }
     }

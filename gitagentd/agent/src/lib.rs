@@ -39,7 +39,7 @@ pub use request::{AgentTask, Layers};
 use crate::tools::{ToolError, ToolRegistry, error_envelope, success_envelope};
 use gitagent_provider::{
     FunctionCall, HostedSearch, Item, ModelRequest, ModelResponse, Provider, ProviderError, StreamNotice, ToolSpec,
-    Usage,
+    Usage, redact,
 };
 use gitagent_runtime::trace::Event;
 use std::time::{Duration, Instant};
@@ -241,11 +241,19 @@ pub async fn run_node(
     rules: Option<&OutputRules>,
     control: Option<&ToolSpec>,
 ) -> Result<Node, AgentError> {
+    // What enters the conversation is redacted once, here and in
+    // `execute`, so the traces and records made from it hold markers; the
+    // provider redacts every request body again before the wire.
+    let redactor = ctx.provider.redactor();
+    let mut instructions = request::instructions(task)?;
+    redactor.redact_string(&mut instructions, redact::Origin::NONE);
+    let mut items = if task.history.is_empty() { task.layers.items() } else { task.history.clone() };
+    items.iter_mut().for_each(|item| redact_item(redactor, item));
     let mut conversation = Conversation {
         ctx,
         task,
-        instructions: request::instructions(task)?,
-        items: if task.history.is_empty() { task.layers.items() } else { task.history.clone() },
+        instructions,
+        items,
         outcome: Outcome::default(),
         seen: batch::Seen::default(),
         web_search: task.web_search,
@@ -301,6 +309,21 @@ pub async fn run_node(
     conversation.outcome.text = shaped;
     conversation.outcome.conversation = conversation.items;
     Ok(Node::Final(conversation.outcome))
+}
+
+/// Redacts the text a conversation item carries (messages and call
+/// outputs; what the model produced is sent as it came, and redacted on
+/// the wire).
+fn redact_item(redactor: &gitagent_provider::Redactor, item: &mut Item) {
+    match item {
+        Item::Message { text, .. } => {
+            redactor.redact_string(text, redact::Origin::NONE);
+        }
+        Item::FunctionCallOutput { output, .. } => {
+            redactor.redact_string(output, redact::Origin::NONE);
+        }
+        Item::FunctionCall(_) | Item::Replay(_) => {}
+    }
 }
 
 /// How the tool loop ended.
@@ -562,10 +585,14 @@ impl Conversation<'_> {
         self.check_batch().await?;
         self.outcome.tool_time += started.elapsed();
         for (call, result) in calls.iter().zip(results) {
+            let redactor = self.ctx.provider.redactor();
             let (output, truncated) = match result {
-                Ok(output) => (success_envelope(&call.name, &output), output.truncated),
+                Ok(mut output) => {
+                    redactor.redact_json(&mut output.data);
+                    (success_envelope(&call.name, &output), output.truncated)
+                }
                 Err(ToolError::Cancelled) => return Err(self.ctx.stopped()),
-                Err(ToolError::Recoverable(message)) => (error_envelope(&call.name, &message), false),
+                Err(ToolError::Recoverable(message)) => (error_envelope(&call.name, &redactor.text(&message)), false),
             };
             let mut event = Event::new("tool-output")
                 .with("name", call.name.as_str())

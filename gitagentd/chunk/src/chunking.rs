@@ -41,8 +41,10 @@ use sha2::{Digest, Sha256};
 /// The version of the rules above, written into every index manifest: an
 /// index built by another version (or by a build with other languages) is
 /// refreshed rather than trusted. [`chunker_version`] adds the built-in
-/// grammars.
-const CHUNKER_RULES: &str = "syntax-4";
+/// grammars. `redact-1`: since then the text is redacted before it is
+/// chunked (the search crate's reader), so older indexes, which may hold
+/// secrets, are rebuilt.
+const CHUNKER_RULES: &str = "syntax-4+redact-1";
 pub const CHUNK_LINES: usize = 80;
 /// Declarations of at most this many lines are tiny: neighbours merge.
 pub const TINY_LINES: usize = 3;

@@ -49,6 +49,9 @@ pub struct InspectionRequest {
     pub prompt_cache_key: String,
     /// The parent turn a `--follow-up` continues.
     pub follow_up: Option<FollowUp>,
+    /// What every request of the inspection passes through (`--no-redact`,
+    /// `redact.allow`).
+    pub redactor: gitagent_provider::Redactor,
 }
 
 /// What a follow-up continues from its parent turn.

@@ -11,6 +11,11 @@
 //! once when a stream breaks in a way an equivalent request can fix, and
 //! unwraps provider error bodies into their messages. Credentials stay in
 //! [`config::Secret`] and never reach an error, a trace or a log.
+//!
+//! Every request body is built by [`Provider::request_body`], which passes
+//! its instructions and input through the provider's [`Redactor`] (on
+//! unless a command turns it off): the last step before the wire, so no
+//! new tool or context can send a secret past it.
 
 pub mod config;
 mod error_body;
@@ -22,6 +27,7 @@ mod wire;
 
 pub use config::{ConfigError, Credentials, ProviderConfig, ProviderFlags, Secret, StreamLimits};
 pub use error_body::readable_error_body;
+pub use gitagent_redact::{self as redact, Redactor};
 pub use network::{ClientKind, HttpClients, NetworkError, NetworkSettings};
 pub use retry::{RetryReason, StreamBreak, retry_reason};
 
@@ -340,6 +346,8 @@ pub struct Provider {
     /// The opaque `x-codex-turn-state` the ChatGPT backend hands out for
     /// sticky routing; replayed on later requests.
     turn_state: Mutex<Option<String>>,
+    /// What every request body passes through.
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Provider {
@@ -369,7 +377,21 @@ impl Provider {
     pub fn with_client(http: reqwest::Client, config: ProviderConfig, options: RunOptions) -> Self {
         let endpoint = endpoint_kind(&config);
         let turn_state = Mutex::new(options.turn_state.clone());
-        Self { http, config, options, endpoint, turn_id: random_id(), turn_state }
+        Self { http, config, options, endpoint, turn_id: random_id(), turn_state, redactor: Redactor::default() }
+    }
+
+    /// This provider with `redactor` (the command's choices and ledger)
+    /// instead of the default one.
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// The redactor request bodies pass through; the agent loop uses it on
+    /// tool outputs and first items, so traces and records hold the
+    /// redacted text too.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// A provider for another conversation of the same inspection (a
@@ -391,6 +413,7 @@ impl Provider {
             endpoint: self.endpoint,
             turn_id: self.turn_id.clone(),
             turn_state,
+            redactor: self.redactor.clone(),
         }
     }
 
@@ -413,8 +436,15 @@ impl Provider {
 
     /// The JSON body a request is sent as; the loop uses its size for
     /// the context budget and tests compare it with golden files.
+    /// Its instructions and input are redacted here, whatever built them.
     pub fn request_body(&self, request: &ModelRequest) -> serde_json::Value {
-        wire::encode_request(&self.config.model, &self.options, self.endpoint, request)
+        let mut body = wire::encode_request(&self.config.model, &self.options, self.endpoint, request);
+        for key in ["instructions", "input"] {
+            if let Some(value) = body.get_mut(key) {
+                self.redactor.redact_json(value);
+            }
+        }
+        body
     }
 
     /// Sends `request` and returns the completed response. A broken stream

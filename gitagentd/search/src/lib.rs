@@ -1150,6 +1150,7 @@ impl SearchService {
             temp_dir: request.temp_dir.clone(),
             crash_at: self.crash_at,
             tree: selection.revision.as_ref().map(|revision| Arc::clone(&revision.tree)),
+            redactor: settings.redactor.clone(),
         };
         let reporter = Arc::clone(feedback);
         let token = cancel.clone();

@@ -184,6 +184,7 @@ fn resolve_local(
         timeout: DEFAULT_TIMEOUT,
         network: gitagent_provider::NetworkSettings::from_env(env),
         backend: Backend::Local { source, model: None },
+        redactor: gitagent_provider::Redactor::default(),
     })
 }
 
@@ -236,6 +237,7 @@ fn resolve_remote(flags: &SettingFlags, env: &Environment, cores: usize) -> Resu
         timeout,
         network: gitagent_provider::NetworkSettings::from_env(env),
         backend: Backend::Remote,
+        redactor: gitagent_provider::Redactor::default(),
     })
 }
 

@@ -1,11 +1,11 @@
 //! `git-agent config <key> [<value>]` and `git-agent config --unset <key>`:
-//! `index.remote` (the spec's key), `search.embeddings` and
-//! `search.model_dir`.
+//! `index.remote` (the spec's key), `search.embeddings`,
+//! `search.model_dir` and `redact.allow`.
 
 use super::{CommandError, Invocation, Output};
 use git_agent_shared::cli::ConfigArgs;
-use git_agent_shared::config_file::SEARCH_MODEL_DIR_KEY;
 use git_agent_shared::config_file::{ConfigFile, INDEX_REMOTE_KEY, KEYS, SEARCH_EMBEDDINGS_KEY};
+use git_agent_shared::config_file::{REDACT_ALLOW_KEY, SEARCH_MODEL_DIR_KEY};
 use git_agent_shared::{giturl, paths};
 
 /// The name of the configuration file's blocking reads and writes.
@@ -43,13 +43,15 @@ pub async fn run(invocation: &Invocation, output: &Output, args: ConfigArgs) -> 
             return Ok(());
         }
         (false, Some(value)) => {
-            let value = value.trim().to_string();
+            // A regex keeps its spaces; other values are trimmed.
+            let value = if key == REDACT_ALLOW_KEY { value } else { value.trim().to_string() };
             if value.is_empty() {
                 return Err(CommandError::Usage(format!("{key} must not be empty")));
             }
             match key {
                 INDEX_REMOTE_KEY => validate_remote(&value)?,
                 SEARCH_EMBEDDINGS_KEY => validate_embeddings(&value)?,
+                REDACT_ALLOW_KEY => validate_allow(&value)?,
                 _ => validate_model_dir(&value)?,
             }
             value
@@ -66,8 +68,19 @@ fn value_placeholder(key: &str) -> &'static str {
     match key {
         INDEX_REMOTE_KEY => "<git-url>",
         SEARCH_EMBEDDINGS_KEY => "local|remote",
+        REDACT_ALLOW_KEY => "<regex>",
         _ => "<folder>",
     }
+}
+
+/// `redact.allow` is a regular expression the redactor can compile.
+fn validate_allow(value: &str) -> Result<(), CommandError> {
+    gitagent_provider::redact::compile_allow(value).map(drop).map_err(|error| {
+        CommandError::Usage(format!(
+            "{REDACT_ALLOW_KEY} {value:?} is not a valid regular expression: {}\nhint: one regex matching the secret values or file paths to leave alone; join several with |",
+            error.to_string().lines().last().unwrap_or_default().trim_start_matches("error: ")
+        ))
+    })
 }
 
 /// `search.embeddings` is `local` or `remote`.

@@ -10,6 +10,7 @@ pub mod generation;
 mod index;
 mod pr_message;
 mod project_id;
+pub(crate) mod redaction;
 mod release_note;
 pub(crate) mod review;
 pub(crate) mod search;
@@ -35,6 +36,9 @@ pub struct Invocation {
     pub env: Environment,
     pub stdout_is_terminal: bool,
     pub stderr_is_terminal: bool,
+    /// What the command's requests pass through ([`redaction`]); set by
+    /// [`run`] from the command line and the configuration.
+    pub redactor: gitagent_provider::Redactor,
 }
 
 pub use gitagent_runtime::output::{Event, Output};
@@ -92,9 +96,20 @@ impl From<gitagent_agent::prompt::PromptError> for CommandError {
     }
 }
 
-/// Runs the invocation to completion and sends its final `Exit` event.
-pub async fn run(services: Arc<Services>, invocation: Invocation, output: Output, cancel: CancellationToken) {
-    let code = match dispatch(&services, &invocation, &output, &cancel).await {
+/// Runs the invocation to completion and sends its final `Exit` event,
+/// after the line that says what was redacted (or that nothing was).
+pub async fn run(services: Arc<Services>, mut invocation: Invocation, output: Output, cancel: CancellationToken) {
+    let result = match redaction::resolve(&invocation).await {
+        Ok(redactor) => {
+            invocation.redactor = redactor;
+            dispatch(&services, &invocation, &output, &cancel).await
+        }
+        Err(error) => Err(error),
+    };
+    if let Some(line) = invocation.redactor.summary(redaction::debug(&invocation.args)) {
+        output.stderr(line);
+    }
+    let code = match result {
         Ok(()) => 0,
         Err(error) => {
             output.stderr(stderr_text(&error));

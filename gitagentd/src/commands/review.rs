@@ -95,6 +95,12 @@ pub async fn launch(
     if args.clippy && command != TaskCommand::Review {
         return Err(TaskError::Usage("--clippy applies to review only: simplify runs no static checks".into()));
     }
+    // `--no-redact` or the configured allow regex, for every request of
+    // the task.
+    let redactor = match cli::parse(&invocation.args) {
+        Ok(cli) if cli.no_redact => gitagent_provider::Redactor::disabled(),
+        _ => super::redaction::for_environment(env).await.map_err(|error| TaskError::Message(error.to_string()))?,
+    };
     let metadata_root = paths::metadata_root(env).map_err(TaskError::failed)?;
     let start = cwd.to_path_buf();
     let identity = blocking::run_to_end("the project identity", move || ProjectIdentity::resolve(&start))
@@ -208,6 +214,7 @@ pub async fn launch(
         git_env,
         prompt_cache_key: lineage.prompt_cache_key.clone(),
         follow_up: parent.as_ref().map(|parent| parent.follow_up(args.prompt.join(" "), &lineage)),
+        redactor,
     };
     let engine: Arc<dyn InspectionEngine> =
         if args.dry_run { Arc::new(DryRunEngine) } else { Arc::clone(&services.inspection.0) };

@@ -76,6 +76,7 @@ pub async fn run(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let config = search_config(invocation).await?;
     let mut embedding = settings::resolve(&flags, &invocation.env, &config, cores).map_err(SearchError::from)?;
+    embedding.redactor = invocation.redactor.clone();
     let ranking = settings::ranking(&invocation.env).map_err(SearchError::from)?;
     let cwd = invocation.cwd.clone();
     let env = invocation.env.clone();

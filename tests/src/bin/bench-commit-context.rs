@@ -28,6 +28,11 @@ const LINES: usize = 25;
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(5);
+    // BENCH_NO_REDACT=1: the same runs without the redactor, for its cost.
+    let mut args = vec!["commit-msg", "--debug"];
+    if std::env::var_os("BENCH_NO_REDACT").is_some() {
+        args.push("--no-redact");
+    }
     let fake = FakeOpenAi::start();
     let mut env = TestEnv::new();
     fake.configure(&mut env, "bench-key");
@@ -60,7 +65,7 @@ fn main() {
         let before = fake.requests().len();
         let started = Instant::now();
         let child = env
-            .git_agent_in(repo.path(), &["commit-msg", "--debug"])
+            .git_agent_in(repo.path(), &args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -62,6 +62,12 @@ fn environment(fake: &FakeEmbeddings, dimensions: usize) -> TestEnv {
 }
 
 fn run(env: &TestEnv, dir: &Path, args: &[&str]) -> (Duration, String, String) {
+    // BENCH_NO_REDACT=1: the same runs without the redactor, for its cost.
+    let mut args = args.to_vec();
+    if std::env::var_os("BENCH_NO_REDACT").is_some() {
+        args.push("--no-redact");
+    }
+    let args = args.as_slice();
     let started = Instant::now();
     let output = env.git_agent_in(dir, args).stderr(Stdio::piped()).output().expect("run git-agent");
     let elapsed = started.elapsed();

@@ -28,6 +28,7 @@ mod mcp;
 mod pr_message;
 mod project_id;
 mod proxy;
+mod redaction;
 mod release_note;
 mod review;
 mod search;

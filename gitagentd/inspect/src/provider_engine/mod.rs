@@ -145,7 +145,8 @@ impl ProviderEngine {
         })
         .await??;
         secrets.learn(&config);
-        let provider = Provider::shared(&self.http, config, run_options(request)).await?;
+        let provider =
+            Provider::shared(&self.http, config, run_options(request)).await?.with_redactor(request.redactor.clone());
 
         let (token, deadline) = match request.timeout {
             Some(timeout) => {

@@ -38,6 +38,7 @@ pub(super) fn request(fixture: &Fixture, command: TaskCommand, mode: Mode, hint:
         git_env: fixture.env(),
         prompt_cache_key: crate::engine::lineage_cache_key(command, "TASKTASKTASKTASKTASKTASKTA"),
         follow_up: None,
+        redactor: Default::default(),
     }
 }
 

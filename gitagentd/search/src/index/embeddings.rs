@@ -16,6 +16,9 @@
 //! fallback. The API key goes only into the `Authorization` header; it is
 //! never logged or put into an error.
 //!
+//! Every input of a remote request passes through the settings'
+//! redactor first.
+//!
 //! With the local backend ([`Backend::Local`]) the same calls run the
 //! in-process model ([`gitagent_embed::LocalModel`]) on the blocking pool
 //! instead, one batch at a time, stopping between batches when the search
@@ -79,6 +82,9 @@ pub struct EmbeddingSettings {
     /// The caller's proxies and CA locations, which select the client.
     pub network: gitagent_provider::NetworkSettings,
     pub backend: Backend,
+    /// What every input passes through before it is sent to a remote
+    /// endpoint (chunks are redacted when read, queries here).
+    pub redactor: gitagent_provider::Redactor,
 }
 
 impl std::fmt::Debug for EmbeddingSettings {
@@ -131,7 +137,7 @@ pub enum EmbeddingError {
 #[derive(Serialize)]
 struct Request<'a> {
     model: &'a str,
-    input: &'a [String],
+    input: Vec<std::borrow::Cow<'a, str>>,
     encoding_format: Encoding,
     dimensions: usize,
 }
@@ -315,9 +321,11 @@ impl EmbeddingsClient {
         let endpoint = settings.endpoint();
         let url = giturl::sanitize(&endpoint);
         let encoding = encoding_for(&endpoint);
+        // The last step before the wire: nothing reaches the endpoint
+        // unredacted, whoever built the inputs.
         let body = Request {
             model: &settings.model,
-            input: inputs,
+            input: inputs.iter().map(|input| settings.redactor.text(input)).collect(),
             encoding_format: encoding,
             dimensions: settings.dimensions,
         };
@@ -731,6 +739,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             network: Default::default(),
             backend: Backend::Remote,
+            redactor: Default::default(),
         };
         assert!(!format!("{settings:?}").contains("sk-secret"));
     }
@@ -836,6 +845,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             network: Default::default(),
             backend: Backend::Remote,
+            redactor: Default::default(),
         };
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = EmbeddingsClient { http: reqwest::Client::new(), on_retry: None };

@@ -54,6 +54,9 @@ pub struct RefreshRequest {
     pub crash_at: Option<CrashPoint>,
     /// Revision mode: the committed tree to read instead of `root`'s files.
     pub tree: Option<Arc<TreeSource>>,
+    /// Every file's text passes through it before it is chunked, so chunk
+    /// bodies, embedding inputs and the stored text hold markers only.
+    pub redactor: gitagent_provider::Redactor,
 }
 
 /// Receives discovery diagnostics and timings.
@@ -638,6 +641,8 @@ impl discovery::FileWork for Reader<'_, '_> {
             None => discovery::read_candidate(&self.request.root, &file.path, file.stat.size)?,
         };
         let read = thread_cpu();
+        let mut text = text;
+        self.request.redactor.redact_string(&mut text, gitagent_provider::redact::Origin::file(&file.path));
         let chunked = chunking::chunk_file(&file.path, text, self.request.max_input_chars);
         state.cpu.files += 1;
         state.cpu.read += read.saturating_sub(before);
@@ -1160,6 +1165,7 @@ mod tests {
             temp_dir: std::env::temp_dir(),
             crash_at: None,
             tree: None,
+            redactor: Default::default(),
         }
     }
 

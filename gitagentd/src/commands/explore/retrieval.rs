@@ -56,13 +56,14 @@ fn request(
         .ok()
         .and_then(|path| git_agent_shared::config_file::ConfigFile::load(&path).ok())
         .unwrap_or_default();
-    let embedding = match settings::resolve(&settings::SettingFlags::default(), &invocation.env, &config.search, cores)
-    {
-        Ok(embedding) => embedding,
-        // Remote embeddings without credentials: there is no index to read.
-        Err(settings::SettingsError::Environment(_)) => return Ok(None),
-        Err(error) => return Err(error.into()),
-    };
+    let mut embedding =
+        match settings::resolve(&settings::SettingFlags::default(), &invocation.env, &config.search, cores) {
+            Ok(embedding) => embedding,
+            // Remote embeddings without credentials: there is no index to read.
+            Err(settings::SettingsError::Environment(_)) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+    embedding.redactor = invocation.redactor.clone();
     let selection = search::select(root, &invocation.env, &[])?;
     Ok(Some(SearchRequest {
         selection,

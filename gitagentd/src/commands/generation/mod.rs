@@ -134,7 +134,8 @@ pub async fn provider_with_key(
     .map_err(CommandError::failed)?;
     let mut run_options = settings.run_options.clone();
     run_options.prompt_cache_key = Some(prompt_cache_key);
-    Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)
+    let provider = Provider::shared(&services.http_clients, config, run_options).await.map_err(CommandError::failed)?;
+    Ok(provider.with_redactor(invocation.redactor.clone()))
 }
 
 /// Runs `task` under the settings' deadline, with `rules` as the
