@@ -31,6 +31,9 @@ _git__agent() {
             git__agent,explore)
                 cmd="git__agent__subcmd__explore"
                 ;;
+            git__agent,hook)
+                cmd="git__agent__subcmd__hook"
+                ;;
             git__agent,index)
                 cmd="git__agent__subcmd__index"
                 ;;
@@ -55,6 +58,18 @@ _git__agent() {
             git__agent,simplify)
                 cmd="git__agent__subcmd__simplify"
                 ;;
+            git__agent__subcmd__hook,install)
+                cmd="git__agent__subcmd__hook__subcmd__install"
+                ;;
+            git__agent__subcmd__hook,run)
+                cmd="git__agent__subcmd__hook__subcmd__run"
+                ;;
+            git__agent__subcmd__hook,status)
+                cmd="git__agent__subcmd__hook__subcmd__status"
+                ;;
+            git__agent__subcmd__hook,uninstall)
+                cmd="git__agent__subcmd__hook__subcmd__uninstall"
+                ;;
             git__agent__subcmd__index,gc)
                 cmd="git__agent__subcmd__index__subcmd__gc"
                 ;;
@@ -71,7 +86,7 @@ _git__agent() {
 
     case "${cmd}" in
         git__agent)
-            opts="-h -V --cwd --no-redact --help --version project_id config review simplify commit-msg commit search pr-message release-note explore index mcp completions"
+            opts="-h -V --cwd --no-redact --help --version project_id config review simplify commit-msg commit hook search pr-message release-note explore index mcp completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -89,7 +104,7 @@ _git__agent() {
             return 0
             ;;
         git__agent__subcmd__commit)
-            opts="-h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --no-redact --help --version"
+            opts="-i -h -V --amend --model --fast --low --medium --high --xhigh --base-url --timeout --guidance-family --append-prompt --debug --max-steps --pprof --interactive --no-redact --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -215,6 +230,76 @@ _git__agent() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__agent__subcmd__hook)
+            opts="-h -V --no-redact --help --version install uninstall status run"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__agent__subcmd__hook__subcmd__install)
+            opts="-h -V --force --no-redact --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__agent__subcmd__hook__subcmd__run)
+            opts="-h -V --no-redact --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__agent__subcmd__hook__subcmd__status)
+            opts="-h -V --no-redact --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__agent__subcmd__hook__subcmd__uninstall)
+            opts="-h -V --no-redact --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -158,12 +158,75 @@ _arguments "${_arguments_options[@]}" : \
 '--high[Send reasoning.effort=high]' \
 '--xhigh[Send reasoning.effort=xhigh]' \
 '--debug[Write diagnostics (trace, phase timings) to stderr]' \
+'-i[Show the message as it is written, then ask\: accept, edit, regenerate or quit (needs a terminal)]' \
+'--interactive[Show the message as it is written, then ask\: accept, edit, regenerate or quit (needs a terminal)]' \
 '--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
 && ret=0
+;;
+(hook)
+_arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_git-agent__subcmd__hook_commands" \
+"*::: :->hook" \
+&& ret=0
+
+    case $state in
+    (hook)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:git-agent-hook-command-$line[1]:"
+        case $line[1] in
+            (install)
+_arguments "${_arguments_options[@]}" : \
+'--force[Replace a prepare-commit-msg hook that git-agent did not write]' \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(uninstall)
+_arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+'--no-redact[Send secrets to the model and embeddings servers unredacted, for this invocation only]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+':file -- The commit message file git passes to the hook:_files' \
+'::source -- Where git'\''s message came from (message, template, merge, squash, commit), when it has one:_default' \
+'::commit -- The commit whose message is reused (source commit):_default' \
+&& ret=0
+;;
+        esac
+    ;;
+esac
 ;;
 (search)
 _arguments "${_arguments_options[@]}" : \
@@ -341,6 +404,7 @@ _git-agent_commands() {
 'simplify:Launch a detached read-only simplification audit' \
 'commit-msg:Write a commit message for the staged changes; stdout is the message only' \
 'commit:Write a commit message for the staged changes, then run git commit with it' \
+'hook:Install, remove or inspect the prepare-commit-msg hook that fills \`git commit\`'\''s message' \
 'search:Embedding-backed code search over the files on disk' \
 'pr-message:Write the squash-merge message of the current branch versus origin/HEAD; stdout is the message only' \
 'release-note:Write GitHub release notes for <base>..<release>, or since the latest version tag (patch|minor|major)' \
@@ -375,6 +439,36 @@ _git-agent__subcmd__config_commands() {
 _git-agent__subcmd__explore_commands() {
     local commands; commands=()
     _describe -t commands 'git-agent explore commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__hook_commands] )) ||
+_git-agent__subcmd__hook_commands() {
+    local commands; commands=(
+'install:Write the prepare-commit-msg hook into the repository'\''s hooks folder (core.hooksPath honoured)' \
+'uninstall:Remove the prepare-commit-msg hook, if git-agent wrote it' \
+'status:Say whether the prepare-commit-msg hook is git-agent'\''s, another program'\''s, or absent' \
+'run:What the installed hook runs\: fill <file> with a generated message when git has none' \
+    )
+    _describe -t commands 'git-agent hook commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__hook__subcmd__install_commands] )) ||
+_git-agent__subcmd__hook__subcmd__install_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent hook install commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__hook__subcmd__run_commands] )) ||
+_git-agent__subcmd__hook__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent hook run commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__hook__subcmd__status_commands] )) ||
+_git-agent__subcmd__hook__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent hook status commands' commands "$@"
+}
+(( $+functions[_git-agent__subcmd__hook__subcmd__uninstall_commands] )) ||
+_git-agent__subcmd__hook__subcmd__uninstall_commands() {
+    local commands; commands=()
+    _describe -t commands 'git-agent hook uninstall commands' commands "$@"
 }
 (( $+functions[_git-agent__subcmd__index_commands] )) ||
 _git-agent__subcmd__index_commands() {
