@@ -10,14 +10,15 @@ use git_agent_shared::paths;
 use gitagent_provider::Redactor;
 
 /// The redactor of `invocation`'s command line. A line that does not parse
-/// gets the default one (the command fails on it anyway); `config` never
-/// reads the allow regex, so a broken one can always be replaced.
+/// gets the default one (the command fails on it anyway). `config` never
+/// reads the allow regex, so a broken one can always be replaced, and
+/// `project_id` sends nothing anywhere, so it reads no configuration.
 pub async fn resolve(invocation: &Invocation) -> Result<Redactor, CommandError> {
     let Ok(cli) = cli::parse(&invocation.args) else { return Ok(Redactor::default()) };
     if cli.no_redact {
         return Ok(Redactor::disabled());
     }
-    if matches!(cli.command, Command::Config(_)) {
+    if matches!(cli.command, Command::Config(_) | Command::ProjectId) {
         return Ok(Redactor::default());
     }
     for_environment(&invocation.env).await
