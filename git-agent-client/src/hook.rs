@@ -223,10 +223,10 @@ pub async fn run(invocation: pb::Invocation, file: &Path, source: Option<&str>) 
 /// had nothing to do.
 async fn fill(invocation: pb::Invocation, file: &Path) -> Result<(), String> {
     let written = std::fs::read(file).map_err(|error| format!("cannot read {}: {error}", file.display()))?;
-    if has_message(&String::from_utf8_lossy(&written)) {
+    let cwd = PathBuf::from(OsStr::from_bytes(&invocation.cwd));
+    if has_message(&String::from_utf8_lossy(&written), &comment_prefix(&cwd)?) {
         return Ok(());
     }
-    let cwd = PathBuf::from(OsStr::from_bytes(&invocation.cwd));
     let state = git_paths(&cwd, SEQUENCE_STATE).map_err(|error| first_line(&error.to_string()))?;
     if state.iter().any(|path| path.exists()) {
         return Ok(());
@@ -241,28 +241,45 @@ async fn fill(invocation: pb::Invocation, file: &Path) -> Result<(), String> {
     std::fs::write(file, text).map_err(|error| format!("cannot write {}: {error}", file.display()))
 }
 
-/// Whether git's message file already has text other than comment lines
-/// (above the scissors line of `commit -v`).
-fn has_message(text: &str) -> bool {
+/// Whether git's message file already has text other than lines starting
+/// with `comment` (above the scissors line of `commit -v`).
+fn has_message(text: &str, comment: &str) -> bool {
     text.lines()
         .take_while(|line| !line.ends_with(SCISSORS))
-        .any(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .any(|line| !line.trim().is_empty() && !line.starts_with(comment))
 }
 
-/// The time limit: `git-agent.hookTimeout` when set (and valid), else 30 s.
-fn timeout(cwd: &Path) -> Result<Duration, String> {
+/// What starts git's comment lines in the message file:
+/// `core.commentString`, else `core.commentChar`, else `#` (also for
+/// `auto`, which picks `#` for a file that holds only git's comments).
+fn comment_prefix(cwd: &Path) -> Result<String, String> {
+    for key in ["core.commentString", "core.commentChar"] {
+        match git_config(cwd, key)? {
+            Some(value) if value != "auto" => return Ok(value),
+            _ => {}
+        }
+    }
+    Ok("#".to_string())
+}
+
+/// The value of `key` in the repository's git configuration, if set.
+fn git_config(cwd: &Path, key: &str) -> Result<Option<String>, String> {
     let output = std::process::Command::new("git")
         .current_dir(cwd)
-        .args(["config", "--get", TIMEOUT_KEY])
+        .args(["config", "--get", key])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
         .map_err(|error| format!("cannot run git config: {error}"))?;
-    let value = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    if !output.status.success() || value.is_empty() {
-        return Ok(DEFAULT_TIMEOUT);
-    }
-    git_agent_shared::cli::parse_duration(&value)
+    let value = String::from_utf8_lossy(&output.stdout).trim_end_matches('\n').to_string();
+    Ok((output.status.success() && !value.is_empty()).then_some(value))
+}
+
+/// The time limit: `git-agent.hookTimeout` when set (and valid), else 30 s.
+fn timeout(cwd: &Path) -> Result<Duration, String> {
+    let Some(value) = git_config(cwd, TIMEOUT_KEY)? else { return Ok(DEFAULT_TIMEOUT) };
+    let value = value.trim();
+    git_agent_shared::cli::parse_duration(value)
         .map_err(|error| format!("{TIMEOUT_KEY} is {value:?}, not a duration such as 30s or 2m: {error}"))
 }
 
@@ -346,10 +363,13 @@ mod tests {
 
     #[test]
     fn only_comment_lines_are_no_message() {
-        assert!(!has_message("\n# Please enter the commit message\n#\n"));
-        assert!(!has_message(&format!("\n# comment\n# {SCISSORS}\ndiff --git a/x b/x\n+added\n")));
-        assert!(has_message("fix: typo\n\n# Please enter the commit message\n"));
-        assert!(!has_message(""));
+        assert!(!has_message("\n# Please enter the commit message\n#\n", "#"));
+        assert!(!has_message(&format!("\n# comment\n# {SCISSORS}\ndiff --git a/x b/x\n+added\n"), "#"));
+        assert!(has_message("fix: typo\n\n# Please enter the commit message\n", "#"));
+        assert!(!has_message("", "#"));
+        // core.commentChar=';': git's comments start with it, and '#' is text.
+        assert!(!has_message("\n; Please enter the commit message\n;\n", ";"));
+        assert!(has_message("#42 fix\n; Please enter the commit message\n", ";"));
     }
 
     #[test]

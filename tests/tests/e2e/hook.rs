@@ -111,6 +111,23 @@ fn plain_git_commit_opens_the_editor_with_the_generated_message_above_gits_comme
 }
 
 #[test]
+fn the_comment_character_git_is_configured_with_marks_its_comment_lines() {
+    let setup = setup();
+    let repo = &setup.repo;
+    repo.git(&["config", "core.commentChar", ";"]);
+    install(&setup, repo.path(), &[]).success();
+    reply(&setup.fake, "fix: return the right answer");
+    let output = git_commit(repo, &["commit"]);
+    assert!(output.status.success(), "{}", stderr_text(&output));
+    let shown = editor_saw(repo);
+    assert!(
+        shown.starts_with("fix: return the right answer\n\n; Please enter the commit message"),
+        "git's ';' lines are comments, so the message is written above them: {shown:?}"
+    );
+    assert_eq!(setup.fake.requests().len(), 1);
+}
+
+#[test]
 fn the_hook_stays_out_when_git_has_a_message() {
     let setup = setup();
     let repo = &setup.repo;
