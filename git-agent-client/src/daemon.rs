@@ -275,7 +275,7 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
                 let reply = reply.into_inner();
                 return Ok(match reply.outcome {
                     Some(pb::task_outcome::Outcome::ReportJson(report)) => {
-                        warn_controls(reply.controls_removed);
+                        warn_report(&reply.redacted, reply.controls_removed);
                         write_stdout(report.as_bytes())
                     }
                     Some(pb::task_outcome::Outcome::Error(message)) => fail(&message, 1),
@@ -289,7 +289,7 @@ pub async fn wait(invocation: pb::Invocation, id: String, command: TaskCommand) 
     }
     Ok(match wait_locally(&env, &id, command).await {
         Ok(report) => {
-            warn_controls(report.controls_removed);
+            warn_report(report.redacted.as_deref().unwrap_or_default(), report.controls_removed);
             write_stdout(report.json.as_bytes())
         }
         Err(error) => fail(&git_agent_shared::error_chain::render(&error), 1),
@@ -309,8 +309,14 @@ enum LocalWaitError {
 
 /// Says on stderr that the stored report had terminal control sequences
 /// removed, when it had.
-fn warn_controls(removed_bytes: u64) {
-    if let Some(line) = git_agent_shared::controls::removed_warning(removed_bytes) {
+/// What `--wait` says on stderr beside a report: which secrets were
+/// redacted from the task's requests, then any terminal controls removed
+/// from the answer.
+fn warn_report(redacted: &str, controls_removed: u64) {
+    if !redacted.is_empty() {
+        eprintln!("{redacted}");
+    }
+    if let Some(line) = git_agent_shared::controls::removed_warning(controls_removed) {
         eprint!("{line}");
     }
 }

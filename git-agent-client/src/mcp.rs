@@ -523,6 +523,9 @@ impl Call<'_> {
         match reply.outcome {
             Some(pb::task_outcome::Outcome::ReportJson(report)) => {
                 let mut content = vec![ContentBlock::text(report.trim_end())];
+                if !reply.redacted.is_empty() {
+                    content.push(ContentBlock::text(reply.redacted.trim_end()));
+                }
                 if let Some(line) = git_agent_shared::controls::removed_warning(reply.controls_removed) {
                     content.push(ContentBlock::text(line.trim_end()));
                 }

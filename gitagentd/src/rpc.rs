@@ -325,12 +325,17 @@ impl GitAgent for Daemon {
     async fn wait_task(&self, request: Request<pb::TaskRef>) -> Result<Response<pb::TaskOutcome>, Status> {
         let task = request.into_inner();
         let env = optional_env(task.invocation)?;
-        let (outcome, controls_removed) = match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
-            Ok(report) => (pb::task_outcome::Outcome::ReportJson(report.json), report.controls_removed),
-            Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
-            Err(error) => (pb::task_outcome::Outcome::Error(error.render()), 0),
-        };
-        Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome), controls_removed }))
+        let (outcome, controls_removed, redacted) =
+            match self.services.tasks.wait(&task.id, &task.command, env.as_ref()).await {
+                Ok(report) => (
+                    pb::task_outcome::Outcome::ReportJson(report.json),
+                    report.controls_removed,
+                    report.redacted.unwrap_or_default(),
+                ),
+                Err(TaskError::Usage(message)) => return Err(Status::invalid_argument(message)),
+                Err(error) => (pb::task_outcome::Outcome::Error(error.render()), 0, String::new()),
+            };
+        Ok(Response::new(pb::TaskOutcome { outcome: Some(outcome), controls_removed, redacted }))
     }
 
     async fn list_tasks(&self, request: Request<pb::ListTasksRequest>) -> Result<Response<pb::ListTasksReply>, Status> {

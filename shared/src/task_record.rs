@@ -564,6 +564,10 @@ pub struct Report {
     /// answer before it was stored (the final event's `controls_removed`;
     /// records of other writers have none).
     pub controls_removed: u64,
+    /// The line saying which secrets were redacted from the task's
+    /// requests (or that redaction was off), without its newline (the
+    /// final event's `redacted`; records of other writers have none).
+    pub redacted: Option<String>,
 }
 
 /// Why a `--wait` cannot print a report.
@@ -620,7 +624,8 @@ pub fn evaluate(
                 };
                 json.push('\n');
                 let controls_removed = terminal.value.get("controls_removed").and_then(Value::as_u64).unwrap_or(0);
-                Ok(TaskState::Succeeded(Report { json, controls_removed }))
+                let redacted = terminal.value.get("redacted").and_then(Value::as_str).map(str::to_string);
+                Ok(TaskState::Succeeded(Report { json, controls_removed, redacted }))
             }
             _ => {
                 let message = terminal
@@ -740,7 +745,8 @@ mod tests {
             state,
             TaskState::Succeeded(Report {
                 json: "{\"summary\":\"ok\",\"recommendation\":\"APPROVE\",\"findings\":[]}\n".into(),
-                controls_removed: 0
+                controls_removed: 0,
+                redacted: None
             })
         );
         let v2 = r#"{"version":2,"id":"CDEFGHIJKLMNOPQRSTUVWXYZAB","command":"simplify","pid":7,"started_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","terminal":{"seq":9,"at":"2026-01-02T03:04:06Z","kind":"error","value":{"message":"provider failed"}},"failure":{"model":"m","mode":"staged","max_steps":9,"max_tool_calls":7,"repository_fingerprint":{"base_tree":"a","target_tree":"b"},"tool_events":[{"seq":3,"kind":"tool-call","tool":"read_file","payload":"{}"}]}}"#;

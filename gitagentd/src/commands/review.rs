@@ -302,6 +302,11 @@ impl Inspection {
                 if outcome.controls_removed > 0 {
                     value.insert("controls_removed".into(), Value::from(outcome.controls_removed));
                 }
+                // What was redacted from the task's requests, said by
+                // `--wait` (a launch prints nothing on stderr).
+                if let Some(line) = self.request.redactor.summary(false) {
+                    value.insert("redacted".into(), Value::from(line.trim_end()));
+                }
                 Ok(Finished { value, turn: self.turn(outcome) })
             }
             Err((message, mut diagnostic)) => {

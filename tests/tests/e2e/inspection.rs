@@ -146,6 +146,37 @@ fn review_wait_says_when_terminal_controls_were_removed() {
     assert_eq!(from_record.stderr, through_daemon.stderr);
 }
 
+/// A secret in the reviewed change never reaches the provider, and `--wait`
+/// says what was redacted, through the daemon and from the record alone
+/// (the launch itself prints nothing on stderr).
+#[test]
+fn review_wait_says_which_secrets_were_redacted_from_its_requests() {
+    let (env, fake, repo) = setup();
+    let key = "AKIAZ4PQ7RXW2MBT6JKE";
+    repo.write("README.md", &format!("hello\nworld\naws_access_key_id = {key}\n"));
+    fake.push(Reply::Events(events::text_reply(REVIEW, events::usage(200, 0, 20))));
+    let id = launch(&env, &repo, &["review"]);
+
+    let through_daemon = env.run_in(repo.path(), &["review", "--wait", &id]);
+    through_daemon.success();
+    assert_eq!(through_daemon.stderr, "redacted 1 secret before sending: 1 aws-access-token\n");
+    let requests = fake.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let body = request.body.to_string();
+        assert!(!body.contains(key), "the key reached the provider: {body}");
+        assert!(body.contains("[REDACTED:aws-access-token]"), "{body}");
+    }
+    let (path, _) = record(&env, &repo, &id);
+    assert!(!std::fs::read_to_string(&path).unwrap().contains(key));
+
+    let stop = env.gitagentd(&["stop"]).output().unwrap();
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    let from_record = env.run_in(repo.path(), &["review", "--wait", &id]);
+    from_record.success();
+    assert_eq!(from_record.stderr, through_daemon.stderr);
+}
+
 fn body_text(request: &RecordedRequest) -> String {
     request.body["instructions"].as_str().unwrap_or_default().to_string()
 }
