@@ -198,7 +198,10 @@ impl RuleSet {
                 }
             }
         }
+        // A DFA: with this many keywords the builder would pick an NFA,
+        // and this automaton reads every byte of every text redacted.
         let keywords = AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .ascii_case_insensitive(true)
             .build(&names)
             .expect("the rule keywords build an automaton");
