@@ -61,11 +61,13 @@ pub async fn serve(acquired: Acquired, options: ServerOptions) -> anyhow::Result
     });
 
     // Build the provider HTTP client (it loads the system's root
-    // certificates) before the first generation command needs it.
+    // certificates) and compile the redactor's rule set before the first
+    // command needs them.
     let warm = Arc::clone(&daemon.services);
     tokio::spawn(gitagent_runtime::blocking::run_to_end("the provider HTTP client", move || {
         let _ = warm.http_clients.get(&Default::default(), gitagent_provider::ClientKind::Responses);
     }));
+    tokio::spawn(gitagent_runtime::blocking::run_to_end("the redactor's rule set", gitagent_provider::redact::warm));
 
     // The accept loop checks each peer's uid and serves each connection,
     // gRPC or an HTTP/1.1 task view, in a task of its own.

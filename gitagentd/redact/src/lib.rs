@@ -11,7 +11,8 @@
 //! ([`rules`]); secret-named files are withheld whole ([`files`]).
 //!
 //! The crate is pure: no I/O, no async, no environment. The rule set is
-//! compiled once per process ([`LazyLock`]); a [`Redactor`] carries one
+//! compiled once per process ([`LazyLock`]; the daemon does it at start,
+//! [`warm`]); a [`Redactor`] carries one
 //! invocation's choices (on or off, the user's `redact.allow` regex) and
 //! its ledger of findings, from which the command's one stderr line is
 //! made ([`Redactor::summary`]).
@@ -32,6 +33,13 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
 static RULES: LazyLock<rules::RuleSet> = LazyLock::new(rules::RuleSet::load);
+
+/// Compiles the rule set now (about a quarter of a second), so that the
+/// first text redacted does not wait for it: the daemon calls this on its
+/// blocking pool when it starts.
+pub fn warm() {
+    LazyLock::force(&RULES);
+}
 
 /// Vendored rules left out because they do not compile (empty today).
 pub fn skipped_rules() -> &'static [Skipped] {
@@ -181,8 +189,8 @@ fn spans(text: &str, origin: Origin<'_>, allow: Option<&Regex>) -> Vec<Span> {
         }
     }
     let mut candidates = rules.candidates(text);
-    candidates.sort_by_key(|index| rules.rules[*index].generic);
-    for index in candidates {
+    candidates.sort_by_key(|(index, _)| rules.rules[*index].generic);
+    for (index, scope) in candidates {
         let rule = &rules.rules[index];
         let Some(regex) = &rule.regex else { continue };
         if let Some(path_regex) = &rule.path
@@ -190,7 +198,11 @@ fn spans(text: &str, origin: Origin<'_>, allow: Option<&Regex>) -> Vec<Span> {
         {
             continue;
         }
-        for captures in regex.captures_iter(text) {
+        let windows = match scope {
+            rules::Scope::Whole => std::iter::once(0..text.len()).collect(),
+            rules::Scope::Windows(windows) => windows,
+        };
+        for captures in windows.into_iter().flat_map(|window| captures_in(regex, text, window)) {
             let Some(matched) = captures.get(0) else { continue };
             let secret = if rule.secret_group > 0 {
                 captures.get(rule.secret_group)
@@ -226,6 +238,29 @@ fn spans(text: &str, origin: Origin<'_>, allow: Option<&Regex>) -> Vec<Span> {
     }
     spans.sort_by_key(|span| span.start);
     spans
+}
+
+/// The matches of `regex` that start in `window`, a range of whole lines of
+/// `text` (so its end is a line end, where `$` and `\b` read as in `text`);
+/// what precedes the window is seen by `^` and `\b`.
+fn captures_in<'t>(
+    regex: &Regex,
+    text: &'t str,
+    window: std::ops::Range<usize>,
+) -> impl Iterator<Item = regex::Captures<'t>> {
+    let haystack = &text[..window.end];
+    let mut at = Some(window.start);
+    std::iter::from_fn(move || {
+        let captures = regex.captures_at(haystack, at?)?;
+        let matched = captures.get(0)?;
+        // An empty match moves on by one character.
+        at = if matched.is_empty() {
+            haystack[matched.end()..].chars().next().map(|c| matched.end() + c.len_utf8())
+        } else {
+            Some(matched.end())
+        };
+        Some(captures)
+    })
 }
 
 fn overlaps(spans: &[Span], start: usize, end: usize) -> bool {

@@ -12,7 +12,12 @@
 //! [`RuleSet::skipped`] (a test lists them), never silently lost.
 //!
 //! The semantics follow gitleaks 8: a rule runs only on text that holds one
-//! of its keywords (case-insensitive); a rule with a `path` runs only on
+//! of its keywords (case-insensitive). Where a rule's regex has a longest
+//! match (all but a few, such as private-key blocks), it searches only the
+//! whole lines within that reach of each keyword found ([`Scope`]), as
+//! gitleaks' keywords sit inside their rules' matches: generic keywords
+//! (`key`, `token`, `ey`) are in most files, and scanning those files whole
+//! with their regexes was most of the redactor's cost; a rule with a `path` runs only on
 //! text whose file name matches it, and a rule with a `path` and no regex
 //! (a file kind, `pkcs12-file`) is left to [`crate::files`]; the secret is
 //! the `secretGroup` capture, else the first non-empty group, else the
@@ -130,6 +135,9 @@ pub(crate) struct Rule {
     pub allowlists: Vec<Allowlist>,
     /// A `generic*` rule: its secrets must hold a digit.
     pub generic: bool,
+    /// The longest match the regex can make, in bytes, when it has a
+    /// bound: the rule then searches only around its keywords.
+    pub reach: Option<usize>,
 }
 
 /// A vendored rule left out, and why.
@@ -190,7 +198,10 @@ impl RuleSet {
                 }
             }
         }
+        // A DFA: with this many keywords the builder would pick an NFA,
+        // and this automaton reads every byte of every text redacted.
         let keywords = AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .ascii_case_insensitive(true)
             .build(&names)
             .expect("the rule keywords build an automaton");
@@ -198,29 +209,80 @@ impl RuleSet {
     }
 
     /// The rules whose keywords `text` holds (and those without any), in
-    /// rule order.
-    pub(crate) fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut wanted = vec![false; self.rules.len()];
+    /// rule order, each with the part of `text` its regex must search.
+    pub(crate) fn candidates(&self, text: &str) -> Vec<(usize, Scope)> {
+        let mut scopes: Vec<Option<Scope>> = Vec::new();
+        scopes.resize_with(self.rules.len(), || None);
         for index in &self.always {
-            wanted[*index] = true;
+            scopes[*index] = Some(Scope::Whole);
         }
-        let mut seen = vec![false; self.keyword_rules.len()];
-        let mut left = seen.len();
         for found in self.keywords.find_overlapping_iter(text) {
-            let pattern = found.pattern().as_usize();
-            if !seen[pattern] {
-                seen[pattern] = true;
-                for index in &self.keyword_rules[pattern] {
-                    wanted[*index] = true;
-                }
-                left -= 1;
-                if left == 0 {
-                    break;
+            for index in &self.keyword_rules[found.pattern().as_usize()] {
+                let scope = &mut scopes[*index];
+                match (self.rules[*index].reach, scope) {
+                    (_, Some(Scope::Whole)) => {}
+                    (None, scope) => *scope = Some(Scope::Whole),
+                    (Some(reach), scope) => {
+                        let windows = match scope {
+                            Some(Scope::Windows(windows)) => windows,
+                            _ => scope.insert(Scope::Windows(Vec::new())).windows_mut(),
+                        };
+                        add_window(windows, text, found.start(), found.end(), reach);
+                    }
                 }
             }
         }
-        wanted.iter().enumerate().filter_map(|(index, wanted)| wanted.then_some(index)).collect()
+        scopes.into_iter().enumerate().filter_map(|(index, scope)| Some((index, scope?))).collect()
     }
+}
+
+/// Where a rule's regex searches a text.
+pub(crate) enum Scope {
+    /// All of it: the rule has no keyword, or its match has no bound.
+    Whole,
+    /// Disjoint ranges of whole lines, in order: those around each of its
+    /// keywords' occurrences, as far as a match holding the keyword can
+    /// reach.
+    Windows(Vec<std::ops::Range<usize>>),
+}
+
+impl Scope {
+    fn windows_mut(&mut self) -> &mut Vec<std::ops::Range<usize>> {
+        match self {
+            Scope::Windows(windows) => windows,
+            Scope::Whole => unreachable!("only called on windows"),
+        }
+    }
+}
+
+/// Adds the window around a keyword at `start..end` for a rule whose
+/// matches are at most `reach` bytes long: the whole lines from `reach`
+/// bytes before the keyword to `reach` bytes after it, merged with the
+/// last window when they overlap. Whole lines keep `^`, `$` and `\b` at a
+/// window's edges true to the text (they sit at line ends), and windows
+/// come in text order, so a keyword inside the last window costs nothing.
+fn add_window(windows: &mut Vec<std::ops::Range<usize>>, text: &str, start: usize, end: usize, reach: usize) {
+    let bytes = text.as_bytes();
+    let from = start.saturating_sub(reach);
+    let to = end.saturating_add(reach).min(text.len());
+    if let Some(last) = windows.last_mut()
+        && from <= last.end
+    {
+        if to > last.end {
+            last.end = line_end(bytes, to);
+        }
+        return;
+    }
+    let from = bytes[..from].iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
+    let window = from..line_end(bytes, to);
+    match windows.last_mut() {
+        Some(last) if window.start <= last.end => last.end = window.end,
+        _ => windows.push(window),
+    }
+}
+
+fn line_end(bytes: &[u8], at: usize) -> usize {
+    bytes[at..].iter().position(|byte| *byte == b'\n').map_or(bytes.len(), |offset| at + offset)
 }
 
 impl Allowlist {
@@ -231,6 +293,13 @@ impl Allowlist {
 
 fn compile_rule(rule: &RuleToml) -> Result<Rule, String> {
     let regex = rule.regex.as_deref().map(compile).transpose()?;
+    let reach = match &rule.regex {
+        Some(pattern) => regex_syntax::parse(&translate(&adapt(pattern)))
+            .map_err(|error| error.to_string())?
+            .properties()
+            .maximum_len(),
+        None => None,
+    };
     let path = rule.path.as_deref().map(compile).transpose()?;
     let allowlists = rule.allowlists.iter().map(compile_allowlist).collect::<Result<_, _>>()?;
     Ok(Rule {
@@ -242,6 +311,7 @@ fn compile_rule(rule: &RuleToml) -> Result<Rule, String> {
         keywords: rule.keywords.clone(),
         allowlists,
         generic: rule.id.starts_with("generic"),
+        reach,
     })
 }
 

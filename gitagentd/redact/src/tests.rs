@@ -169,3 +169,27 @@ fn a_secret_in_a_diff_is_placed_at_its_file_and_new_side_line() {
         assert_eq!((finding.path.as_deref(), finding.line), (Some("src/a.rs"), 7), "{text}");
     }
 }
+
+#[test]
+fn rules_search_around_their_keywords_and_still_find_every_plant() {
+    let bounded = RULES.rules.iter().filter(|rule| rule.regex.is_some() && rule.reach.is_some()).count();
+    assert!(bounded * 10 >= rule_count() * 9, "{bounded} of {} rules search around their keywords", rule_count());
+    let filler = "let value = key_of(item); // api token secret password auth access ey s. sk\n";
+    for seed in [2, 4, 6] {
+        let plants = corpus::plants(seed);
+        // Far apart, among lines full of keywords.
+        let apart: String = plants.iter().map(|plant| format!("{}{}\n", filler.repeat(40), plant.line)).collect();
+        // On one long line (a minified file), where windows are that line.
+        let one_line: String = plants
+            .iter()
+            .filter(|plant| !plant.line.contains('\n'))
+            .map(|plant| format!("{} {} ", filler.trim_end().repeat(5), plant.line))
+            .collect();
+        for text in [apart, one_line] {
+            let redacted = run(&text);
+            for plant in plants.iter().filter(|plant| text.contains(&plant.value)) {
+                assert!(!redacted.text.contains(&plant.value), "seed {seed}: {} kept", plant.rule);
+            }
+        }
+    }
+}
